@@ -1,0 +1,85 @@
+package wire
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Header names of the public API (as PurrNet sends them: lower-case, with
+// underscores, which Go's net/http keeps as-is).
+const (
+	HeaderRegion       = "region"
+	HeaderName         = "name"
+	HeaderAllocationID = "allocation_id"
+
+	HeaderMigrationSecret  = "migration_secret"
+	HeaderMigrationClaimID = "migration_claim_id"
+	HeaderMigrationGrant   = "migration_grant"
+	HeaderIncarnation      = "incarnation"
+	HeaderExpectedGen      = "expected_generation"
+	HeaderPromotedPlayerID = "promoted_player_id"
+	HeaderFencingToken     = "fencing_token"
+)
+
+// Header names of the internal relay<->balancer protocol.
+const (
+	// HeaderInternalSecret carries the shared SECRET (the original services'
+	// name, kept so operators need not reconfigure).
+	HeaderInternalSecret = "internal_key_secret"
+	// HeaderInternalVersion carries InternalProtocolVersion on every internal
+	// request and answer.
+	HeaderInternalVersion = "purr-internal-version"
+)
+
+// Fly.io headers.
+const (
+	HeaderFlyReplay        = "Fly-Replay"
+	HeaderFlyReplaySrc     = "Fly-Replay-Src"
+	HeaderFlyForceInstance = "fly-force-instance-id"
+	HeaderFlyClientIP      = "Fly-Client-IP"
+)
+
+// Limits on what a request may carry.
+const (
+	MaxHeaderValueLen  = 256      // any single header value we read
+	MaxHeaderBytes     = 16 << 10 // http.Server.MaxHeaderBytes for every server
+	MaxBodySize        = 1 << 20  // any JSON request body
+	MaxRegionLen       = 64
+	MaxAllocationIDLen = 128
+)
+
+// HeaderValue reads a header that must be present, non-empty, printable ASCII
+// without spaces and at most max bytes long.
+func HeaderValue(r *http.Request, name string, max int) (string, error) {
+	v := r.Header.Get(name)
+	if v == "" {
+		return "", ErrMissingHeader.WithMessage("header " + name + " is required")
+	}
+	if len(v) > max {
+		return "", ErrBadHeader.WithMessage("header " + name + " is too long")
+	}
+	return v, nil
+}
+
+// OptionalHeader reads a header that may be absent, with the same limit.
+func OptionalHeader(r *http.Request, name string, max int) (string, error) {
+	v := r.Header.Get(name)
+	if len(v) > max {
+		return "", ErrBadHeader.WithMessage("header " + name + " is too long")
+	}
+	return strings.TrimSpace(v), nil
+}
+
+// ValidSecret reports whether s can serve as the shared SECRET: non-empty,
+// printable ASCII without spaces, at most MaxSecretLen bytes.
+func ValidSecret(s string) bool {
+	if s == "" || len(s) > MaxSecretLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

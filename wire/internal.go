@@ -1,0 +1,185 @@
+package wire
+
+// The internal relay <-> balancer protocol (version InternalProtocolVersion).
+//
+// Every request carries the shared SECRET in HeaderInternalSecret and the
+// sender's protocol version in HeaderInternalVersion; every answer carries the
+// answerer's version. Versions only add fields: a receiver ignores fields it
+// does not know and gives absent ones their zero value, so a new relay works
+// with the previous balancer and the reverse (relays are deployed first).
+//
+// Relay -> balancer (all POST, JSON bodies, JSON answers):
+//
+//	PathRegister     RegisterRequest -> RegisterResponse. The heartbeat, every
+//	                 30 s by default and once at start (after the relay's
+//	                 listeners are up). A new boot for a known endpoint is
+//	                 accepted only after the balancer's own GET {endpoint}/ping
+//	                 reports that boot (proofs are serialized per endpoint);
+//	                 then the old boot's rooms are dropped at once. Metadata
+//	                 (host, region, endpoint, ports, ssl) is immutable within a
+//	                 boot: a change is refused with metadata_changed.
+//	PathPublish      PublishRequest -> PublishResponse. Room publications: the
+//	                 whole authoritative snapshot after every heartbeat (and at
+//	                 once when RegisterResponse.Republish says so), and single
+//	                 rooms when their count changes. Each entry is applied as a
+//	                 compare-and-set on the room name (see PublicationStatus).
+//	PathUnregister   UnregisterRequest -> UnregisterResponse. The relay's
+//	                 outbox: removed rooms keyed by (name, epoch, revision),
+//	                 retried every heartbeat until the answer confirms them.
+//
+// Balancer -> relay:
+//
+//	PathRelayAllocate POST, headers name, region, allocation_id; no body ->
+//	                 RelayAllocation. Creates the room (or, for the same
+//	                 allocation_id, returns the same room: exact replay) and
+//	                 answers the host capability plus the room's publication,
+//	                 which the balancer commits as the room's registration.
+//	                 A different allocation_id for a live room: ErrRoomTaken.
+//	/ping            GET, public; proves the boot id (Ping).
+const InternalProtocolVersion = 2
+
+// Internal paths.
+const (
+	PathRegister      = "/internal/v2/register"
+	PathPublish       = "/internal/v2/publish"
+	PathUnregister    = "/internal/v2/unregister"
+	PathRelayAllocate = "/internal/v2/allocate"
+)
+
+// RelayInfo is a relay's routing metadata, immutable within one boot.
+type RelayInfo struct {
+	BootID   string `json:"bootId"`
+	Endpoint string `json:"endpoint"` // HTTP base URL the balancer reaches (apiEndpoint)
+	Host     string `json:"host"`     // host clients connect to
+	Region   string `json:"region"`
+	// Port is the WebSocket port clients connect to (advertised; 443 behind
+	// Fly's TLS). UDPPort/UDPPortV2 are advertised for PurrNet's sake.
+	Port      int  `json:"port"`
+	UDPPort   int  `json:"udpPort"`
+	UDPPortV2 int  `json:"udpPortV2"`
+	SSL       bool `json:"ssl"`
+	// Process facts (informational; not part of the immutable metadata).
+	MachineID string `json:"machineId,omitempty"`
+	ImageRef  string `json:"imageRef,omitempty"`
+	Version   string `json:"version,omitempty"`
+}
+
+// SameRoute reports whether two infos carry the same immutable routing
+// metadata (host, region, endpoint, ports, ssl).
+func (a RelayInfo) SameRoute(b RelayInfo) bool {
+	return a.Endpoint == b.Endpoint && a.Host == b.Host && a.Region == b.Region &&
+		a.Port == b.Port && a.UDPPort == b.UDPPort && a.UDPPortV2 == b.UDPPortV2 && a.SSL == b.SSL
+}
+
+// RegisterRequest is the relay's heartbeat.
+type RegisterRequest struct {
+	Relay       RelayInfo `json:"relay"`
+	Draining    bool      `json:"draining"`
+	Connections int       `json:"connections"`
+	Rooms       int       `json:"rooms"`
+}
+
+// RegisterResponse answers a heartbeat.
+type RegisterResponse struct {
+	// BalancerBoot is the balancer's boot id. A relay that sees it change
+	// republishes every room at once.
+	BalancerBoot string `json:"balancerBoot"`
+	// New is true when this heartbeat created the registration (first
+	// heartbeat of a boot, a balancer restart, a boot replacement, or a
+	// relay removed by a failed health check).
+	New bool `json:"new"`
+	// Republish asks the relay to publish its whole room snapshot now.
+	Republish bool `json:"republish"`
+	// LivenessVersion is the balancer-owned version this heartbeat bumped.
+	LivenessVersion uint64 `json:"livenessVersion"`
+}
+
+// Publication is one room as its relay publishes it. Epoch is opaque and new
+// for every room incarnation on a relay; Revision grows with every change of
+// the room within the epoch.
+type Publication struct {
+	Name         string `json:"name"`
+	Epoch        string `json:"epoch"`
+	Revision     uint64 `json:"revision"`
+	Connections  int    `json:"connections"`
+	ClientSecret string `json:"clientSecret"`
+	AllocationID string `json:"allocationId,omitempty"`
+}
+
+// PublishRequest carries publications of one relay boot.
+type PublishRequest struct {
+	BootID   string        `json:"bootId"`
+	Endpoint string        `json:"endpoint"`
+	Rooms    []Publication `json:"rooms"`
+	// Snapshot is true when Rooms is the relay's whole room set.
+	Snapshot bool `json:"snapshot"`
+}
+
+// PublicationStatus is the balancer's verdict on one publication.
+type PublicationStatus string
+
+const (
+	PubApplied  PublicationStatus = "applied"  // acquired the name or updated the count
+	PubCurrent  PublicationStatus = "current"  // same or newer revision already held; nothing to do
+	PubConflict PublicationStatus = "conflict" // another live epoch owns the name
+	PubFenced   PublicationStatus = "fenced"   // this epoch was released (tombstone); never again
+	PubRejected PublicationStatus = "rejected" // not the endpoint's live boot, or not registered
+)
+
+// PublicationResult is one entry of PublishResponse.
+type PublicationResult struct {
+	Name   string            `json:"name"`
+	Epoch  string            `json:"epoch"`
+	Status PublicationStatus `json:"status"`
+}
+
+// PublishResponse answers PublishRequest, one result per room in order.
+type PublishResponse struct {
+	Results []PublicationResult `json:"results"`
+}
+
+// Removal is one outbox entry: the exact room incarnation and revision that
+// was removed on the relay.
+type Removal struct {
+	Name     string `json:"name"`
+	Epoch    string `json:"epoch"`
+	Revision uint64 `json:"revision"`
+}
+
+// UnregisterRequest carries outbox entries of one relay boot.
+type UnregisterRequest struct {
+	BootID   string    `json:"bootId"`
+	Endpoint string    `json:"endpoint"`
+	Rooms    []Removal `json:"rooms"`
+}
+
+// RemovalStatus is the balancer's verdict on one removal. Every status but
+// RemRetry confirms the entry: the relay drops it from its outbox.
+type RemovalStatus string
+
+const (
+	RemApplied    RemovalStatus = "applied"    // the route was released (tombstoned)
+	RemAlready    RemovalStatus = "already"    // that exact removal was already applied
+	RemSuperseded RemovalStatus = "superseded" // a newer incarnation owns the name, or none is known
+	RemRetry      RemovalStatus = "retry"      // not confirmed (e.g. older revision than held); keep it
+)
+
+// RemovalResult is one entry of UnregisterResponse.
+type RemovalResult struct {
+	Name   string        `json:"name"`
+	Epoch  string        `json:"epoch"`
+	Status RemovalStatus `json:"status"`
+}
+
+// UnregisterResponse answers UnregisterRequest, one result per room in order.
+type UnregisterResponse struct {
+	Results []RemovalResult `json:"results"`
+}
+
+// RelayAllocation is the relay's answer to PathRelayAllocate.
+type RelayAllocation struct {
+	Capability  Capability  `json:"capability"`
+	Publication Publication `json:"publication"`
+	BootID      string      `json:"bootId"`
+	Replayed    bool        `json:"replayed"`
+}

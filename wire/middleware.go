@@ -1,0 +1,61 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+)
+
+// Handler is an HTTP handler that returns its error; Handle turns it into an
+// http.Handler that answers the error in the purrfly shape.
+type Handler func(w http.ResponseWriter, r *http.Request) error
+
+// ServeHTTP implements http.Handler.
+func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
+		WriteError(w, err)
+	}
+}
+
+// Common sets the headers every purrfly answer carries (no caching anywhere,
+// since credentials travel in answers; CORS for WebGL builds), answers CORS
+// preflights, and caps header and body sizes. Relay and balancer both wrap
+// their whole mux in it.
+func Common(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store, private")
+		h.Set("Pragma", "no-cache")
+		h.Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && len(req) <= MaxHeaderValueLen {
+				h.Set("Access-Control-Allow-Headers", req)
+			} else {
+				h.Set("Access-Control-Allow-Headers", "*")
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodySize)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// SecretEqual compares two secrets in constant time. Both are hashed first so
+// that neither the content nor the length of either leaks through timing.
+func SecretEqual(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+// CheckInternal verifies the internal shared secret of a request.
+func CheckInternal(r *http.Request, secret string) error {
+	if !SecretEqual(r.Header.Get(HeaderInternalSecret), secret) {
+		return ErrUnauthorized
+	}
+	return nil
+}
