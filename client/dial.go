@@ -1,0 +1,303 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// DefaultDialTimeout bounds connecting and authenticating when the caller's
+// context has no deadline.
+const DefaultDialTimeout = 10 * time.Second
+
+// ReadLimit is the largest message Host, Client and Pipe accept: 65,535
+// bytes plus a small margin (a relay's [2][sender:4] framing may add five
+// bytes to a client's largest payload). A larger message closes the
+// connection with StatusMessageTooBig.
+const ReadLimit = wire.MaxMessageSize + 64
+
+// WebSocket close statuses callers check with CloseStatus.
+const (
+	StatusNormalClosure   = int(websocket.StatusNormalClosure)   // 1000
+	StatusGoingAway       = int(websocket.StatusGoingAway)       // 1001
+	StatusPolicyViolation = int(websocket.StatusPolicyViolation) // 1008
+	StatusMessageTooBig   = int(websocket.StatusMessageTooBig)   // 1009
+	StatusServiceRestart  = int(websocket.StatusServiceRestart)  // 1012: relay drained
+)
+
+// Errors of the relay connection.
+var (
+	// ErrAuthFailed: the relay answered 4 to the authentication message.
+	ErrAuthFailed = errors.New("relay refused authentication")
+	// ErrUnexpectedReply: the relay's first answer was neither 3 nor 4 (or,
+	// for a pipe, not [5][id:4]).
+	ErrUnexpectedReply = errors.New("unexpected relay reply to authentication")
+	// ErrTooLarge: a write would exceed wire.MaxMessageSize; nothing was sent.
+	ErrTooLarge = errors.New("message larger than 65,535 bytes")
+	// ErrTextFrame: the relay sent a text message; PurrNet uses binary only.
+	ErrTextFrame = errors.New("relay sent a text message")
+	// ErrBufferTooSmall: NextInto or RecvInto got a message longer than the
+	// buffer; the message was consumed and dropped.
+	ErrBufferTooSmall = errors.New("message longer than the buffer")
+)
+
+// CloseStatus returns the WebSocket close status carried by err (for example
+// StatusServiceRestart when a relay drained), or -1 if err holds none.
+func CloseStatus(err error) int { return int(websocket.CloseStatus(err)) }
+
+// DialOptions tunes a relay connection. A nil *DialOptions means defaults.
+type DialOptions struct {
+	// URL overrides the WebSocket URL derived from the capability (for
+	// example a relay's WSURL() in tests, or its main HTTP port). With URL
+	// set, the capability only supplies the secret and is not validated.
+	URL string
+	// SessionHint adds ?s=<hex(room)>, the affinity routing hint. PurrNet
+	// does not send it, so it is off by default.
+	SessionHint bool
+	// HTTPHeader is added to the upgrade request (for example
+	// fly-force-instance-id).
+	HTTPHeader http.Header
+	// HTTPClient dials the upgrade request; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// NAT sets "nat": true in the authentication message (UDP clients only
+	// in PurrNet; here for tests).
+	NAT bool
+	// ProvisionalHostSecret is sent by a host being promoted by migration.
+	ProvisionalHostSecret string
+}
+
+// RelayURL returns the WebSocket URL PurrNet connects to for a capability:
+// ws://host:port, or wss:// when SSL is set, with an empty path and no query.
+// A default port (80 for ws, 443 for wss) is left out, as .NET's UriBuilder
+// does.
+func RelayURL(c wire.Capability) (string, error) {
+	host := strings.TrimSpace(c.Host)
+	if host == "" || strings.ContainsAny(host, "/?#@ \\") {
+		return "", fmt.Errorf("invalid relay host %q", host)
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		return "", fmt.Errorf("invalid relay port %d", c.Port)
+	}
+	scheme, def := "ws", 80
+	if c.SSL {
+		scheme, def = "wss", 443
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	authority := net.JoinHostPort(host, strconv.Itoa(c.Port))
+	if c.Port == def {
+		authority = host
+		if strings.Contains(host, ":") {
+			authority = "[" + host + "]"
+		}
+	}
+	u := &url.URL{Scheme: scheme, Host: authority}
+	if _, err := url.Parse(u.String()); err != nil || u.Hostname() != host {
+		return "", fmt.Errorf("invalid relay host %q", host)
+	}
+	return u.String(), nil
+}
+
+// AuthMessage returns the authentication message PurrTransport sends for a
+// host or client: {"roomName":…,"clientSecret":…,"nat":false}, field order
+// and spelling as Unity's JsonUtility writes them, no HTML escaping.
+func AuthMessage(room, secret string, nat bool) []byte {
+	return authJSON(authMessage{RoomName: room, ClientSecret: secret, NAT: nat})
+}
+
+// PipeAuthJSON is the authentication message of a pipe peer.
+const PipeAuthJSON = `{"pipe":true}`
+
+type authMessage struct {
+	RoomName              string `json:"roomName"`
+	ClientSecret          string `json:"clientSecret"`
+	NAT                   bool   `json:"nat"`
+	ProvisionalHostSecret string `json:"provisionalHostSecret,omitempty"`
+}
+
+func authJSON(a authMessage) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(a) // strings and a bool cannot fail
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// roomURL picks the URL for a room connection and adds the session hint.
+func roomURL(c wire.Capability, room string, opts *DialOptions) (string, error) {
+	raw := opts.URL
+	if raw == "" {
+		var err error
+		if raw, err = RelayURL(c); err != nil {
+			return "", err
+		}
+	}
+	if !opts.SessionHint {
+		return raw, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("invalid relay URL: %w", err)
+	}
+	q := u.Query()
+	q.Set(wire.SessionQueryParam, wire.SessionID(room).Hint())
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// dialWS opens the WebSocket with the read limit set.
+func dialWS(ctx context.Context, rawURL string, opts *DialOptions, limit int64) (*websocket.Conn, error) {
+	ws, resp, err := websocket.Dial(ctx, rawURL, &websocket.DialOptions{
+		HTTPClient: opts.HTTPClient,
+		HTTPHeader: opts.HTTPHeader,
+	})
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("failed to connect to relay %s (HTTP %d): %w", redactURL(rawURL), resp.StatusCode, err)
+		}
+		return nil, fmt.Errorf("failed to connect to relay %s: %w", redactURL(rawURL), err)
+	}
+	ws.SetReadLimit(limit)
+	return ws, nil
+}
+
+// authenticate dials, sends auth and returns the connection with the relay's
+// first answer. On any failure the connection is closed.
+func authenticate(ctx context.Context, rawURL string, auth []byte, opts *DialOptions) (*websocket.Conn, []byte, error) {
+	if opts == nil {
+		opts = &DialOptions{}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultDialTimeout)
+		defer cancel()
+	}
+	ws, err := dialWS(ctx, rawURL, opts, ReadLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ws.Write(ctx, websocket.MessageBinary, auth); err != nil {
+		ws.CloseNow()
+		return nil, nil, fmt.Errorf("failed to send authentication: %w", err)
+	}
+	typ, reply, err := ws.Read(ctx)
+	if err != nil {
+		ws.CloseNow()
+		return nil, nil, fmt.Errorf("failed to read authentication reply: %w", err)
+	}
+	if typ != websocket.MessageBinary {
+		ws.CloseNow()
+		return nil, nil, fmt.Errorf("failed to authenticate: %w", ErrTextFrame)
+	}
+	if len(reply) == 1 && reply[0] == wire.AuthFailed {
+		ws.CloseNow()
+		return nil, nil, fmt.Errorf("failed to authenticate: %w", ErrAuthFailed)
+	}
+	return ws, reply, nil
+}
+
+// authRoom authenticates a host or client connection: reply must be [3].
+func authRoom(ctx context.Context, c wire.Capability, room string, opts *DialOptions) (*websocket.Conn, error) {
+	if opts == nil {
+		opts = &DialOptions{}
+	}
+	if room == "" {
+		return nil, errors.New("failed to connect: empty room name")
+	}
+	if opts.URL == "" {
+		if err := ValidateCapability(c); err != nil {
+			return nil, fmt.Errorf("failed to connect: %w", err)
+		}
+	}
+	u, err := roomURL(c, room, opts)
+	if err != nil {
+		return nil, fmt.Errorf("failed to connect: %w", err)
+	}
+	auth := authJSON(authMessage{RoomName: room, ClientSecret: c.Secret, NAT: opts.NAT,
+		ProvisionalHostSecret: opts.ProvisionalHostSecret})
+	ws, reply, err := authenticate(ctx, u, auth, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(reply) != 1 || reply[0] != wire.Authenticated {
+		ws.CloseNow()
+		return nil, fmt.Errorf("failed to authenticate: %w (%d bytes, first %#x)", ErrUnexpectedReply, len(reply), firstByte(reply))
+	}
+	return ws, nil
+}
+
+func firstByte(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	return int(b[0])
+}
+
+// readInto reads one binary message into buf and returns its length. A
+// message longer than buf is drained and reported as ErrBufferTooSmall.
+func readInto(ctx context.Context, ws *websocket.Conn, buf []byte) (int, error) {
+	typ, r, err := ws.Reader(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		if n == len(buf) {
+			var one [1]byte
+			m, err := r.Read(one[:])
+			if m > 0 {
+				drain(r)
+				return 0, ErrBufferTooSmall
+			}
+			if err != nil {
+				return checkEOF(typ, n, err)
+			}
+			continue
+		}
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return checkEOF(typ, n, err)
+		}
+	}
+}
+
+func checkEOF(typ websocket.MessageType, n int, err error) (int, error) {
+	if !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	if typ != websocket.MessageBinary {
+		return 0, ErrTextFrame
+	}
+	return n, nil
+}
+
+// readMessage reads one binary message into a new slice.
+func readMessage(ctx context.Context, ws *websocket.Conn) ([]byte, error) {
+	typ, b, err := ws.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageBinary {
+		return nil, ErrTextFrame
+	}
+	return b, nil
+}
+
+func le32(b []byte) wire.ConnID { return wire.ConnID(binary.LittleEndian.Uint32(b)) }
+
+// drain reads r to its end (bounded by the connection's read limit).
+func drain(r io.Reader) { _, _ = io.Copy(io.Discard, r) }

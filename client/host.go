@@ -1,0 +1,195 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Host is a room's host connection. See the package doc for which methods may
+// run concurrently.
+type Host struct {
+	ws   *websocket.Conn // static after DialHost; coder/websocket guards it
+	room string          // static
+}
+
+// DialHost connects to the relay of capability c (from Allocate) as the host
+// of room, sends the authentication message and waits for the relay's 3.
+// A 4 gives ErrAuthFailed. Without a deadline on ctx, DefaultDialTimeout
+// bounds the whole exchange.
+func DialHost(ctx context.Context, c wire.Capability, room string, opts *DialOptions) (*Host, error) {
+	ws, err := authRoom(ctx, c, room, opts)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	return &Host{ws: ws, room: room}, nil
+}
+
+// Room returns the room name the host authenticated for.
+func (h *Host) Room() string { return h.room }
+
+// bufPool holds write buffers so that SendOne does not allocate per packet.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// SendOne delivers payload to client target of the room ([1][target:4][payload]).
+// The whole message must fit wire.MaxMessageSize, else ErrTooLarge.
+func (h *Host) SendOne(ctx context.Context, target wire.ConnID, payload []byte) error {
+	if 5+len(payload) > wire.MaxMessageSize {
+		return fmt.Errorf("failed to send to %d: %w", target, ErrTooLarge)
+	}
+	bp := bufPool.Get().(*[]byte)
+	b := wire.AppendSendOne((*bp)[:0], target, payload)
+	err := h.ws.Write(ctx, websocket.MessageBinary, b)
+	*bp = b[:0]
+	bufPool.Put(bp)
+	if err != nil {
+		return fmt.Errorf("failed to send to %d: %w", target, err)
+	}
+	return nil
+}
+
+// Kick asks the relay to disconnect client target ([2][target:4]).
+func (h *Host) Kick(ctx context.Context, target wire.ConnID) error {
+	var a [5]byte
+	if err := h.ws.Write(ctx, websocket.MessageBinary, wire.AppendKick(a[:0], target)); err != nil {
+		return fmt.Errorf("failed to kick %d: %w", target, err)
+	}
+	return nil
+}
+
+// KeepAlive sends the host keepalive ([0]); the relay ignores it.
+func (h *Host) KeepAlive(ctx context.Context) error {
+	if err := h.ws.Write(ctx, websocket.MessageBinary, []byte{wire.HostKeepAlive}); err != nil {
+		return fmt.Errorf("failed to send keepalive: %w", err)
+	}
+	return nil
+}
+
+// WriteRaw sends b as one binary message, unframed (for tests of unknown or
+// truncated packets). It refuses more than wire.MaxMessageSize; use Raw for
+// oversized messages.
+func (h *Host) WriteRaw(ctx context.Context, b []byte) error {
+	return writeChecked(ctx, h.ws, b)
+}
+
+// Next reads and decodes the next relay -> host packet. The packet owns its
+// memory. A packet that does not decode is returned as an error wrapping the
+// wire error (wire.ErrUnknownPacket, wire.ErrTruncatedPacket, ...).
+func (h *Host) Next(ctx context.Context) (wire.ToHostPacket, error) {
+	b, err := readMessage(ctx, h.ws)
+	if err != nil {
+		return wire.ToHostPacket{}, fmt.Errorf("failed to read from relay: %w", err)
+	}
+	p, err := wire.ParseToHostPacket(b)
+	if err != nil {
+		return wire.ToHostPacket{}, fmt.Errorf("failed to decode relay packet (type %#x, %d bytes): %w", firstByte(b), len(b), err)
+	}
+	return p, nil
+}
+
+// NextInto reads the next relay -> host packet into buf without allocating
+// and decodes it. The Event aliases buf: it is valid until buf is reused.
+// Make buf ReadLimit bytes long to accept every message. With a context
+// that has no Done channel (context.Background) it allocates nothing; a
+// cancellable context costs coder/websocket one timer registration per read.
+func (h *Host) NextInto(ctx context.Context, buf []byte) (Event, error) {
+	n, err := readInto(ctx, h.ws, buf)
+	if err != nil {
+		return Event{}, fmt.Errorf("failed to read from relay: %w", err)
+	}
+	return ParseEvent(buf[:n])
+}
+
+// ReadRaw reads the next message as it is, undecoded.
+func (h *Host) ReadRaw(ctx context.Context) ([]byte, error) {
+	b, err := readMessage(ctx, h.ws)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read from relay: %w", err)
+	}
+	return b, nil
+}
+
+// Close leaves the room with a normal closure and waits for the relay's
+// close reply (coder/websocket bounds each half of the handshake to 5 s). The
+// relay then disconnects the room's clients. A connection the relay already
+// closed gives nil.
+func (h *Host) Close() error { return closeWS(h.ws) }
+
+// CloseNow drops the connection without a close handshake.
+func (h *Host) CloseNow() error { return closeNow(h.ws) }
+
+// Raw returns an unchecked view of the same connection.
+func (h *Host) Raw() *Raw { return &Raw{ws: h.ws} }
+
+// Event is one relay -> host packet decoded without allocation by NextInto.
+type Event struct {
+	// Type is one of wire.ToHostConnected, ToHostDisconnected, ToHostData,
+	// ToHostNATIntroduce.
+	Type byte
+	// ID is the client of Disconnected and Data, and the first client of
+	// Connected (see IDs for all of them).
+	ID wire.ConnID
+	// Payload is a Data packet's payload or a NATIntroduce token.
+	Payload []byte
+	ids     []byte // Connected: 4 bytes per id
+}
+
+// Count returns the number of client ids the event carries.
+func (e Event) Count() int {
+	if e.Type == wire.ToHostConnected {
+		return len(e.ids) / 4
+	}
+	if e.Type == wire.ToHostDisconnected || e.Type == wire.ToHostData {
+		return 1
+	}
+	return 0
+}
+
+// AppendIDs appends the event's client ids to dst.
+func (e Event) AppendIDs(dst []wire.ConnID) []wire.ConnID {
+	if e.Type != wire.ToHostConnected {
+		if e.Count() == 1 {
+			dst = append(dst, e.ID)
+		}
+		return dst
+	}
+	for i := 0; i+4 <= len(e.ids); i += 4 {
+		dst = append(dst, le32(e.ids[i:]))
+	}
+	return dst
+}
+
+// ParseEvent decodes a relay -> host packet like wire.ParseToHostPacket, but
+// without allocating: the Event aliases b.
+func ParseEvent(b []byte) (Event, error) {
+	if len(b) == 0 {
+		return Event{}, wire.ErrEmptyPacket
+	}
+	e := Event{Type: b[0]}
+	switch b[0] {
+	case wire.ToHostConnected:
+		if len(b) == 1 || (len(b)-1)%4 != 0 {
+			return Event{}, wire.ErrTruncatedPacket
+		}
+		e.ID, e.ids = le32(b[1:]), b[1:]
+	case wire.ToHostDisconnected:
+		if len(b) != 5 {
+			return Event{}, wire.ErrTruncatedPacket
+		}
+		e.ID = le32(b[1:])
+	case wire.ToHostData:
+		if len(b) < 5 {
+			return Event{}, wire.ErrTruncatedPacket
+		}
+		e.ID, e.Payload = le32(b[1:]), b[5:]
+	case wire.ToHostNATIntroduce:
+		e.Payload = b[1:]
+	default:
+		return Event{}, wire.ErrUnknownPacket
+	}
+	return e, nil
+}

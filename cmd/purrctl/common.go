@@ -1,0 +1,84 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// buildVersion is set with -ldflags "-X main.buildVersion=..." by the Dockerfile.
+var buildVersion = ""
+
+func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return s.Value[:12]
+			}
+		}
+	}
+	return "dev"
+}
+
+// onFly reports whether this process runs on a Fly machine.
+func onFly() bool { return os.Getenv("FLY_APP_NAME") != "" }
+
+// newLogger logs JSON on Fly (for its log shipping) and text on a terminal.
+func newLogger(c *cli.Context) *slog.Logger {
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if onFly() {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// sharedSecret resolves SECRET: explicit values must be printable ASCII
+// without spaces; on Fly an explicit value is required, since the
+// well-known default would let unrelated deployments talk to each other.
+func sharedSecret(c *cli.Context) (string, error) {
+	s := c.String("secret")
+	explicit := c.IsSet("secret")
+	if !explicit && onFly() {
+		return "", usagef("SECRET must be set on Fly (fly secrets set SECRET=...); the default %q is for local use only", "PURRNET")
+	}
+	if !explicit {
+		return "PURRNET", nil
+	}
+	if !wire.ValidSecret(s) {
+		return "", usagef("SECRET must be 1 to %d printable ASCII characters without spaces", wire.MaxSecretLen)
+	}
+	return s, nil
+}
+
+func secretFlag() cli.Flag {
+	return &cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared relay/balancer secret (default PURRNET off Fly; required on Fly)"}
+}
+
+func debugFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "debug", EnvVars: []string{"PURRFLY_DEBUG"}, Usage: "debug logging"}
+}
+
+// defaultListenHost binds every interface on Fly (the proxy and 6PN reach
+// the machine over IPv6 and IPv4) and loopback elsewhere.
+func defaultListenHost() string {
+	if onFly() {
+		return "::"
+	}
+	return "127.0.0.1"
+}
+
+func seconds(c *cli.Context, name string) time.Duration {
+	return time.Duration(c.Int(name)) * time.Second
+}

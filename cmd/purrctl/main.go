@@ -1,0 +1,63 @@
+// Command purrctl runs and operates a purrfly kit: the relay and balancer
+// services, a local development stack, smoke checks and (later) the Fly
+// emulator, load generation and rollouts. It is wiring only: flags and env,
+// construction, output. The logic lives in the packages it calls.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes (documented in README.md).
+const (
+	exitOK      = 0
+	exitFailure = 1 // the operation ran and failed (smoke failed, service crashed)
+	exitUsage   = 2 // bad flags, env or configuration
+)
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	app := &cli.App{
+		Name:    "purrctl",
+		Usage:   "run and operate a purrfly kit (PurrNet relay and balancer on Fly.io)",
+		Version: version(),
+		Commands: []*cli.Command{
+			relayCommand(),
+			balancerCommand(),
+			devCommand(),
+			smokeCommand(),
+		},
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(os.Stderr, "purrctl:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return exitFailure
+}
+
+// usageError marks a configuration mistake (exit code 2).
+type usageError struct{ error }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/purrfly/purrfly/relay"
+)
+
+func relayCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "relay",
+		Usage: "run a relay (PurrLay): hosts and clients of rooms connect to it over WebSocket",
+		Flags: []cli.Flag{
+			secretFlag(), debugFlag(),
+			&cli.StringFlag{Name: "balancer", EnvVars: []string{"BALANCER_URL"}, Usage: "balancer base URL to register with (empty: standalone)"},
+			&cli.StringFlag{Name: "host", EnvVars: []string{"HOST"}, Usage: "bind address (default 127.0.0.1, :: on Fly)"},
+			&cli.IntFlag{Name: "port", EnvVars: []string{"PORT"}, Value: 8081, Usage: "HTTP port (/ping, internal API, and WebSocket upgrades at /)"},
+			&cli.IntFlag{Name: "ws-port", EnvVars: []string{"WEBSOCKET_PORT"}, Value: 6942, Usage: "dedicated WebSocket port (-1 disables it)"},
+			&cli.StringFlag{Name: "public-host", EnvVars: []string{"HOST_DOMAIN"}, Usage: "host clients connect to (default <app>.fly.dev on Fly, else 127.0.0.1)"},
+			&cli.StringFlag{Name: "region", EnvVars: []string{"HOST_REGION"}, Usage: "region this relay serves (default FLY_REGION, else local)"},
+			&cli.BoolFlag{Name: "ssl", EnvVars: []string{"HOST_SSL"}, Usage: "clients use wss/https (default true on Fly)"},
+			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"HOST_ENDPOINT"}, Usage: "API endpoint URL the balancer and clients reach"},
+			&cli.IntFlag{Name: "endpoint-port", EnvVars: []string{"HOST_PORT"}, Usage: "port of the default API endpoint URL"},
+			&cli.IntFlag{Name: "public-ws-port", EnvVars: []string{"HOST_WS_PORT"}, Usage: "WebSocket port advertised to clients (default 443 on Fly, else the listener's)"},
+			&cli.IntFlag{Name: "udp-port", EnvVars: []string{"UDP_PORT"}, Value: 7777, Usage: "advertised LiteNetLib 1.x UDP port"},
+			&cli.IntFlag{Name: "udp-port-v2", EnvVars: []string{"UDP_PORT_V2"}, Value: 7778, Usage: "advertised LiteNetLib 2.x UDP port"},
+			&cli.IntFlag{Name: "heartbeat", EnvVars: []string{"HEARTBEAT_SECONDS"}, Value: 30, Usage: "seconds between registrations with the balancer"},
+			&cli.IntFlag{Name: "empty-room-timeout", EnvVars: []string{"EMPTY_ROOM_TIMEOUT_SECONDS"}, Value: 300, Usage: "seconds an empty room lives"},
+			&cli.IntFlag{Name: "drain-timeout", EnvVars: []string{"DRAIN_TIMEOUT_SECONDS"}, Value: 25, Usage: "seconds a stopping relay waits for rooms to empty"},
+		},
+		Action: runRelay,
+	}
+}
+
+func runRelay(c *cli.Context) error {
+	secret, err := sharedSecret(c)
+	if err != nil {
+		return err
+	}
+	opts, err := relayOptions(c)
+	if err != nil {
+		return err
+	}
+	opts.Secret = secret
+	log := newLogger(c)
+	opts.Logger = log
+	srv, err := relay.New(opts)
+	if err != nil {
+		return usagef("invalid relay configuration: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("failed to start the relay: %w", err)
+	}
+	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "boot", srv.BootID(), "region", opts.Region, "balancer", opts.BalancerURL)
+	<-c.Context.Done()
+	log.Info("relay draining", "deadline", opts.DrainTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout+5*1e9)
+	defer cancel()
+	return srv.Shutdown(ctx)
+}
+
+// relayOptions maps flags and env (the original PurrLay names) to options.
+func relayOptions(c *cli.Context) (relay.Options, error) {
+	o := relay.Options{
+		BalancerURL:       c.String("balancer"),
+		ListenHost:        c.String("host"),
+		HTTPPort:          c.Int("port"),
+		WSPort:            c.Int("ws-port"),
+		PublicHost:        c.String("public-host"),
+		Region:            c.String("region"),
+		SSL:               c.Bool("ssl"),
+		Endpoint:          c.String("endpoint"),
+		PublicWSPort:      c.Int("public-ws-port"),
+		UDPPort:           c.Int("udp-port"),
+		UDPPortV2:         c.Int("udp-port-v2"),
+		HeartbeatInterval: seconds(c, "heartbeat"),
+		EmptyRoomTimeout:  seconds(c, "empty-room-timeout"),
+		DrainTimeout:      seconds(c, "drain-timeout"),
+		MachineID:         os.Getenv("FLY_MACHINE_ID"),
+		ImageRef:          os.Getenv("FLY_IMAGE_REF"),
+		Version:           version(),
+	}
+	if o.ListenHost == "" {
+		o.ListenHost = defaultListenHost()
+	}
+	fly := onFly()
+	if o.PublicHost == "" {
+		o.PublicHost = "127.0.0.1"
+		if fly {
+			o.PublicHost = os.Getenv("FLY_APP_NAME") + ".fly.dev"
+		}
+	}
+	if o.Region == "" {
+		o.Region = os.Getenv("FLY_REGION")
+	}
+	if o.Region == "" {
+		o.Region = "local"
+	}
+	if fly && !c.IsSet("ssl") {
+		o.SSL = true
+	}
+	if fly && o.PublicWSPort == 0 {
+		o.PublicWSPort = 443
+	}
+	if o.Endpoint == "" && (c.IsSet("endpoint-port") || fly) {
+		scheme := "http"
+		if o.SSL {
+			scheme = "https"
+		}
+		host := o.PublicHost
+		if p := c.Int("endpoint-port"); p > 0 {
+			host += ":" + strconv.Itoa(p)
+		}
+		o.Endpoint = scheme + "://" + host
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return o, usagef("HOST_ENDPOINT must be an http(s) URL")
+		}
+	}
+	for name, p := range map[string]int{"PORT": o.HTTPPort, "UDP_PORT": o.UDPPort, "UDP_PORT_V2": o.UDPPortV2} {
+		if p < 0 || p > 65535 {
+			return o, usagef("%s must be a port number", name)
+		}
+	}
+	return o, nil
+}

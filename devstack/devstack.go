@@ -1,0 +1,178 @@
+// Package devstack runs a whole purrfly kit in one process on loopback: one
+// balancer and one relay per region, wired together. `purrctl dev` is a thin
+// shell around it, and end-to-end tests boot the same stack, so what a game
+// developer runs locally is what the tests prove.
+//
+// Every listener binds 127.0.0.1; ports are ephemeral unless the balancer's is
+// given. Relays register with the balancer before Start returns.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/purrfly/purrfly/balancer"
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay"
+)
+
+// DefaultRegions are the regions of the relays `purrctl dev` starts.
+var DefaultRegions = []string{"eu", "us"}
+
+// DefaultSecret is the shared secret of a local stack (the original services'
+// well-known default; fine on loopback, refused on Fly).
+const DefaultSecret = "PURRNET"
+
+// Options configure a Stack. Zero values mean the defaults.
+type Options struct {
+	BalancerPort      int      // 0 = ephemeral
+	Regions           []string // default DefaultRegions
+	Secret            string   // default DefaultSecret
+	HeartbeatInterval time.Duration
+	HealthInterval    time.Duration
+	EmptyRoomTimeout  time.Duration
+	DrainTimeout      time.Duration
+	Clock             clock.Clock
+	Logger            *slog.Logger
+	// ReadyTimeout bounds how long Start waits for every relay to register.
+	ReadyTimeout time.Duration
+}
+
+// Stack is a running balancer and its relays.
+type Stack struct {
+	Balancer *balancer.Server
+	Relays   []*relay.Server
+	opts     Options
+}
+
+// Start boots the balancer, then the relays, and waits until the balancer
+// lists every relay.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if len(opts.Regions) == 0 {
+		opts.Regions = DefaultRegions
+	}
+	if opts.Secret == "" {
+		opts.Secret = DefaultSecret
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	b, err := balancer.New(balancer.Options{
+		Secret:         opts.Secret,
+		ListenHost:     "127.0.0.1",
+		Port:           opts.BalancerPort,
+		Region:         "local",
+		Version:        "dev",
+		HealthInterval: opts.HealthInterval,
+		Clock:          opts.Clock,
+		Logger:         opts.Logger.With("service", "balancer"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to configure the balancer: %w", err)
+	}
+	if err := b.Start(); err != nil {
+		return nil, fmt.Errorf("failed to start the balancer: %w", err)
+	}
+	s := &Stack{Balancer: b, opts: opts}
+	for _, region := range opts.Regions {
+		r, err := s.startRelay(region)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.Relays = append(s.Relays, r)
+	}
+	if err := s.waitRegistered(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) startRelay(region string) (*relay.Server, error) {
+	r, err := relay.New(relay.Options{
+		Secret:            s.opts.Secret,
+		BalancerURL:       s.Balancer.URL(),
+		ListenHost:        "127.0.0.1",
+		PublicHost:        "127.0.0.1",
+		Region:            region,
+		UDPPort:           7777,
+		UDPPortV2:         7778,
+		HeartbeatInterval: s.opts.HeartbeatInterval,
+		EmptyRoomTimeout:  s.opts.EmptyRoomTimeout,
+		DrainTimeout:      s.opts.DrainTimeout,
+		Clock:             s.opts.Clock,
+		Version:           "dev",
+		Logger:            s.opts.Logger.With("service", "relay", "region", region),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to configure the %s relay: %w", region, err)
+	}
+	if err := r.Start(); err != nil {
+		return nil, fmt.Errorf("failed to start the %s relay: %w", region, err)
+	}
+	return r, nil
+}
+
+// waitRegistered polls the balancer's relay list until every relay's boot is
+// there.
+func (s *Stack) waitRegistered(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ReadyTimeout)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s.registered(ctx) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("failed to see every relay registered: %w", context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Stack) registered(ctx context.Context) bool {
+	list, err := client.NewBalancer(s.Balancer.URL()).Instances(ctx, s.opts.Secret)
+	if err != nil {
+		return false
+	}
+	boots := map[string]bool{}
+	for _, in := range list {
+		boots[in.BootID] = true
+	}
+	for _, r := range s.Relays {
+		if !boots[r.BootID()] {
+			return false
+		}
+	}
+	return true
+}
+
+// Shutdown drains the relays, then stops the balancer.
+func (s *Stack) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, r := range s.Relays {
+		errs = append(errs, r.Shutdown(ctx))
+	}
+	errs = append(errs, s.Balancer.Shutdown(ctx))
+	return errors.Join(errs...)
+}
+
+// Close stops everything at once.
+func (s *Stack) Close() error {
+	var errs []error
+	for _, r := range s.Relays {
+		errs = append(errs, r.Close())
+	}
+	errs = append(errs, s.Balancer.Close())
+	return errors.Join(errs...)
+}
