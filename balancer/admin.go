@@ -1,0 +1,77 @@
+package balancer
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// admin guards a route for the rollout tool with the shared SECRET, given as
+// "Authorization: Bearer <SECRET>" or in the internal_key_secret header.
+func (s *Server) admin(allowed []string, h wire.Handler) wire.Handler {
+	return methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
+		got := r.Header.Get(wire.HeaderInternalSecret)
+		if auth := r.Header.Get("Authorization"); got == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			got = strings.TrimSpace(auth[7:])
+		}
+		if got == "" || !wire.SecretEqual(got, s.opts.Secret) {
+			return wire.ErrUnauthorized
+		}
+		return h(w, r)
+	})
+}
+
+func instanceOf(sn relaySnap) wire.Instance {
+	i := sn.entry.info
+	status := wire.InstanceLive
+	if sn.draining {
+		status = wire.InstanceDraining
+	}
+	return wire.Instance{
+		BootID:        i.BootID,
+		MachineID:     i.MachineID,
+		Region:        i.Region,
+		Endpoint:      i.Endpoint,
+		Host:          i.Host,
+		Status:        status,
+		Rooms:         sn.entry.rooms.Load(),
+		Connections:   sn.entry.conns.Load(),
+		LastHeartbeat: sn.lastHeartbeat.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// Instances lists the registered relays, ordered by endpoint, as GET
+// /v1/instances does (for embedding callers such as a local dev stack).
+func (s *Server) Instances() []wire.Instance {
+	snaps := s.reg.snapshot()
+	out := make([]wire.Instance, 0, len(snaps))
+	for _, sn := range snaps {
+		out = append(out, instanceOf(sn))
+	}
+	return out
+}
+
+func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) error {
+	wire.WriteJSON(w, http.StatusOK, wire.InstancesResponse{Instances: s.Instances()})
+	return nil
+}
+
+// handleDrain marks the relay whose boot id or machine id is {id} as
+// draining: no new room is placed there (its rooms keep working). The mark
+// survives the relay's removal and return within the same boot, and ends
+// with the boot.
+func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if id == "" || len(id) > maxIDLen {
+		return wire.ErrBadRequest.WithMessage("instance id is missing or too long")
+	}
+	sn, ok := s.reg.drain(id)
+	if !ok {
+		return wire.ErrNotFound.WithMessage("no such instance")
+	}
+	s.log.Info("relay drained by admin", "endpoint", sn.entry.info.Endpoint, "boot", sn.entry.info.BootID)
+	wire.WriteJSON(w, http.StatusOK, instanceOf(sn))
+	return nil
+}

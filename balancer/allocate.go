@@ -1,0 +1,194 @@
+package balancer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// handleAllocate serves POST /allocate_ws (headers region, name,
+// allocation_id) and the legacy GET (region and name only; each request gets
+// a fresh allocation id, so a legacy retry of a live name is a conflict).
+func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
+	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
+	if err != nil {
+		return err
+	}
+	region, err := wire.OptionalHeader(r, wire.HeaderRegion, wire.MaxRegionLen)
+	if err != nil {
+		return err
+	}
+	var allocationID string
+	if r.Method == http.MethodPost {
+		if allocationID, err = wire.HeaderValue(r, wire.HeaderAllocationID, wire.MaxAllocationIDLen); err != nil {
+			return err
+		}
+	} else {
+		allocationID = newAllocationID()
+	}
+	c, err := s.allocate(r.Context(), name, region, allocationID)
+	result := "ok"
+	if err != nil {
+		var we *wire.Error
+		if !errors.As(err, &we) {
+			err = wire.ErrInternal
+			we = wire.ErrInternal
+		}
+		result = we.Code
+	}
+	s.metrics.allocations.WithLabelValues(result).Inc()
+	if err != nil {
+		return err
+	}
+	wire.WriteJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func newAllocationID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// allocate places (or replays) the allocation of name under the room's
+// lease, which it holds across the relay call so that concurrent
+// allocations of one name are decided one after the other:
+//
+//   - a live route with the same allocation id: ask its relay again (the
+//     relay replays exactly) and answer the same capability;
+//   - a live route with another allocation id: ErrRoomTaken;
+//   - a pending (indeterminate) allocation: go back to that relay, whatever
+//     the allocation id (the relay replays it, refuses another id for a room
+//     it holds, or creates the room if it never did);
+//   - otherwise place it: region first, least loaded, not draining; a relay
+//     that cannot be reached or is draining passes to the next candidate.
+func (s *Server) allocate(ctx context.Context, name, region, allocationID string) (wire.Capability, error) {
+	e, err := s.rooms.acquire(ctx, name)
+	if err != nil {
+		return wire.Capability{}, wire.ErrAllocationBusy
+	}
+	defer s.rooms.release(e)
+
+	if cur := e.live.Load(); cur != nil && s.reg.isCurrent(cur.relay) {
+		if cur.allocationID == "" || cur.allocationID != allocationID {
+			return wire.Capability{}, wire.ErrRoomTaken
+		}
+		return pinned(s.allocateOn(ctx, e, cur.relay, name, region, allocationID))
+	}
+	if p := e.pending; p != nil {
+		if rel := s.reg.current(p.endpoint); rel != nil && s.clock.Now().Sub(p.since) < pendingRetention {
+			return pinned(s.allocateOn(ctx, e, rel, name, region, allocationID))
+		}
+		e.pending = nil
+	}
+	cands, registered := s.reg.candidates(region)
+	if len(cands) == 0 {
+		if registered {
+			return wire.Capability{}, wire.ErrNoRelays.WithMessage("every relay is draining")
+		}
+		return wire.Capability{}, wire.ErrNoRelays
+	}
+	err = wire.ErrRelayFailed
+	for i, rel := range cands {
+		if i == maxPlacementTries {
+			break
+		}
+		var c wire.Capability
+		c, err = s.allocateOn(ctx, e, rel, name, region, allocationID)
+		if errors.Is(err, errTryNext) {
+			err = wire.ErrRelayFailed
+			continue
+		}
+		return c, err
+	}
+	return wire.Capability{}, err
+}
+
+// pinned maps errTryNext for an allocation that may only go to one relay
+// (a replay, or a pending outcome): that relay may hold the room, so no other
+// is tried.
+func pinned(c wire.Capability, err error) (wire.Capability, error) {
+	if errors.Is(err, errTryNext) {
+		err = wire.ErrRelayFailed
+	}
+	return c, err
+}
+
+// errTryNext marks a relay that certainly did not take the room
+// (unreachable, or draining): placement may try another.
+var errTryNext = errors.New("try the next relay")
+
+// allocateOn calls rel's allocation route and commits the answer as the
+// room's publication. The caller holds e's lease.
+func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, name, region, allocationID string) (wire.Capability, error) {
+	var none wire.Capability
+	endpoint := rel.info.Endpoint
+	indeterminate := func() (wire.Capability, error) {
+		e.pending = &pendingAlloc{allocationID: allocationID, endpoint: endpoint, since: s.clock.Now()}
+		return none, wire.ErrIndeterminate
+	}
+	out, err := s.callAllocate(ctx, endpoint, name, region, allocationID)
+	switch {
+	case err == nil:
+	case errors.Is(err, errNotDelivered):
+		s.log.Warn("relay unreachable for allocation", "endpoint", endpoint)
+		return none, errTryNext
+	case errors.Is(err, errOutcomeUnknown):
+		s.log.Warn("relay allocation outcome unknown", "endpoint", endpoint, "room", name)
+		return indeterminate()
+	case errors.Is(err, wire.ErrRoomTaken):
+		return none, wire.ErrRoomTaken
+	case errors.Is(err, wire.ErrDraining):
+		return none, errTryNext
+	case errors.Is(err, wire.ErrRelayBadAnswer):
+		return none, wire.ErrRelayBadAnswer
+	default:
+		s.log.Warn("relay refused allocation", "endpoint", endpoint, "err", err)
+		return none, wire.ErrRelayFailed
+	}
+
+	c, pub := out.Capability, out.Publication
+	if err := c.Validate(); err != nil {
+		s.log.Warn("relay answered a malformed capability", "endpoint", endpoint, "err", err)
+		return none, err
+	}
+	if pub.Name != name || (pub.AllocationID != "" && pub.AllocationID != allocationID) || validPublication(pub) != nil {
+		s.log.Warn("relay answered a malformed publication", "endpoint", endpoint)
+		return none, wire.ErrRelayBadAnswer.WithMessage("the relay answered an inconsistent room publication")
+	}
+	if pub.AllocationID == "" {
+		pub.AllocationID = allocationID
+	}
+	// The endpoint restarted (or was removed) since we chose it: the room may
+	// live on a boot we have not proven. The exact retry comes back here.
+	if out.BootID != rel.info.BootID || !s.reg.isCurrent(rel) {
+		return indeterminate()
+	}
+	switch st := s.applyPublication(e, rel, pub); st {
+	case wire.PubApplied, wire.PubCurrent:
+	case wire.PubConflict:
+		cur := e.live.Load()
+		if cur == nil || cur.relay != rel || cur.allocationID != allocationID {
+			return none, wire.ErrRoomTaken
+		}
+		// The relay answered this allocation with a new incarnation of the
+		// room: it is authoritative for its rooms, so the old one is gone.
+		e.fence(rel.info.BootID, cur.epoch, s.clock.Now())
+		e.setLive(nil)
+		if st = s.applyPublication(e, rel, pub); st != wire.PubApplied {
+			return none, wire.ErrRelayBadAnswer.WithMessage("the relay answered an inconsistent room publication")
+		}
+	default: // fenced (a released incarnation) or rejected (boot replaced meanwhile)
+		if st == wire.PubRejected {
+			return indeterminate()
+		}
+		return none, wire.ErrRelayBadAnswer.WithMessage("the relay answered a released room")
+	}
+	e.pending = nil
+	c.Host = rel.info.Host
+	return c, nil
+}

@@ -1,0 +1,104 @@
+package balancer
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// memTransport serves client requests with an in-memory handler: no network.
+type memTransport struct{ h http.Handler }
+
+func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	m.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
+// newMemSetup builds a balancer (not started) whose relay calls reach an
+// in-memory fake relay, registered through the balancer's own handler.
+func newMemSetup(tb testing.TB) (*Server, *fakeRelay) {
+	f := &fakeRelay{t: tb, rooms: make(map[string]*fakeRoom)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ping", f.handlePing)
+	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
+	f.info = wire.RelayInfo{BootID: "bench-boot", Endpoint: "http://relay.mem:8081", Host: "relay.mem", Region: "eu", Port: 6942, UDPPort: 7777, UDPPortV2: 7778}
+	s, err := New(Options{
+		Secret:     testSecret,
+		Logger:     slog.New(slog.DiscardHandler),
+		HTTPClient: &http.Client{Transport: memTransport{mux}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	body, _ := json.Marshal(wire.RegisterRequest{Relay: f.info})
+	req := httptest.NewRequest(http.MethodPost, wire.PathRegister, bytes.NewReader(body))
+	req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		tb.Fatalf("register: %d %s", rec.Code, rec.Body)
+	}
+	return s, f
+}
+
+func TestInMemorySetup(t *testing.T) {
+	s, _ := newMemSetup(t)
+	allocateAndJoin(t, s.Handler(), "room")
+}
+
+func allocateAndJoin(tb testing.TB, h http.Handler, name string) {
+	req := httptest.NewRequest(http.MethodPost, "/allocate_ws", nil)
+	req.Header.Set(wire.HeaderName, name)
+	req.Header.Set(wire.HeaderRegion, "eu")
+	req.Header.Set(wire.HeaderAllocationID, "id-"+name)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		tb.Fatalf("allocate: %d %s", rec.Code, rec.Body)
+	}
+	req = httptest.NewRequest(http.MethodGet, "/join", nil)
+	req.Header.Set(wire.HeaderName, name)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		tb.Fatalf("join: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// BenchmarkAllocateJoin is one POST /allocate_ws (placement, relay call,
+// validation, commit) plus one GET /join through Handler(), the relay being
+// reached through an in-memory RoundTripper.
+func BenchmarkAllocateJoin(b *testing.B) {
+	s, _ := newMemSetup(b)
+	h := s.Handler()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		allocateAndJoin(b, h, "room-"+strconv.Itoa(i))
+		i++
+	}
+}
+
+// BenchmarkJoin is a GET /join of a live room through Handler().
+func BenchmarkJoin(b *testing.B) {
+	s, _ := newMemSetup(b)
+	h := s.Handler()
+	allocateAndJoin(b, h, "room")
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, "/join", nil)
+		req.Header.Set(wire.HeaderName, "room")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+// Package balancer is purrfly's PurrBalancer: relays register with it, it
+// places new rooms on them, answers joins and lists rooms. It speaks the
+// public API of PROTOCOL.md section 3 to PurrNet clients and the internal
+// protocol of wire/internal.go to relays; it never imports the relay.
+//
+// # State
+//
+// Everything lives in memory and is rebuilt from the relays after a restart
+// (a relay that sees a new BalancerBoot republishes its rooms):
+//
+//   - registry: the current registration (relayEntry) of every relay
+//     endpoint: its boot id, immutable routing metadata, a balancer-owned
+//     liveness version bumped by every heartbeat, the last heartbeat, the
+//     draining marks, and the aggregates (rooms, connections) of the routes
+//     that point at it. Its RWMutex is held only for map and field work.
+//   - roomTable: a sharded map of room names to roomEntry. An entry holds
+//     the live route (an immutable roomRecord behind an atomic pointer:
+//     owning registration, epoch, revision, connections, client credential,
+//     allocation id), the tombstones of released incarnations with their
+//     release time, and a pending allocation whose outcome is unknown.
+//
+// # Leases and gates
+//
+// Every change to one room happens under that room's lease (a one-slot
+// channel per entry, so waiting honours a context). An allocation holds the
+// lease across its call to the relay; nothing else is held across a network
+// call. Readers (join, list, totals) never take a lease: they load the
+// route's pointer and check that its registration is still current.
+// Proofs of a relay's boot are serialized by a per-endpoint gate (one ping
+// at a time per endpoint, none across endpoints). The order is always room
+// lease, then the registry's short lock.
+//
+// # Registration (PathRegister)
+//
+//   - The endpoint's current boot: refreshed at once (liveness version
+//     bumped, last heartbeat, self-reported draining). Changed host, region,
+//     endpoint, ports or ssl: metadata_changed (also when the boot is
+//     already registered at another endpoint).
+//   - A new endpoint or a different boot: under the endpoint's gate, the
+//     state is re-read, then GET {endpoint}/ping must report the incoming
+//     boot. If so the registration is replaced and the answer is New and
+//     Republish. If the ping reports the current boot, the incoming one is a
+//     delayed heartbeat of a prior process: stale_boot; otherwise
+//     boot_not_proven (retryable). Replaced boots are remembered per
+//     endpoint, so their later heartbeats are stale_boot without a ping.
+//   - Replacing a registration swaps one pointer: every route of the old
+//     boot points at the old entry, so all of them vanish from join, list
+//     and totals at that instant, and the old boot's delayed publications
+//     are rejected. Orphaned routes are dropped on the cleanup tick.
+//
+// # Health
+//
+// Every HealthInterval each relay's (registration, liveness version) is
+// captured, then its /ping is probed (HealthTimeout, at most 16 at once). A
+// failed probe (no answer, not 200, another boot id) or a heartbeat older
+// than RelayExpiry removes the relay only if the capture is still current:
+// a heartbeat that arrived during the probe keeps it. A removed relay's next
+// heartbeat is New and Republish (after a fresh ping proof); its routes are
+// invisible meanwhile and adopted again by its republication.
+//
+// # Publications (PathPublish): a compare-and-set on the room name
+//
+//   - not the endpoint's live boot (or not registered): rejected;
+//   - that exact incarnation (boot, epoch) is tombstoned: fenced;
+//   - a live route of the same boot and epoch: a newer revision updates the
+//     count (applied), the same or an older one is current;
+//   - a live route of another epoch or boot: conflict;
+//   - no live route (unknown, released, tombstone expired or another
+//     epoch's tombstone, or a route of a replaced or removed registration):
+//     the name is acquired (applied).
+//
+// A snapshot publication adds nothing else: rooms missing from it are not
+// removed (a snapshot taken before an allocation committed would otherwise
+// erase it); removals come only through the outbox.
+//
+// # Removals (PathUnregister): the relay's outbox
+//
+//   - the incarnation is already tombstoned: already;
+//   - the live route is that boot's epoch: tombstoned, applied;
+//   - another incarnation owns the name, or none is known: superseded (a
+//     tombstone is still written, so a delayed publication stays fenced);
+//   - the room's lease stayed busy for twice RelayTimeout: retry.
+//
+// Decision where the seed is silent: a removal carrying an older revision
+// than the one held is applied, not retried. A removal is the relay's last
+// word on one incarnation (boots and epochs are never reused), so no retry
+// could ever carry a newer revision, and refusing it would leave a ghost
+// route and an outbox entry that is never confirmed.
+//
+// Tombstones are keyed by (boot, epoch), since epochs are only promised to
+// be new within one boot. They are kept for TombstoneRetention (at most 64
+// per name, oldest first out) and deleted on the CleanupInterval tick after
+// expiry is checked again under the room's lease. An expired tombstone no
+// longer fences, and after its deletion a very late publication of that
+// incarnation can be accepted if no newer route holds the name.
+//
+// # Allocation (POST /allocate_ws, legacy GET)
+//
+// Under the room's lease:
+//
+//   - a live route with the same allocation id: the relay is asked again
+//     and replays; the same capability is answered;
+//   - a live route with another allocation id: room_name_taken (409); so of
+//     many concurrent allocations of one name exactly one wins;
+//   - a pending allocation (see below): the same relay is asked, whatever
+//     the allocation id: it replays, refuses another id, or creates the room;
+//   - otherwise placement: relays of the requested region first
+//     (case-insensitive), least loaded first (connections, then rooms), never
+//     draining; an unknown or empty region falls back to the others; up to
+//     three relays are tried while a relay cannot be reached (the request
+//     was certainly not written) or says it is draining. No relay at all:
+//     no_relays (503).
+//
+// The relay's answer must carry a valid capability (wire.Capability.Validate)
+// and a publication of that name and allocation; anything less is a
+// sanitized relay_bad_answer (502) that names nothing of the relay. A
+// request written but not answered (timeout, connection lost), an answer
+// from a boot other than the registered one, or a registration replaced
+// during the call is allocation_outcome_indeterminate (503, retryable) and
+// leaves a pending (allocation id, endpoint) on the name for five minutes,
+// so the exact retry reaches the relay that may hold the room and replays.
+// The publication is committed with the same compare-and-set as above, the
+// relay's registered host is injected into the capability, and it is
+// answered. If the relay answers an exact replay with a new epoch, the relay
+// is authoritative: the old incarnation is tombstoned and the new one taken.
+//
+// The relay call carries name, region, allocation_id, the secret, the
+// protocol version and ?s=<session hint> (so a multi-machine relay app can
+// route it to the room's owner), plus Idempotency-Key = allocation_id: the
+// relay replays by it, so Go's transport may resend it on a fresh connection
+// when a reused one turns out closed. A relay must not wait for its own
+// publication of the room inside this call (the room's lease is held
+// meanwhile); the balancer commits the publication from the answer.
+//
+// Legacy GET /allocate_ws gets a fresh allocation id per request.
+//
+// # Other routes
+//
+// /join answers the room's client credential with its relay's host, port,
+// udpPortV2 and ssl (room_not_found otherwise). /list pages count from 0,
+// 50 rooms a page ordered by name, with the total; /getTotalConnections sums
+// the live rooms' connections, as the original does. /servers lists every
+// registered relay (draining ones too: they still serve their rooms).
+// /migration/* answers 501 not_implemented until host migration lands.
+// /v1/instances and /v1/instances/{id}/drain serve the rollout tool, guarded
+// by the shared SECRET (Bearer or internal_key_secret). Every answer goes
+// through wire.Common (no-store, CORS, preflight, body cap) and every error
+// through wire.WriteError.
+//
+// # Files
+//
+// server.go (life cycle), options.go, routes.go (mux and public reads),
+// allocate.go, internal.go (relay routes), publish.go (the compare-and-sets),
+// registry.go (relays), rooms.go (room table and leases), health.go (health
+// and cleanup loops), relaycall.go (calls to relays), admin.go, metrics.go.
+package balancer

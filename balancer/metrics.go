@@ -1,0 +1,67 @@
+package balancer
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the purrfly_balancer_* series. Static after New.
+type metrics struct {
+	allocations   *prometheus.CounterVec   // by result (wire error code or "ok")
+	registrations *prometheus.CounterVec   // by result
+	publications  *prometheus.CounterVec   // by status
+	removals      *prometheus.CounterVec   // by status
+	relayRemovals *prometheus.CounterVec   // by reason
+	relayCall     *prometheus.HistogramVec // by op
+}
+
+func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
+	m := &metrics{
+		allocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_balancer_allocations_total",
+			Help: "Room allocations answered, by result.",
+		}, []string{"result"}),
+		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_balancer_registrations_total",
+			Help: "Relay heartbeats answered, by result.",
+		}, []string{"result"}),
+		publications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_balancer_publications_total",
+			Help: "Room publications judged, by status.",
+		}, []string{"status"}),
+		removals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_balancer_removals_total",
+			Help: "Room removals (unregister outbox entries) judged, by status.",
+		}, []string{"status"}),
+		relayRemovals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_balancer_relay_removals_total",
+			Help: "Relays removed, by reason.",
+		}, []string{"reason"}),
+		relayCall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "purrfly_balancer_relay_call_duration_seconds",
+			Help:    "Duration of calls to relays, by operation.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"op"}),
+	}
+	relays := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "purrfly_balancer_relays",
+		Help: "Relays currently registered.",
+	}, func() float64 { return float64(len(s.reg.snapshot())) })
+	rooms := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "purrfly_balancer_rooms",
+		Help: "Live room routes on registered relays.",
+	}, func() float64 {
+		var n int64
+		for _, r := range s.reg.snapshot() {
+			n += r.entry.rooms.Load()
+		}
+		return float64(n)
+	})
+	for _, c := range []prometheus.Collector{m.allocations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,130 @@
+package balancer
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Defaults of Options.
+const (
+	DefaultPort               = 8080
+	DefaultHealthInterval     = 10 * time.Second
+	DefaultHealthTimeout      = 3 * time.Second
+	DefaultRelayTimeout       = 5 * time.Second
+	DefaultRelayExpiry        = 3 * 30 * time.Second
+	DefaultCleanupInterval    = 30 * time.Second
+	DefaultTombstoneRetention = 3600 * time.Second
+
+	// pendingRetention bounds how long an indeterminate allocation pins its
+	// room name to the relay that may hold it. PurrNet retries for ~110 s and
+	// the relay republishes every 30 s, so either the room shows up or the
+	// retries are long over by then.
+	pendingRetention = 5 * time.Minute
+	// maxPlacementTries bounds how many relays one allocation tries when a
+	// relay cannot be reached (the request was certainly not delivered) or
+	// says it is draining.
+	maxPlacementTries = 3
+	// maxFencesPerName bounds the tombstones kept for one room name; the
+	// oldest goes first.
+	maxFencesPerName = 64
+	// maxRetiredBoots bounds the boot ids remembered per endpoint as replaced,
+	// so their delayed heartbeats are refused without a proof round trip.
+	maxRetiredBoots = 8
+	// maxIDLen bounds boot ids and epochs.
+	maxIDLen = 128
+	// maxEndpointLen bounds a relay's endpoint URL.
+	maxEndpointLen = 512
+	// maxInfoLen bounds informational strings (machine id, image, version).
+	maxInfoLen = 256
+)
+
+// Options configures a Server. Zero values take the defaults above.
+type Options struct {
+	// Secret is the SECRET shared with every relay; required, wire.ValidSecret.
+	Secret string
+	// ListenHost is the HOST bind address ("" binds every interface).
+	ListenHost string
+	// Port is the PORT to listen on (the command passes 8080); 0 = ephemeral.
+	Port int
+	// Region, MachineID, ImageRef and Version are reported by /ping.
+	Region, MachineID, ImageRef, Version string
+	// BootID identifies this process; "" = random per process.
+	BootID string
+
+	// HealthInterval is how often every relay's /ping is probed.
+	HealthInterval time.Duration
+	// HealthTimeout bounds one probe.
+	HealthTimeout time.Duration
+	// RelayTimeout bounds every other call to a relay (allocation, proof).
+	RelayTimeout time.Duration
+	// RelayExpiry removes a relay with no heartbeat for this long.
+	RelayExpiry time.Duration
+	// CleanupInterval is the tombstone (and orphaned route) cleanup tick.
+	CleanupInterval time.Duration
+	// TombstoneRetention is ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS;
+	// non-positive means DefaultTombstoneRetention.
+	TombstoneRetention time.Duration
+
+	// Clock is the time source (nil = the wall clock).
+	Clock clock.Clock
+	// Logger receives the logs (nil = slog.Default()).
+	Logger *slog.Logger
+	// HTTPClient calls the relays (nil = a client with RelayTimeout).
+	HTTPClient *http.Client
+	// Metrics registers the purrfly_balancer_* metrics (nil = a private
+	// registry, served at /metrics either way when it is also a Gatherer).
+	Metrics prometheus.Registerer
+}
+
+// withDefaults validates o and fills in its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if !wire.ValidSecret(o.Secret) {
+		return o, errors.New("the shared SECRET must be non-empty printable ASCII without spaces, at most 256 bytes")
+	}
+	if o.Port < 0 || o.Port > 65535 {
+		return o, fmt.Errorf("port %d is out of range", o.Port)
+	}
+	if o.BootID == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		o.BootID = hex.EncodeToString(b[:])
+	}
+	if len(o.BootID) > maxIDLen {
+		return o, errors.New("boot id is too long")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.HealthInterval, DefaultHealthInterval)
+	def(&o.HealthTimeout, DefaultHealthTimeout)
+	def(&o.RelayTimeout, DefaultRelayTimeout)
+	def(&o.RelayExpiry, DefaultRelayExpiry)
+	def(&o.CleanupInterval, DefaultCleanupInterval)
+	def(&o.TombstoneRetention, DefaultTombstoneRetention)
+	o.Clock = clock.OrReal(o.Clock)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 32
+		t.ResponseHeaderTimeout = o.RelayTimeout
+		o.HTTPClient = &http.Client{Timeout: o.RelayTimeout, Transport: t}
+	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	return o, nil
+}

@@ -1,0 +1,247 @@
+package balancer
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+func TestRegisterNeedsPingProof(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.set(func(f *fakeRelay) { f.pingBoot = "someone-else" })
+	_, err := r.registerAs(h, r.info)
+	wantCode(t, err, wire.ErrBootNotProven.Code)
+	if !err.Retryable || err.Status != http.StatusConflict {
+		t.Fatalf("boot_not_proven must be a retryable 409, got %+v", err)
+	}
+	if len(h.servers()) != 0 {
+		t.Fatal("an unproven relay is listed")
+	}
+
+	r.set(func(f *fakeRelay) { f.pingBoot = "" })
+	first := r.register(h)
+	if !first.New || !first.Republish || first.BalancerBoot != h.s.BootID() {
+		t.Fatalf("first heartbeat: got %+v, want New, Republish and the balancer boot %s", first, h.s.BootID())
+	}
+	second := r.register(h)
+	if second.New || second.Republish || second.LivenessVersion <= first.LivenessVersion {
+		t.Fatalf("second heartbeat: got %+v after %+v, want a plain refresh with a newer liveness version", second, first)
+	}
+}
+
+func TestBootReplacementInvalidatesOldRoutes(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	oldBoot := r.boot()
+	wantStatuses(t, r.publish(h, pub("room", "e1", 1, 3)), wire.PubApplied)
+	if _, err := h.join("room"); err != nil {
+		t.Fatalf("join before restart: %v", err)
+	}
+
+	newInfo := r.restart()
+	resp, err := r.registerAs(h, newInfo)
+	noErr(t, err)
+	if !resp.New || !resp.Republish {
+		t.Fatalf("replacement answer %+v, want New and Republish", resp)
+	}
+	// The old boot's routes vanished at once.
+	if _, err := h.join("room"); err == nil || err.Code != wire.ErrRoomNotFound.Code {
+		t.Fatalf("join after replacement: got %v, want room_not_found", err)
+	}
+	if l := h.list(0); l.Total != 0 {
+		t.Fatalf("list after replacement holds %d rooms", l.Total)
+	}
+
+	// A delayed heartbeat and publication of the prior boot are refused.
+	oldInfo := newInfo
+	oldInfo.BootID = oldBoot
+	_, err = r.registerAs(h, oldInfo)
+	wantCode(t, err, wire.ErrStaleBoot.Code)
+	wantStatuses(t, r.publishAs(h, oldBoot, pub("room", "e1", 2, 3)), wire.PubRejected)
+	wantStatuses(t, r.unregisterAs(h, oldBoot, wire.Removal{Name: "other", Epoch: "x", Revision: 1}), wire.RemSuperseded)
+
+	// The new boot republishes the name.
+	wantStatuses(t, r.publish(h, pub("room", "e1", 1, 0)), wire.PubApplied)
+	c, jerr := h.join("room")
+	noErr(t, jerr)
+	if c.Secret != "cs-room-e1" || c.Host != "eu.relay.test" {
+		t.Fatalf("join after republish: %+v", c)
+	}
+	// The prior boot is still refused (remembered, no ping needed).
+	_, err = r.registerAs(h, oldInfo)
+	wantCode(t, err, wire.ErrStaleBoot.Code)
+}
+
+func TestDelayedHeartbeatOfUnknownPriorBootIsStale(t *testing.T) {
+	// The balancer never saw the prior boot (it restarted): the endpoint's
+	// ping names the registered boot, so the delayed one is stale.
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	stale := r.info
+	stale.BootID = "a-prior-process"
+	_, err := r.registerAs(h, stale)
+	wantCode(t, err, wire.ErrStaleBoot.Code)
+	if got := h.servers(); len(got) != 1 {
+		t.Fatalf("servers after a stale heartbeat: %+v", got)
+	}
+}
+
+func TestMetadataIsImmutableWithinABoot(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	for _, change := range []func(*wire.RelayInfo){
+		func(i *wire.RelayInfo) { i.Port = 443 },
+		func(i *wire.RelayInfo) { i.Region = "us" },
+		func(i *wire.RelayInfo) { i.Host = "elsewhere.test" },
+		func(i *wire.RelayInfo) { i.UDPPortV2 = 9999 },
+		func(i *wire.RelayInfo) { i.SSL = true },
+		func(i *wire.RelayInfo) { i.Endpoint = "http://127.0.0.1:1" },
+	} {
+		info := r.info
+		change(&info)
+		_, err := r.registerAs(h, info)
+		wantCode(t, err, wire.ErrMetadataChanged.Code)
+	}
+	// Process facts are not routing metadata.
+	info := r.info
+	info.Version = "v2"
+	_, err := r.registerAs(h, info)
+	noErr(t, err)
+}
+
+func TestRegisterValidation(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	for _, change := range []func(*wire.RelayInfo){
+		func(i *wire.RelayInfo) { i.BootID = "" },
+		func(i *wire.RelayInfo) { i.Endpoint = "ftp://x" },
+		func(i *wire.RelayInfo) { i.Host = "" },
+		func(i *wire.RelayInfo) { i.Port = 0 },
+		func(i *wire.RelayInfo) { i.UDPPortV2 = 70000 },
+	} {
+		info := r.info
+		change(&info)
+		_, err := r.registerAs(h, info)
+		wantCode(t, err, wire.ErrBadRequest.Code)
+	}
+}
+
+func TestHealthProbeCapturedBeforeHeartbeatDoesNotRemove(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	r.set(func(f *fakeRelay) {
+		f.pingHook = func() { close(entered); <-release }
+		f.pingFail = true
+	})
+	done := make(chan struct{})
+	go func() { defer close(done); h.s.checkRelays(context.Background()) }()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the health probe never reached the relay")
+	}
+	// A heartbeat lands while the probe (captured before it) is in flight.
+	r.set(func(f *fakeRelay) { f.pingHook = nil })
+	if resp := r.register(h); resp.New {
+		t.Fatal("a heartbeat of the registered boot answered New")
+	}
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("health round did not finish")
+	}
+	if len(h.servers()) != 1 {
+		t.Fatal("a failed probe captured before a newer heartbeat removed the relay")
+	}
+
+	// Without a newer heartbeat the failed probe removes it, and its routes.
+	wantStatuses(t, r.publish(h, pub("room", "e1", 1, 2)), wire.PubApplied)
+	h.s.checkRelays(context.Background())
+	if len(h.servers()) != 0 {
+		t.Fatal("a failed probe did not remove the relay")
+	}
+	if _, err := h.join("room"); err == nil {
+		t.Fatal("a removed relay's room is still joinable")
+	}
+	wantStatuses(t, r.publish(h, pub("room", "e1", 2, 2)), wire.PubRejected)
+
+	// Its next heartbeat re-registers it and asks for republication, which
+	// adopts the room again.
+	r.set(func(f *fakeRelay) { f.pingFail = false })
+	resp := r.register(h)
+	if !resp.New || !resp.Republish {
+		t.Fatalf("heartbeat after removal: %+v, want New and Republish", resp)
+	}
+	wantStatuses(t, r.publish(h, pub("room", "e1", 2, 2)), wire.PubApplied)
+	if _, err := h.join("room"); err != nil {
+		t.Fatalf("join after republish: %v", err)
+	}
+}
+
+func TestHealthProbeOfAnotherBootRemoves(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	r.set(func(f *fakeRelay) { f.pingBoot = "replaced-process" })
+	h.s.checkRelays(context.Background())
+	if len(h.servers()) != 0 {
+		t.Fatal("a relay whose endpoint reports another boot stayed registered")
+	}
+}
+
+func TestRelayExpiresWithoutHeartbeat(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.RelayExpiry = time.Minute })
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	h.clk.Advance(30 * time.Second)
+	h.s.checkRelays(context.Background())
+	if len(h.servers()) != 1 {
+		t.Fatal("a relay within its expiry was removed")
+	}
+	h.clk.Advance(31 * time.Second)
+	h.s.checkRelays(context.Background())
+	if len(h.servers()) != 0 {
+		t.Fatal("a relay past its expiry stayed registered")
+	}
+}
+
+func TestHealthLoopRunsOnTheClock(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.HealthInterval = 10 * time.Second })
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	r.set(func(f *fakeRelay) { f.pingFail = true })
+	waitFor(t, "the loops to wait on the clock", func() bool { return h.clk.Waiters() >= 2 })
+	h.clk.Advance(10 * time.Second)
+	waitFor(t, "the health loop to remove the relay", func() bool { return len(h.servers()) == 0 })
+}
+
+func TestBalancerRestartAsksForRepublication(t *testing.T) {
+	h1 := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	first := r.register(h1)
+	wantStatuses(t, r.publish(h1, pub("room", "e1", 1, 2)), wire.PubApplied)
+
+	h2 := newHarness(t, nil) // the balancer's next process
+	resp := r.register(h2)
+	if resp.BalancerBoot == first.BalancerBoot || !resp.New || !resp.Republish {
+		t.Fatalf("first heartbeat to a new balancer process: %+v (previous boot %s)", resp, first.BalancerBoot)
+	}
+	if _, err := h2.join("room"); err == nil {
+		t.Fatal("a room is joinable before its relay republished it")
+	}
+	wantStatuses(t, r.publish(h2, pub("room", "e1", 1, 2)), wire.PubApplied)
+	if _, err := h2.join("room"); err != nil {
+		t.Fatalf("join after republication: %v", err)
+	}
+}

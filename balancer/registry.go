@@ -1,0 +1,284 @@
+package balancer
+
+import (
+	"context"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// relayEntry is one registration: one relay boot at one endpoint, from its
+// first accepted heartbeat until it is replaced or removed. Room routes point
+// at the entry that published them and are valid only while it is the
+// endpoint's current entry, so replacing or removing the entry invalidates
+// all of its routes at once.
+type relayEntry struct {
+	info     wire.RelayInfo // static after construction
+	restPort int            // static: the endpoint's port
+
+	// Aggregates of the live routes pointing at this entry, written under
+	// those rooms' leases.
+	rooms atomic.Int64
+	conns atomic.Int64
+
+	// Guarded by registry.mu:
+	liveness      uint64
+	lastHeartbeat time.Time
+	selfDraining  bool // the relay said so in its heartbeat
+	adminDraining bool // POST /v1/instances/{id}/drain
+}
+
+func (r *relayEntry) drainingLocked() bool { return r.selfDraining || r.adminDraining }
+
+// relaySnap is a copy of a relay's mutable state, taken under registry.mu.
+type relaySnap struct {
+	entry         *relayEntry
+	liveness      uint64
+	lastHeartbeat time.Time
+	draining      bool
+}
+
+// registry holds the current registration of every endpoint. Its lock is
+// held only for map and field operations, never across a network call; the
+// per-endpoint proof gates serialize the (networked) boot proofs.
+type registry struct {
+	livenessSeq atomic.Uint64 // balancer-owned liveness versions
+
+	mu         sync.RWMutex
+	byEndpoint map[string]*relayEntry   // guarded by mu
+	byBoot     map[string]*relayEntry   // guarded by mu
+	retired    map[string][]string      // endpoint -> replaced boots, newest last; guarded by mu
+	drained    map[string]string        // endpoint -> boot drained by an admin; guarded by mu
+	gates      map[string]chan struct{} // endpoint -> proof gate; guarded by mu
+}
+
+func newRegistry() *registry {
+	return &registry{
+		byEndpoint: make(map[string]*relayEntry),
+		byBoot:     make(map[string]*relayEntry),
+		retired:    make(map[string][]string),
+		drained:    make(map[string]string),
+		gates:      make(map[string]chan struct{}),
+	}
+}
+
+// current returns the endpoint's current registration, or nil.
+func (g *registry) current(endpoint string) *relayEntry {
+	g.mu.RLock()
+	r := g.byEndpoint[endpoint]
+	g.mu.RUnlock()
+	return r
+}
+
+// isCurrent reports whether r is still its endpoint's registration.
+func (g *registry) isCurrent(r *relayEntry) bool {
+	return r != nil && g.current(r.info.Endpoint) == r
+}
+
+// gate returns the proof gate of endpoint.
+func (g *registry) gate(endpoint string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := g.gates[endpoint]
+	if c == nil {
+		c = make(chan struct{}, 1)
+		g.gates[endpoint] = c
+	}
+	return c
+}
+
+// heartbeatOutcome says what a heartbeat did.
+type heartbeatOutcome int
+
+const (
+	hbRefreshed heartbeatOutcome = iota // the boot is the current one: refreshed
+	hbNeedProof                         // new endpoint or new boot: prove it first
+)
+
+// refresh applies a heartbeat of the endpoint's current boot. It needs no
+// proof; anything else (unknown endpoint, different boot) does.
+func (g *registry) refresh(req wire.RegisterRequest, now time.Time) (uint64, heartbeatOutcome, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	info := req.Relay
+	if other := g.byBoot[info.BootID]; other != nil && other.info.Endpoint != info.Endpoint {
+		return 0, 0, wire.ErrMetadataChanged
+	}
+	for _, b := range g.retired[info.Endpoint] {
+		if b == info.BootID {
+			return 0, 0, wire.ErrStaleBoot
+		}
+	}
+	r := g.byEndpoint[info.Endpoint]
+	if r == nil || r.info.BootID != info.BootID {
+		return 0, hbNeedProof, nil
+	}
+	if !r.info.SameRoute(info) {
+		return 0, 0, wire.ErrMetadataChanged
+	}
+	return g.touchLocked(r, req, now), hbRefreshed, nil
+}
+
+func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time.Time) uint64 {
+	r.liveness = g.livenessSeq.Add(1)
+	r.lastHeartbeat = now
+	r.selfDraining = req.Draining
+	return r.liveness
+}
+
+// install makes a proven boot the endpoint's registration, replacing (and
+// so invalidating the routes of) any previous one. The caller holds the
+// endpoint's proof gate. It reports whether a different boot was replaced.
+func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, string) {
+	info := req.Relay
+	r := &relayEntry{info: info, restPort: endpointPort(info.Endpoint)}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var replaced string
+	if old := g.byEndpoint[info.Endpoint]; old != nil {
+		delete(g.byBoot, old.info.BootID)
+		if old.info.BootID != info.BootID {
+			replaced = old.info.BootID
+			g.retireLocked(info.Endpoint, old.info.BootID)
+		}
+	}
+	if b, ok := g.drained[info.Endpoint]; ok && b != info.BootID {
+		delete(g.drained, info.Endpoint) // the drained boot is gone
+	}
+	r.adminDraining = g.drained[info.Endpoint] == info.BootID
+	g.byEndpoint[info.Endpoint] = r
+	g.byBoot[info.BootID] = r
+	return g.touchLocked(r, req, now), replaced
+}
+
+func (g *registry) retireLocked(endpoint, boot string) {
+	l := append(g.retired[endpoint], boot)
+	if len(l) > maxRetiredBoots {
+		l = l[len(l)-maxRetiredBoots:]
+	}
+	g.retired[endpoint] = l
+}
+
+// isRetired reports whether boot was replaced at endpoint.
+func (g *registry) isRetired(endpoint, boot string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, b := range g.retired[endpoint] {
+		if b == boot {
+			return true
+		}
+	}
+	return false
+}
+
+// removeIf removes the registration captured in snap if it is still the
+// current one with the same liveness version: a heartbeat that arrived since
+// the capture keeps it.
+func (g *registry) removeIf(snap relaySnap) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := snap.entry
+	if g.byEndpoint[r.info.Endpoint] != r || r.liveness != snap.liveness {
+		return false
+	}
+	delete(g.byEndpoint, r.info.Endpoint)
+	delete(g.byBoot, r.info.BootID)
+	return true
+}
+
+// snapshot copies every current registration, ordered by endpoint.
+func (g *registry) snapshot() []relaySnap {
+	g.mu.RLock()
+	out := make([]relaySnap, 0, len(g.byEndpoint))
+	for _, r := range g.byEndpoint {
+		out = append(out, relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked()})
+	}
+	g.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].entry.info.Endpoint < out[j].entry.info.Endpoint })
+	return out
+}
+
+// drain marks the registration whose boot or machine id is id as draining.
+func (g *registry) drain(id string) (relaySnap, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.byBoot[id]
+	if r == nil {
+		for _, c := range g.byEndpoint {
+			if c.info.MachineID != "" && c.info.MachineID == id {
+				r = c
+				break
+			}
+		}
+	}
+	if r == nil {
+		return relaySnap{}, false
+	}
+	r.adminDraining = true
+	g.drained[r.info.Endpoint] = r.info.BootID
+	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: true}, true
+}
+
+// candidates lists the relays that may take a new room: not draining; those
+// of region first (case-insensitively), then the others, each group least
+// loaded first (connections, then rooms, then endpoint for a stable order).
+// It also reports whether any relay is registered at all.
+func (g *registry) candidates(region string) ([]*relayEntry, bool) {
+	g.mu.RLock()
+	registered := len(g.byEndpoint) > 0
+	out := make([]*relayEntry, 0, len(g.byEndpoint))
+	for _, r := range g.byEndpoint {
+		if !r.drainingLocked() {
+			out = append(out, r)
+		}
+	}
+	g.mu.RUnlock()
+	inRegion := func(r *relayEntry) bool { return region != "" && strings.EqualFold(r.info.Region, region) }
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ra, rb := inRegion(a), inRegion(b); ra != rb {
+			return ra
+		}
+		if ca, cb := a.conns.Load(), b.conns.Load(); ca != cb {
+			return ca < cb
+		}
+		if ra, rb := a.rooms.Load(), b.rooms.Load(); ra != rb {
+			return ra < rb
+		}
+		return a.info.Endpoint < b.info.Endpoint
+	})
+	return out, registered
+}
+
+// acquireGate takes the endpoint's proof gate, giving up when ctx ends.
+func (g *registry) acquireGate(ctx context.Context, endpoint string) (func(), error) {
+	c := g.gate(endpoint)
+	select {
+	case c <- struct{}{}:
+		return func() { <-c }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// endpointPort is the port of an http(s) URL, explicit or by scheme.
+func endpointPort(endpoint string) int {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return 0
+	}
+	if p := u.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}

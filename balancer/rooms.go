@@ -1,0 +1,203 @@
+package balancer
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// roomShards is the number of shards of the room table (a power of two).
+const roomShards = 64
+
+// roomRecord is one live room route. It is immutable: a change stores a new
+// record in roomEntry.live, so readers (join, list) never take the lease.
+type roomRecord struct {
+	relay        *relayEntry // the registration that published it; the route is valid while it is current
+	epoch        string
+	revision     uint64
+	connections  int
+	clientSecret string
+	allocationID string
+}
+
+// pendingAlloc remembers an allocation whose outcome the relay did not tell
+// us (timeout, lost answer): the name stays pinned to that relay, so the
+// exact retry reaches the relay that may already hold the room and replays.
+type pendingAlloc struct {
+	allocationID string
+	endpoint     string
+	since        time.Time
+}
+
+// roomEntry is everything the balancer knows about one room name.
+type roomEntry struct {
+	name string // static
+
+	// lease is the room's route lease (a one-slot channel, so waiting for it
+	// honours a context). Every change below happens while holding it.
+	lease chan struct{}
+
+	// live is the current route, nil when the name is released or unknown.
+	// Written under lease, read by anyone.
+	live atomic.Pointer[roomRecord]
+
+	// Guarded by lease:
+	dead    bool                 // removed from the table; acquirers retry
+	fences  map[string]time.Time // fenceKey(boot, epoch) of released incarnations (tombstones) -> releasedAt
+	pending *pendingAlloc
+}
+
+// empty reports whether the entry holds nothing worth keeping. Lease held.
+func (e *roomEntry) empty() bool {
+	return e.live.Load() == nil && len(e.fences) == 0 && e.pending == nil
+}
+
+// fenceKey names one room incarnation. Epochs are opaque and only promised
+// to be new within one relay boot, so the boot is part of the key.
+func fenceKey(boot, epoch string) string { return boot + "\x00" + epoch }
+
+// fenced reports whether the incarnation was released less than retention
+// ago. Lease held.
+func (e *roomEntry) fenced(boot, epoch string, now time.Time, retention time.Duration) bool {
+	at, ok := e.fences[fenceKey(boot, epoch)]
+	return ok && now.Sub(at) < retention
+}
+
+// fence records a tombstone for the incarnation, dropping the oldest beyond
+// the cap. Lease held.
+func (e *roomEntry) fence(boot, epoch string, now time.Time) {
+	if e.fences == nil {
+		e.fences = make(map[string]time.Time, 1)
+	}
+	key := fenceKey(boot, epoch)
+	if _, ok := e.fences[key]; !ok && len(e.fences) >= maxFencesPerName {
+		var oldest string
+		var at time.Time
+		for ep, t := range e.fences {
+			if oldest == "" || t.Before(at) {
+				oldest, at = ep, t
+			}
+		}
+		delete(e.fences, oldest)
+	}
+	e.fences[key] = now
+}
+
+// setLive replaces the live route and keeps the per-relay aggregates
+// (rooms, connections) in step. Lease held.
+func (e *roomEntry) setLive(rec *roomRecord) {
+	old := e.live.Swap(rec)
+	if old != nil {
+		old.relay.rooms.Add(-1)
+		old.relay.conns.Add(-int64(old.connections))
+	}
+	if rec != nil {
+		rec.relay.rooms.Add(1)
+		rec.relay.conns.Add(int64(rec.connections))
+	}
+}
+
+// roomTable maps room names to entries, sharded so that lookups of
+// different names rarely meet on a lock. Shard locks are held only for map
+// operations, never across anything else.
+type roomTable struct {
+	seed   maphash.Seed
+	shards [roomShards]roomShard
+}
+
+type roomShard struct {
+	mu sync.Mutex
+	m  map[string]*roomEntry // guarded by mu
+}
+
+func newRoomTable() *roomTable {
+	t := &roomTable{seed: maphash.MakeSeed()}
+	for i := range t.shards {
+		t.shards[i].m = make(map[string]*roomEntry)
+	}
+	return t
+}
+
+func (t *roomTable) shard(name string) *roomShard {
+	return &t.shards[maphash.String(t.seed, name)&(roomShards-1)]
+}
+
+// get returns the entry of name, or nil.
+func (t *roomTable) get(name string) *roomEntry {
+	sh := t.shard(name)
+	sh.mu.Lock()
+	e := sh.m[name]
+	sh.mu.Unlock()
+	return e
+}
+
+// acquire takes the lease of name's entry, creating the entry if needed.
+// It gives up when ctx ends.
+func (t *roomTable) acquire(ctx context.Context, name string) (*roomEntry, error) {
+	for {
+		sh := t.shard(name)
+		sh.mu.Lock()
+		e := sh.m[name]
+		if e == nil {
+			e = &roomEntry{name: name, lease: make(chan struct{}, 1)}
+			sh.m[name] = e
+		}
+		sh.mu.Unlock()
+		select {
+		case e.lease <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !e.dead {
+			return e, nil
+		}
+		<-e.lease // it was dropped while we waited: look it up again
+	}
+}
+
+// tryAcquire takes the lease of an existing entry without waiting.
+func (t *roomTable) tryAcquire(e *roomEntry) bool {
+	select {
+	case e.lease <- struct{}{}:
+		if e.dead {
+			<-e.lease
+			return false
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// release gives the lease back, dropping the entry first if it is empty.
+func (t *roomTable) release(e *roomEntry) {
+	if e.empty() {
+		sh := t.shard(e.name)
+		sh.mu.Lock()
+		if sh.m[e.name] == e {
+			delete(sh.m, e.name)
+		}
+		sh.mu.Unlock()
+		e.dead = true
+	}
+	<-e.lease
+}
+
+// each calls fn for every entry (a snapshot of the table, shard by shard).
+func (t *roomTable) each(fn func(*roomEntry)) {
+	var buf []*roomEntry
+	for i := range t.shards {
+		sh := &t.shards[i]
+		buf = buf[:0]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			buf = append(buf, e)
+		}
+		sh.mu.Unlock()
+		for _, e := range buf {
+			fn(e)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package balancer
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// errNotImplemented answers the host-migration routes until that issue lands.
+var errNotImplemented = &wire.Error{
+	Code:    "not_implemented",
+	Message: "host migration is not implemented by this balancer yet",
+	Status:  http.StatusNotImplemented,
+}
+
+// routes builds the whole mux, wrapped in wire.Common (no-store, CORS,
+// preflight, body cap). Every route checks its own methods so that 404 and
+// 405 come in the purrfly error shape too.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	get := []string{http.MethodGet, http.MethodHead}
+	mux.Handle("/ping", methods(get, s.handlePing))
+	mux.Handle("/servers", methods(get, s.handleServers))
+	mux.Handle("/allocate_ws", methods([]string{http.MethodGet, http.MethodPost}, s.handleAllocate))
+	mux.Handle("/join", methods(get, s.handleJoin))
+	mux.Handle("/list", methods(get, s.handleList))
+	mux.Handle("/getTotalConnections", methods(get, s.handleTotalConnections))
+	mux.Handle("/migration/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return errNotImplemented }))
+	mux.Handle("/metrics", s.metricsHandler())
+
+	mux.Handle(wire.PathRegister, s.internalHandler(s.handleRegister))
+	mux.Handle(wire.PathPublish, s.internalHandler(s.handlePublish))
+	mux.Handle(wire.PathUnregister, s.internalHandler(s.handleUnregister))
+
+	mux.Handle(wire.PathInstances, s.admin(get, s.handleInstances))
+	mux.Handle(fmt.Sprintf(wire.PathDrainFmt, "{id}"), s.admin([]string{http.MethodPost}, s.handleDrain))
+
+	mux.Handle("/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound }))
+	return wire.Common(mux)
+}
+
+func methods(allowed []string, h wire.Handler) wire.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if !slices.Contains(allowed, r.Method) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			return wire.ErrMethodNotAllowed
+		}
+		return h(w, r)
+	}
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	g, ok := s.opts.Metrics.(prometheus.Gatherer)
+	if !ok {
+		return wire.Handler(func(http.ResponseWriter, *http.Request) error {
+			return wire.ErrNotFound.WithMessage("metrics are registered elsewhere")
+		})
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+}
+
+func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
+	wire.WriteJSON(w, http.StatusOK, wire.Ping{
+		Role:             "balancer",
+		BootID:           s.opts.BootID,
+		Version:          s.opts.Version,
+		Region:           s.opts.Region,
+		MachineID:        s.opts.MachineID,
+		ImageRef:         s.opts.ImageRef,
+		InternalProtocol: wire.InternalProtocolVersion,
+		Draining:         s.draining.Load(),
+	})
+	return nil
+}
+
+// handleServers lists every registered relay, draining ones included: they
+// still serve their rooms, and a client that picks their region is placed on
+// another relay.
+func (s *Server) handleServers(w http.ResponseWriter, r *http.Request) error {
+	snaps := s.reg.snapshot()
+	resp := wire.ServersResponse{Servers: make([]wire.ServerInfo, 0, len(snaps))}
+	for _, sn := range snaps {
+		i := sn.entry.info
+		resp.Servers = append(resp.Servers, wire.ServerInfo{
+			APIEndpoint:    i.Endpoint,
+			Host:           i.Host,
+			RestPort:       sn.entry.restPort,
+			UDPPort:        i.UDPPort,
+			UDPPortV2:      i.UDPPortV2,
+			WebSocketsPort: i.Port,
+			Region:         i.Region,
+		})
+	}
+	wire.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// handleJoin answers the room's client credential and its relay's
+// authoritative connection details. It reads the route without the lease.
+func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
+	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
+	if err != nil {
+		return err
+	}
+	e := s.rooms.get(name)
+	if e == nil {
+		return wire.ErrRoomNotFound
+	}
+	rec := e.live.Load()
+	if rec == nil || !s.reg.isCurrent(rec.relay) {
+		return wire.ErrRoomNotFound
+	}
+	i := rec.relay.info
+	wire.WriteJSON(w, http.StatusOK, wire.Capability{
+		Host:      i.Host,
+		Secret:    rec.clientSecret,
+		Port:      i.Port,
+		UDPPort:   i.UDPPort,
+		UDPPortV2: i.UDPPortV2,
+		SSL:       i.SSL,
+	})
+	return nil
+}
+
+// liveRooms returns the valid live routes, ordered by name.
+func (s *Server) liveRooms() []wire.RoomSummary {
+	current := make(map[*relayEntry]bool)
+	for _, sn := range s.reg.snapshot() {
+		current[sn.entry] = true
+	}
+	var out []wire.RoomSummary
+	s.rooms.each(func(e *roomEntry) {
+		if rec := e.live.Load(); rec != nil && current[rec.relay] {
+			out = append(out, wire.RoomSummary{Name: e.name, Region: rec.relay.info.Region, ConnectedPlayers: rec.connections})
+		}
+	})
+	slices.SortFunc(out, func(a, b wire.RoomSummary) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// handleList answers one page (counted from 0, wire.ListPageSize rooms) of
+// the live rooms ordered by name, and their total.
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
+	page := 0
+	if p := r.URL.Query().Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return wire.ErrBadRequest.WithMessage("page must be a non-negative integer")
+		}
+		page = n
+	}
+	rooms := s.liveRooms()
+	resp := wire.ListResponse{Results: []wire.RoomSummary{}, Total: len(rooms)}
+	if start := page * wire.ListPageSize; page < len(rooms)/wire.ListPageSize+1 && start < len(rooms) {
+		resp.Results = rooms[start:min(start+wire.ListPageSize, len(rooms))]
+	}
+	wire.WriteJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// handleTotalConnections sums the connections of every live room (as the
+// original service does).
+func (s *Server) handleTotalConnections(w http.ResponseWriter, r *http.Request) error {
+	var n int64
+	for _, sn := range s.reg.snapshot() {
+		n += sn.entry.conns.Load()
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.TotalConnections{TotalConnections: int(n)})
+	return nil
+}

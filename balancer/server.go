@@ -1,0 +1,164 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Server is the balancer. Construct with New, then Start; Handler serves
+// without a listener (benchmarks, embedding).
+type Server struct {
+	// Static after New.
+	opts      Options
+	clock     clock.Clock
+	log       *slog.Logger
+	client    *http.Client
+	ownClient bool // client was made by New: close its idle connections on shutdown
+	metrics   *metrics
+	handler   http.Handler
+
+	reg   *registry
+	rooms *roomTable
+
+	draining atomic.Bool // Shutdown began: /ping says so
+
+	// Guarded by mu: the listener's life.
+	mu     sync.Mutex
+	srv    *http.Server
+	ln     net.Listener
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background loops and the serve goroutine
+}
+
+// New validates opts and builds a Server. Nothing listens until Start.
+func New(opts Options) (*Server, error) {
+	own := opts.HTTPClient == nil
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("failed to configure the balancer: %w", err)
+	}
+	s := &Server{
+		opts:      o,
+		clock:     o.Clock,
+		log:       o.Logger,
+		client:    o.HTTPClient,
+		ownClient: own,
+		reg:       newRegistry(),
+		rooms:     newRoomTable(),
+	}
+	if s.metrics, err = newMetrics(o.Metrics, s); err != nil {
+		return nil, err
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// BootID is this process's boot id (reported by /ping and to relays).
+func (s *Server) BootID() string { return s.opts.BootID }
+
+// Handler is the whole mux, wrapped in wire.Common.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start binds ListenHost:Port and serves in the background, together with
+// the health-check and cleanup loops.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return errors.New("balancer already started")
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.opts.ListenHost, strconv.Itoa(s.opts.Port)))
+	if err != nil {
+		return fmt.Errorf("failed to listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.ln, s.cancel = ln, cancel
+	s.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    wire.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	srv := s.srv
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("balancer server stopped", "err", err)
+		}
+	}()
+	go func() { defer s.wg.Done(); s.healthLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.cleanupLoop(ctx) }()
+	s.log.Info("balancer listening", "addr", ln.Addr().String(), "boot", s.opts.BootID)
+	return nil
+}
+
+// Port is the bound port (0 before Start).
+func (s *Server) Port() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return 0
+	}
+	return s.ln.Addr().(*net.TCPAddr).Port
+}
+
+// URL is the base URL to reach the balancer: http://127.0.0.1:port when it
+// listens on every interface, else http://ListenHost:port.
+func (s *Server) URL() string {
+	host := s.opts.ListenHost
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(s.Port()))
+}
+
+// Shutdown stops the loops and lets in-flight requests finish until ctx
+// ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	return s.stop(func(srv *http.Server) error {
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+			return err
+		}
+		return nil
+	})
+}
+
+// Close stops at once, dropping in-flight requests.
+func (s *Server) Close() error {
+	return s.stop(func(srv *http.Server) error { return srv.Close() })
+}
+
+func (s *Server) stop(halt func(*http.Server) error) error {
+	s.draining.Store(true)
+	s.mu.Lock()
+	srv, cancel := s.srv, s.cancel
+	s.mu.Unlock()
+	var err error
+	if srv != nil {
+		cancel()
+		if err = halt(srv); err != nil {
+			err = fmt.Errorf("failed to stop the balancer: %w", err)
+		}
+	}
+	s.wg.Wait()
+	if s.ownClient {
+		s.client.CloseIdleConnections()
+	}
+	return err
+}
