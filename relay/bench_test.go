@@ -1,0 +1,224 @@
+package relay
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// coreRoom is a routing core with one room, its host and one client, and
+// no transport: the test drains the queues itself.
+type coreRoom struct {
+	core         *core
+	host, client *conn
+	batch        []*buf
+}
+
+func newCoreRoom(tb testing.TB) *coreRoom {
+	tb.Helper()
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return newCoreRoomIn(tb, newCore(clock.Real{}, testLogger(), m), "bench")
+}
+
+var parallelCore struct {
+	once sync.Once
+	c    *core
+}
+
+// newCoreRoomNamed adds a room to one core shared by parallel benchmarks.
+func newCoreRoomNamed(tb testing.TB, name string) *coreRoom {
+	parallelCore.once.Do(func() {
+		m, _ := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+		parallelCore.c = newCore(clock.Real{}, testLogger(), m)
+	})
+	return newCoreRoomIn(tb, parallelCore.c, name)
+}
+
+func newCoreRoomIn(tb testing.TB, c *core, name string) *coreRoom {
+	tb.Helper()
+	a, err := c.allocate(name, "id")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cr := &coreRoom{core: c, host: c.newConn(nil), client: c.newConn(nil)}
+	cr.deliver(cr.host, wire.Auth{RoomName: name, ClientSecret: a.hostSecret}.Marshal())
+	cr.deliver(cr.client, wire.Auth{RoomName: name, ClientSecret: a.pub.ClientSecret}.Marshal())
+	cr.drain(cr.host)
+	cr.drain(cr.client)
+	if cr.host.role != roleHost || cr.client.role != roleClient {
+		tb.Fatal("authentication failed")
+	}
+	return cr
+}
+
+// deliver hands msg to the core as a transport's reader would.
+func (cr *coreRoom) deliver(from *conn, msg []byte) {
+	b := getBuf(headroom + len(msg))
+	b.off = headroom
+	b.end = headroom + copy(b.b[headroom:], msg)
+	cr.core.handle(from, b)
+}
+
+// drain plays the writer: takes the queue and releases the frames,
+// returning how many there were and the last one's bytes (copied into dst).
+func (cr *coreRoom) drain(c *conn) int {
+	cr.batch = c.takeBatch(cr.batch[:0])
+	n := len(cr.batch)
+	for i, b := range cr.batch {
+		putBuf(b)
+		cr.batch[i] = nil
+	}
+	return n
+}
+
+func TestCoreRouting(t *testing.T) {
+	cr := newCoreRoom(t)
+	cr.deliver(cr.host, sendOne(cr.client.id, "abc"))
+	cr.batch = cr.client.takeBatch(cr.batch[:0])
+	if len(cr.batch) != 1 || !equal(cr.batch[0].frame(), "abc") {
+		t.Fatalf("client queue %d", len(cr.batch))
+	}
+	putBuf(cr.batch[0])
+	cr.deliver(cr.client, []byte("xyz"))
+	cr.batch = cr.host.takeBatch(cr.batch[:0])
+	pk, err := wire.ParseToHostPacket(cr.batch[0].frame())
+	if err != nil || pk.Type != wire.ToHostData || pk.IDs[0] != cr.client.id || !equal(pk.Payload, "xyz") {
+		t.Fatalf("host got %v %v", pk, err)
+	}
+	putBuf(cr.batch[0])
+}
+
+// TestForwardingAllocatesNothing asserts the hot path's budget: zero
+// allocations per forwarded packet, both directions.
+func TestForwardingAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	cr := newCoreRoom(t)
+	toClient := sendOne(cr.client.id, string(make([]byte, 64)))
+	toHost := make([]byte, 64)
+	if n := testing.AllocsPerRun(1000, func() {
+		cr.deliver(cr.host, toClient)
+		cr.drain(cr.client)
+	}); n != 0 {
+		t.Errorf("SEND_ONE: %v allocations per packet", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		cr.deliver(cr.client, toHost)
+		cr.drain(cr.host)
+	}); n != 0 {
+		t.Errorf("client packet: %v allocations per packet", n)
+	}
+}
+
+var benchSizes = []struct {
+	name string
+	size int
+}{{"64B", 64}, {"1KiB", 1024}, {"16KiB", 16 << 10}}
+
+// BenchmarkForwardSendOne: a host SEND_ONE through the routing core to the
+// client's queue and out of it (no network).
+func BenchmarkForwardSendOne(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			cr := newCoreRoom(b)
+			msg := sendOne(cr.client.id, string(make([]byte, sz.size)))
+			b.SetBytes(int64(sz.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				cr.deliver(cr.host, msg)
+				cr.drain(cr.client)
+			}
+		})
+	}
+}
+
+// BenchmarkForwardClientPacket: a client packet through the routing core
+// to the host's queue as [2][sender][payload] (no network).
+func BenchmarkForwardClientPacket(b *testing.B) {
+	for _, sz := range benchSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			cr := newCoreRoom(b)
+			msg := make([]byte, sz.size)
+			b.SetBytes(int64(sz.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				cr.deliver(cr.client, msg)
+				cr.drain(cr.host)
+			}
+		})
+	}
+}
+
+// BenchmarkForwardClientPacketParallel: many clients of many rooms
+// forwarding at once, to show there is no global lock.
+func BenchmarkForwardClientPacketParallel(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(64)
+	b.RunParallel(func(pb *testing.PB) {
+		cr := newCoreRoomNamed(b, randomHex(8))
+		msg := make([]byte, 64)
+		for pb.Next() {
+			cr.deliver(cr.client, msg)
+			cr.drain(cr.host)
+		}
+	})
+}
+
+// BenchmarkRelayLoopback pushes client packets through a real relay on
+// loopback sockets to the host (pipelined: a sender goroutine and the
+// benchmark reading). Allocation numbers include the test peers' own
+// coder/websocket reads, so only ns/op and MB/s speak for the relay.
+func BenchmarkRelayLoopback(b *testing.B) {
+	for _, sz := range benchSizes[:2] {
+		b.Run(sz.name, func(b *testing.B) {
+			s := startRelay(b, Options{})
+			hs, cs := mustAllocate(b, s, "bench")
+			host := join(b, s, "bench", hs)
+			client := join(b, s, "bench", cs)
+			host.expectToHost(wire.ToHostConnected)
+			msg := make([]byte, sz.size)
+			b.SetBytes(int64(sz.size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			// A window of 128 messages in flight: the relay bounds each
+			// receiver's backlog and disconnects one that falls too far
+			// behind, so an unbounded sender would measure that instead.
+			window := make(chan struct{}, 128)
+			errc := make(chan error, 1)
+			go func() {
+				ctx, cancel := contextWithTimeout(time.Minute)
+				defer cancel()
+				for range b.N {
+					window <- struct{}{}
+					if err := client.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
+						errc <- err
+						return
+					}
+				}
+				errc <- nil
+			}()
+			ctx, cancel := contextWithTimeout(time.Minute)
+			defer cancel()
+			for range b.N {
+				if _, _, err := host.ws.Read(ctx); err != nil {
+					b.Fatal(err)
+				}
+				<-window
+			}
+			if err := <-errc; err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package relay
+
+import (
+	"io"
+	"sync"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// headroom is the space kept free in front of every read message so that the
+// routing core can prepend the relay -> host header [2][sender:4] in place,
+// without copying the payload.
+const headroom = 5
+
+// sizeClasses are the pooled buffer sizes. The largest holds the biggest
+// legal message plus headroom plus the bytes coder/websocket reads past
+// its limit to detect an oversize message.
+var sizeClasses = [...]int{512, 4096, 16384, wire.MaxMessageSize + headroom + 2}
+
+// buf is one pooled frame buffer. It has exactly one owner at a time: the
+// reader that filled it, then the queue of the connection it was routed to,
+// then that connection's writer, which returns it to the pool after the
+// write. Nothing keeps a buf while a connection is idle.
+type buf struct {
+	b     []byte // len(b) == sizeClasses[class]; static after creation
+	off   int    // frame is b[off:end]
+	end   int
+	class int
+}
+
+var bufPools [len(sizeClasses)]sync.Pool
+
+func init() {
+	for i := range bufPools {
+		size, class := sizeClasses[i], i
+		bufPools[i].New = func() any { return &buf{b: make([]byte, size), class: class} }
+	}
+}
+
+// getBuf returns a buffer whose capacity holds at least n bytes.
+func getBuf(n int) *buf {
+	for i, size := range sizeClasses {
+		if n <= size {
+			return getClass(i)
+		}
+	}
+	return getClass(len(sizeClasses) - 1)
+}
+
+func getClass(i int) *buf {
+	b := bufPools[i].Get().(*buf)
+	b.off, b.end = 0, 0
+	return b
+}
+
+// putBuf returns b to its pool. b must not be used afterwards.
+func putBuf(b *buf) {
+	if b == nil {
+		return
+	}
+	bufPools[b.class].Put(b)
+}
+
+// frame is the bytes to send or route.
+func (b *buf) frame() []byte { return b.b[b.off:b.end] }
+
+// len is the frame's length.
+func (b *buf) len() int { return b.end - b.off }
+
+// newFrame returns a pooled buffer holding exactly p (small control frames).
+func newFrame(p ...byte) *buf {
+	b := getBuf(len(p))
+	b.end = copy(b.b, p)
+	return b
+}
+
+// readMessage reads one message from r into a pooled buffer, leaving
+// headroom bytes free in front. It starts with the smallest class and moves
+// up only when the message does not fit, so small game packets never touch
+// a 64 KiB buffer. The caller owns the result.
+func readMessage(r io.Reader) (*buf, error) {
+	b := getClass(0)
+	pos := headroom
+	for {
+		if pos == len(b.b) {
+			if b.class == len(sizeClasses)-1 {
+				putBuf(b)
+				return nil, errMessageTooBig
+			}
+			nb := getClass(b.class + 1)
+			copy(nb.b, b.b[:pos])
+			putBuf(b)
+			b = nb
+		}
+		n, err := r.Read(b.b[pos:])
+		pos += n
+		if err == io.EOF {
+			if pos-headroom > wire.MaxMessageSize {
+				putBuf(b)
+				return nil, errMessageTooBig
+			}
+			b.off, b.end = headroom, pos
+			return b, nil
+		}
+		if err != nil {
+			putBuf(b)
+			return nil, err
+		}
+	}
+}

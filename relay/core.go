@@ -1,0 +1,461 @@
+package relay
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// notifier is told about room changes; the registrar implements it (a nop
+// when there is no balancer). Both calls must be quick and never block:
+// they run on connection readers, possibly under room.mu.
+type notifier interface {
+	roomChanged(r *room)
+	roomRemoved(rem wire.Removal)
+}
+
+type nopNotifier struct{}
+
+func (nopNotifier) roomChanged(*room)        {}
+func (nopNotifier) roomRemoved(wire.Removal) {}
+
+// core is the transport-agnostic routing core. Transports create conns
+// with newConn, feed every received message to handle (from the conn's one
+// reader goroutine), and call leave once when the conn ends.
+//
+// Lock order: roomTable shard -> room.mu -> conn.mu, and room.mu ->
+// registrar.mu. No lock is held across I/O.
+type core struct {
+	clock        clock.Clock  // static
+	log          *slog.Logger // static
+	m            *metrics     // static
+	notify       notifier     // static after construction
+	emptyTimeout time.Duration
+	slowTimeout  time.Duration
+
+	nextID   atomic.Uint32
+	rooms    roomTable
+	pipes    connTable // pipe peers by id
+	conns    connTable // every open conn
+	draining atomic.Bool
+	stopping atomic.Bool   // closeAll(reasonShutdown) has begun: host-left kicks say 1012 too
+	idle     chan struct{} // cap 1: signalled when the last conn leaves
+	aborts   sync.WaitGroup
+}
+
+func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
+	c := &core{
+		clock:        clk,
+		log:          log,
+		m:            m,
+		notify:       nopNotifier{},
+		emptyTimeout: DefaultEmptyRoomTimeout,
+		slowTimeout:  DefaultSlowReceiverTimeout,
+		idle:         make(chan struct{}, 1),
+	}
+	c.rooms.init()
+	c.pipes.init()
+	c.conns.init()
+	return c
+}
+
+// newConn registers a new connection with a fresh id. ids are positive as
+// a C# int (PurrNet reads them signed) and unique within the process.
+func (c *core) newConn(abort func()) *conn {
+	var id uint32
+	for id == 0 {
+		id = c.nextID.Add(1) & 0x7fffffff
+	}
+	cn := &conn{
+		id:    wire.ConnID(id),
+		core:  c,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+		abort: abort,
+	}
+	c.conns.add(cn)
+	return cn
+}
+
+func (c *core) goAbort(abort func()) {
+	c.aborts.Go(abort)
+}
+
+// handle routes one message read from cn. It takes ownership of b, whose
+// frame starts headroom bytes into its buffer. Only cn's reader calls it.
+func (c *core) handle(cn *conn, b *buf) {
+	if cn.closing.Load() {
+		putBuf(b)
+		c.m.drop(dropSenderClosed)
+		return
+	}
+	switch cn.role {
+	case roleNone:
+		c.auth(cn, b)
+	case roleClient:
+		c.fromClient(cn, b)
+	case roleHost:
+		c.fromHost(cn, b)
+	case rolePipe:
+		c.fromPipe(cn, b)
+	}
+}
+
+// fromClient forwards a client's payload to its host as [2][sender][payload],
+// writing the header into the buffer's headroom (no copy). The enqueue
+// happens under the room lock, so a client that the host kicked (or whose
+// host left) can never slip a packet in after its disconnect notice.
+func (c *core) fromClient(cn *conn, b *buf) {
+	if b.len() <= 1 {
+		putBuf(b)
+		c.m.drop(dropSmallClient)
+		return
+	}
+	b.off -= 5
+	b.b[b.off] = wire.ToHostData
+	binary.LittleEndian.PutUint32(b.b[b.off+1:], uint32(cn.id))
+	r := cn.room
+	r.mu.Lock()
+	h, gone := r.host, cn.closing.Load()
+	if h != nil && !gone {
+		h.enqueue(b, dirToHost)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	putBuf(b)
+	if gone {
+		c.m.drop(dropSenderClosed)
+	} else {
+		c.m.drop(dropNoHost)
+	}
+}
+
+// fromHost handles keepalive, SEND_ONE and KICK. Malformed packets are
+// dropped and counted; the connection stays (PurrLay does the same).
+func (c *core) fromHost(cn *conn, b *buf) {
+	p, err := wire.ParseHostPacket(b.frame())
+	if err != nil {
+		putBuf(b)
+		switch err {
+		case wire.ErrEmptyPacket:
+			c.m.drop(dropEmpty)
+		case wire.ErrTruncatedPacket:
+			c.m.drop(dropTruncated)
+		default:
+			c.m.drop(dropUnknown)
+		}
+		return
+	}
+	switch {
+	case p.Type == wire.HostKeepAlive:
+		putBuf(b)
+		return
+	case p.Type == wire.HostSendOne && len(p.Payload) == 0:
+		putBuf(b)
+		c.m.drop(dropEmptyPayload)
+		return
+	}
+	r := cn.room
+	r.mu.Lock()
+	t := r.clients[p.Target]
+	if t == nil {
+		r.mu.Unlock()
+		putBuf(b)
+		c.m.drop(dropBadTarget)
+		return
+	}
+	if p.Type == wire.HostSendOne {
+		b.off += 5
+		t.enqueue(b, dirToClient)
+		r.mu.Unlock()
+		return
+	}
+	// Kick: the client leaves the room now, as PurrLay does, so the host
+	// hears of it at once rather than after the close handshake.
+	putBuf(b)
+	c.removeClientLocked(r, t)
+	t.close(reasonKicked)
+	r.mu.Unlock()
+}
+
+// removeClientLocked takes cl out of r, tells the host and records the
+// count change. The caller holds r.mu.
+func (c *core) removeClientLocked(r *room, cl *conn) {
+	delete(r.clients, cl.id)
+	if r.host != nil {
+		f := getBuf(5)
+		f.end = len(wire.AppendDisconnected(f.b[:0], cl.id))
+		r.host.enqueue(f, dirControl)
+	}
+	r.changedLocked(c)
+}
+
+// fromPipe forwards [target][data] as [sender][data], rewriting the id in
+// place.
+func (c *core) fromPipe(cn *conn, b *buf) {
+	target, data, err := wire.ParsePipe(b.frame())
+	if err != nil {
+		putBuf(b)
+		c.m.drop(dropTruncated)
+		return
+	}
+	if len(data) == 0 {
+		putBuf(b)
+		c.m.drop(dropEmptyPayload)
+		return
+	}
+	t := c.pipes.get(target)
+	if t == nil {
+		putBuf(b)
+		c.m.drop(dropBadTarget)
+		return
+	}
+	binary.LittleEndian.PutUint32(b.b[b.off:], uint32(cn.id))
+	t.enqueue(b, dirPipe)
+}
+
+// maxRoomClients bounds a room's clients so that the host's "clients
+// connected" packet, which lists them all, fits one 65,535-byte message.
+const maxRoomClients = (wire.MaxMessageSize - 1) / 4
+
+// auth handles the first message of cn.
+func (c *core) auth(cn *conn, b *buf) {
+	a, err := wire.ParseAuth(b.frame())
+	putBuf(b)
+	if err != nil {
+		c.authFail(cn)
+		return
+	}
+	if a.Pipe {
+		cn.role = rolePipe
+		c.pipes.add(cn)
+		c.m.authOK.Inc()
+		f := getBuf(5)
+		f.end = len(wire.AppendPipeAuthenticated(f.b[:0], cn.id))
+		cn.enqueue(f, dirControl)
+		return
+	}
+	r := c.rooms.get(a.RoomName)
+	if r == nil {
+		c.authFail(cn)
+		return
+	}
+	r.mu.Lock()
+	if r.removed || len(r.clients) >= maxRoomClients {
+		r.mu.Unlock()
+		c.authFail(cn)
+		return
+	}
+	switch {
+	case wire.SecretEqual(a.ClientSecret, r.clientSecret):
+		cn.role, cn.room = roleClient, r
+		r.clients[cn.id] = cn
+		if r.host != nil {
+			f := getBuf(5)
+			f.end = len(wire.AppendConnected(f.b[:0], cn.id))
+			r.host.enqueue(f, dirControl)
+		}
+		cn.enqueue(newFrame(wire.Authenticated), dirControl)
+	case wire.SecretEqual(a.ClientSecret, r.hostSecret) && r.host == nil:
+		cn.role, cn.room = roleHost, r
+		r.host = cn
+		cn.enqueue(newFrame(wire.Authenticated), dirControl)
+		if len(r.clients) > 0 {
+			// A host that logs in after clients gets every id in one packet.
+			ids := make([]wire.ConnID, 0, len(r.clients))
+			for id := range r.clients {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			f := getBuf(1 + 4*len(ids))
+			f.end = len(wire.AppendConnected(f.b[:0], ids...))
+			cn.enqueue(f, dirControl)
+		}
+	default:
+		// Wrong secret, or a second host for the room.
+		r.mu.Unlock()
+		c.authFail(cn)
+		return
+	}
+	r.changedLocked(c)
+	r.mu.Unlock()
+	c.m.authOK.Inc()
+}
+
+func (c *core) authFail(cn *conn) {
+	c.m.authFailed.Inc()
+	cn.enqueue(newFrame(wire.AuthFailed), dirControl)
+	cn.close(reasonAuthFailed)
+}
+
+// leave removes cn from its room or the pipe table. The transport calls it
+// exactly once, from cn's reader, when the connection ends.
+func (c *core) leave(cn *conn) {
+	switch cn.role {
+	case rolePipe:
+		c.pipes.remove(cn)
+	case roleClient:
+		r := cn.room
+		r.mu.Lock()
+		if r.clients[cn.id] == cn {
+			c.removeClientLocked(r, cn)
+		}
+		r.mu.Unlock()
+	case roleHost:
+		c.hostLeft(cn)
+	}
+	if c.conns.remove(cn) && c.conns.n.Load() == 0 {
+		select {
+		case c.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// hostLeft disconnects every client of the host's room. A room that had
+// clients stays, count 0, so that one of them can claim it later (host
+// migration); an otherwise empty room is removed at once.
+func (c *core) hostLeft(cn *conn) {
+	r := cn.room
+	r.mu.Lock()
+	if r.host != cn {
+		r.mu.Unlock()
+		return
+	}
+	r.host = nil
+	var kicked []*conn
+	for _, cl := range r.clients {
+		kicked = append(kicked, cl)
+	}
+	clear(r.clients)
+	var rem wire.Removal
+	removed := len(kicked) == 0 && !r.removed
+	if removed {
+		rem = r.removeLocked()
+	} else {
+		r.changedLocked(c)
+	}
+	reason := reasonHostLeft
+	if c.stopping.Load() {
+		reason = reasonShutdown
+	}
+	// Closed under the lock: none of them can forward another packet.
+	for _, cl := range kicked {
+		cl.close(reason)
+	}
+	r.mu.Unlock()
+	if removed {
+		c.dropRoom(r, rem)
+	}
+}
+
+// dropRoom takes a room marked removed out of the table and queues its
+// removal for the balancer.
+func (c *core) dropRoom(r *room, rem wire.Removal) {
+	c.rooms.delete(r)
+	c.notify.roomRemoved(rem)
+	c.log.Debug("room removed", "room", r.name, "epoch", rem.Epoch, "revision", rem.Revision)
+}
+
+// expire removes rooms that have been empty for emptyTimeout.
+func (c *core) expire() {
+	now := c.clock.Now()
+	for _, r := range c.rooms.all() {
+		r.mu.Lock()
+		if r.removed || r.countLocked() > 0 || now.Sub(r.emptySince) < c.emptyTimeout {
+			r.mu.Unlock()
+			continue
+		}
+		rem := r.removeLocked()
+		r.mu.Unlock()
+		c.log.Info("empty room expired", "room", r.name)
+		c.dropRoom(r, rem)
+	}
+}
+
+// removeAll removes every room (final shutdown).
+func (c *core) removeAll() {
+	for _, r := range c.rooms.all() {
+		r.mu.Lock()
+		if r.removed {
+			r.mu.Unlock()
+			continue
+		}
+		rem := r.removeLocked()
+		r.mu.Unlock()
+		c.dropRoom(r, rem)
+	}
+}
+
+// closeAll closes every open connection for reason.
+func (c *core) closeAll(reason closeReason) {
+	if reason == reasonShutdown {
+		c.stopping.Store(true)
+	}
+	for _, cn := range c.conns.all() {
+		cn.close(reason)
+	}
+}
+
+// allocation is the result of allocate.
+type allocation struct {
+	hostSecret string
+	pub        wire.Publication
+	replayed   bool
+}
+
+// allocate creates room name for allocID, or replays the allocation that
+// created it. A live room under another allocation id is ErrRoomTaken; an
+// empty allocID never matches, so it never replays.
+func (c *core) allocate(name, allocID string) (allocation, error) {
+	if c.draining.Load() {
+		return allocation{}, wire.ErrDraining
+	}
+	mu, m := c.rooms.shard(name)
+	mu.Lock()
+	defer mu.Unlock()
+	if r := m[name]; r != nil {
+		r.mu.Lock()
+		if !r.removed {
+			defer r.mu.Unlock()
+			if allocID != "" && r.allocationID == allocID {
+				return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked(), replayed: true}, nil
+			}
+			return allocation{}, wire.ErrRoomTaken
+		}
+		r.mu.Unlock()
+		delete(m, name)
+		c.rooms.n.Add(-1)
+	}
+	r := &room{
+		name:         name,
+		epoch:        randomHex(16),
+		revision:     1,
+		hostSecret:   randomHex(16),
+		clientSecret: randomHex(16),
+		allocationID: allocID,
+		clients:      make(map[wire.ConnID]*conn),
+		emptySince:   c.clock.Now(),
+	}
+	m[name] = r
+	c.rooms.n.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked()}, nil
+}
+
+// randomHex returns n random bytes as lower-case hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,244 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+const testSecret = "TEST-SECRET"
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("RELAY_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startRelay starts a relay on loopback ephemeral ports. tweak may adjust
+// the server before Start (unexported knobs).
+func startRelay(tb testing.TB, opts Options, tweak ...func(*Server)) *Server {
+	tb.Helper()
+	if opts.Secret == "" {
+		opts.Secret = testSecret
+	}
+	if opts.ListenHost == "" {
+		opts.ListenHost = "127.0.0.1"
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger()
+	}
+	s, err := New(opts)
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	for _, f := range tweak {
+		f(s)
+	}
+	if err := s.Start(); err != nil {
+		tb.Fatalf("Start: %v", err)
+	}
+	tb.Cleanup(func() {
+		// Test peers are closed by now (cleanups run last-in first-out):
+		// wait for the relay to notice, then check it on a quiet state.
+		waitFor(tb, "every connection gone", func() bool { return s.Stats().Connections == 0 })
+		if err := s.ConsistencyCheck(); err != nil {
+			tb.Errorf("consistency: %v", err)
+		}
+		_ = s.Close()
+	})
+	return s
+}
+
+// waitFor polls cond until it holds or 5 s pass.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// allocate calls the internal allocation endpoint.
+func allocate(tb testing.TB, s *Server, name, allocID string) (wire.RelayAllocation, int, *wire.Error) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.HTTPURL()+wire.PathRelayAllocate, nil)
+	req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	req.Header.Set(wire.HeaderName, name)
+	req.Header.Set(wire.HeaderRegion, "test")
+	if allocID != "" {
+		req.Header.Set(wire.HeaderAllocationID, allocID)
+	}
+	resp, body := do(tb, req)
+	var a wire.RelayAllocation
+	if resp.StatusCode != http.StatusOK {
+		return a, resp.StatusCode, wire.DecodeError(resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		tb.Fatalf("decode allocation: %v", err)
+	}
+	return a, resp.StatusCode, nil
+}
+
+func mustAllocate(tb testing.TB, s *Server, name string) (hostSecret, clientSecret string) {
+	tb.Helper()
+	a, status, e := allocate(tb, s, name, "alloc-"+name)
+	if status != http.StatusOK {
+		tb.Fatalf("allocate %q: %d %v", name, status, e)
+	}
+	return a.Capability.Secret, a.Publication.ClientSecret
+}
+
+func do(tb testing.TB, req *http.Request) (*http.Response, []byte) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		tb.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("read body: %v", err)
+	}
+	return resp, body
+}
+
+// peer is a minimal PurrNet-speaking WebSocket test peer.
+type peer struct {
+	tb testing.TB
+	ws *websocket.Conn
+}
+
+func dial(tb testing.TB, url string) *peer {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		tb.Fatalf("dial %s: %v", url, err)
+	}
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	ws.SetReadLimit(1 << 20)
+	tb.Cleanup(func() { _ = ws.CloseNow() })
+	return &peer{tb: tb, ws: ws}
+}
+
+func (p *peer) send(b []byte) {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		p.tb.Fatalf("send: %v", err)
+	}
+}
+
+func (p *peer) recv() []byte {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	typ, b, err := p.ws.Read(ctx)
+	if err != nil {
+		p.tb.Fatalf("recv: %v", err)
+	}
+	if typ != websocket.MessageBinary {
+		p.tb.Fatalf("recv: got a text message")
+	}
+	return b
+}
+
+// closed reads until the connection ends and returns its close status
+// (-1 when it ended without a close frame).
+func (p *peer) closed() websocket.StatusCode {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		_, _, err := p.ws.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				p.tb.Fatalf("connection still open after 5 s")
+			}
+			return websocket.CloseStatus(err)
+		}
+	}
+}
+
+func (p *peer) auth(room, secret string) byte {
+	p.tb.Helper()
+	p.send(wire.Auth{RoomName: room, ClientSecret: secret}.Marshal())
+	b := p.recv()
+	if len(b) != 1 {
+		p.tb.Fatalf("auth reply %v, want one byte", b)
+	}
+	return b[0]
+}
+
+// join connects and authenticates, failing the test unless accepted.
+func join(tb testing.TB, s *Server, room, secret string) *peer {
+	tb.Helper()
+	p := dial(tb, s.WSURL())
+	if got := p.auth(room, secret); got != wire.Authenticated {
+		tb.Fatalf("auth to %q: reply %d", room, got)
+	}
+	return p
+}
+
+// expectToHost reads one relay -> host packet of the given type.
+func (p *peer) expectToHost(typ byte) wire.ToHostPacket {
+	p.tb.Helper()
+	b := p.recv()
+	pk, err := wire.ParseToHostPacket(b)
+	if err != nil || pk.Type != typ {
+		p.tb.Fatalf("got %v (%v), want host packet type %d", b, err, typ)
+	}
+	return pk
+}
+
+func sendOne(target wire.ConnID, payload string) []byte {
+	return wire.AppendSendOne(nil, target, []byte(payload))
+}
+
+func idOf(b []byte) wire.ConnID { return wire.ConnID(binary.LittleEndian.Uint32(b)) }
+
+func equal(a []byte, b string) bool { return bytes.Equal(a, []byte(b)) }
+
+// counterValue reads a Prometheus counter or gauge.
+func counterValue(c prometheus.Metric) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

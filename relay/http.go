@@ -1,0 +1,143 @@
+package relay
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// errReplayed is the body of a Fly-Replay answer. The status is 421
+// Misdirected Request: Fly's proxy acts on the header whatever the status,
+// and a client that reaches the relay without Fly in front learns plainly
+// that this machine does not serve the session.
+var errReplayed = &wire.Error{Code: "fly_replay", Message: "this session is served by another machine",
+	Retryable: true, Status: http.StatusMisdirectedRequest}
+
+// errNoOwner answers when the Router neither serves nor names a machine.
+var errNoOwner = &wire.Error{Code: "no_owner", Message: "no machine can serve this session right now",
+	Retryable: true, Status: http.StatusServiceUnavailable}
+
+// mainHandler is the HTTP port: /ping, internal allocation, /metrics, the
+// WebSocket upgrade at /, and JSON 404s for everything else.
+func (s *Server) mainHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/ping", wire.Handler(s.handlePing))
+	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
+	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
+	mux.Handle("/metrics", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return wire.ErrMethodNotAllowed
+		}
+		metrics.ServeHTTP(w, r)
+		return nil
+	}))
+	mux.Handle("/", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		if r.URL.Path == "/" && isUpgrade(r) {
+			return s.serveWS(w, r)
+		}
+		return wire.ErrNotFound
+	}))
+	version := strconv.Itoa(wire.InternalProtocolVersion)
+	return wire.Common(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(wire.HeaderInternalVersion, version)
+		mux.ServeHTTP(w, r)
+	}))
+}
+
+func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return wire.ErrMethodNotAllowed
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.Ping{
+		Role:             "relay",
+		BootID:           s.opts.BootID,
+		Version:          s.opts.Version,
+		Region:           s.opts.Region,
+		MachineID:        s.opts.MachineID,
+		ImageRef:         s.opts.ImageRef,
+		InternalProtocol: wire.InternalProtocolVersion,
+		Draining:         s.core.draining.Load(),
+	})
+	return nil
+}
+
+// handleAllocate is the balancer's PathRelayAllocate: create the room (or
+// replay the allocation that created it) and answer the host capability and
+// the room's publication.
+func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return wire.ErrMethodNotAllowed
+	}
+	if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+		return err
+	}
+	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
+	if err != nil {
+		return err
+	}
+	if _, err := wire.OptionalHeader(r, wire.HeaderRegion, wire.MaxRegionLen); err != nil {
+		return err
+	}
+	allocID, err := wire.OptionalHeader(r, wire.HeaderAllocationID, wire.MaxAllocationIDLen)
+	if err != nil {
+		return err
+	}
+	if s.replayed(w, r, wire.SessionID(name)) {
+		return nil
+	}
+	a, err := s.core.allocate(name, allocID)
+	if err != nil {
+		s.m.allocations.WithLabelValues(errCode(err)).Inc()
+		return err
+	}
+	result := "created"
+	if a.replayed {
+		result = "replayed"
+	} else {
+		s.log.Info("room allocated", "room", name, "epoch", a.pub.Epoch)
+	}
+	s.m.allocations.WithLabelValues(result).Inc()
+	wire.WriteJSON(w, http.StatusOK, wire.RelayAllocation{
+		Capability: wire.Capability{
+			Host:      s.opts.PublicHost,
+			Secret:    a.hostSecret,
+			Port:      s.advertisedWSPort,
+			UDPPort:   s.opts.UDPPort,
+			UDPPortV2: s.opts.UDPPortV2,
+			SSL:       s.opts.SSL,
+		},
+		Publication: a.pub,
+		BootID:      s.opts.BootID,
+		Replayed:    a.replayed,
+	})
+	return nil
+}
+
+func errCode(err error) string {
+	if e, ok := err.(*wire.Error); ok {
+		return e.Code
+	}
+	return "internal"
+}
+
+// replayed asks the Router where sid is served. When it is not here, it
+// answers "Fly-Replay: instance=<id>" (no upgrade, no allocation) and
+// reports true.
+func (s *Server) replayed(w http.ResponseWriter, r *http.Request, sid wire.SessionID) bool {
+	if s.opts.Router == nil {
+		return false
+	}
+	rr := s.opts.Router(sid, r)
+	if rr.Serve {
+		return false
+	}
+	if rr.Instance == "" {
+		wire.WriteError(w, errNoOwner)
+		return true
+	}
+	w.Header().Set(wire.HeaderFlyReplay, "instance="+rr.Instance)
+	wire.WriteError(w, errReplayed)
+	return true
+}

@@ -1,0 +1,132 @@
+package relay
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Drop reasons: a packet that reached the relay and went nowhere. Every one
+// is counted in purrfly_relay_dropped_packets_total{reason}.
+const (
+	dropQueueOverflow  = "queue_overflow"   // the receiver's queue hit its hard bound (the receiver is closed)
+	dropReceiverClosed = "receiver_closed"  // the receiver was already closing
+	dropSmallClient    = "small_client"     // a client packet of one byte or less
+	dropNoHost         = "no_host"          // a client packet while the room has no host
+	dropBadTarget      = "bad_target"       // SEND_ONE/KICK/pipe target not found (or not in the room)
+	dropEmptyPayload   = "empty_payload"    // SEND_ONE or pipe packet with nothing to deliver
+	dropEmpty          = "empty_packet"     // a host packet of zero bytes
+	dropTruncated      = "truncated_packet" // SEND_ONE/KICK/pipe shorter than its header
+	dropUnknown        = "unknown_packet"   // unknown host packet type
+	dropSenderClosed   = "sender_closed"    // a packet read after its sender was told to go
+)
+
+var dropReasons = []string{dropQueueOverflow, dropReceiverClosed, dropSmallClient, dropNoHost,
+	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed}
+
+// Forwarding directions for purrfly_relay_forwarded_*{dir}.
+const (
+	dirToHost   = 0
+	dirToClient = 1
+	dirPipe     = 2
+	dirControl  = 3
+)
+
+var dirNames = [...]string{"to_host", "to_client", "pipe", "control"}
+
+// metrics holds every collector of one Server; all are registered on the
+// Options.Metrics registerer. Counters used on the hot path are resolved
+// once here so that counting a packet never allocates.
+type metrics struct {
+	fwdPackets [len(dirNames)]prometheus.Counter
+	fwdBytes   [len(dirNames)]prometheus.Counter
+	drops      map[string]prometheus.Counter // static after newMetrics
+	disconnect [numReasons]prometheus.Counter
+
+	authOK, authFailed prometheus.Counter
+	allocations        *prometheus.CounterVec // {result}
+	balancerReqs       *prometheus.CounterVec // {op,result}
+	publications       *prometheus.CounterVec // {status}
+	removals           *prometheus.CounterVec // {status}
+	outbox             prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metrics, error) {
+	m := &metrics{drops: make(map[string]prometheus.Counter, len(dropReasons))}
+	fwdP := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_forwarded_packets_total",
+		Help: "Packets queued for delivery, by direction (control: relay-made frames).",
+	}, []string{"dir"})
+	fwdB := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_forwarded_bytes_total",
+		Help: "Bytes queued for delivery, by direction.",
+	}, []string{"dir"})
+	drops := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_dropped_packets_total",
+		Help: "Packets the relay dropped, by reason.",
+	}, []string{"reason"})
+	disc := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_disconnects_total",
+		Help: "Connections ended, by reason (forced ones included).",
+	}, []string{"reason"})
+	auth := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_auth_total",
+		Help: "Authentication attempts, by result.",
+	}, []string{"result"})
+	m.allocations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_allocations_total",
+		Help: "Room allocation requests, by result.",
+	}, []string{"result"})
+	m.balancerReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_balancer_requests_total",
+		Help: "Requests to the balancer, by operation and result.",
+	}, []string{"op", "result"})
+	m.publications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_publications_total",
+		Help: "Room publications answered by the balancer, by status.",
+	}, []string{"status"})
+	m.removals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_unregisters_total",
+		Help: "Outbox removals answered by the balancer, by status.",
+	}, []string{"status"})
+	m.outbox = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "purrfly_relay_unregister_outbox_entries",
+		Help: "Removed rooms not yet confirmed by the balancer.",
+	})
+	connG := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "purrfly_relay_connections",
+		Help: "Open relay connections (any state).",
+	}, conns)
+	roomG := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "purrfly_relay_rooms",
+		Help: "Rooms held by this relay.",
+	}, rooms)
+	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, m.allocations,
+		m.balancerReqs, m.publications, m.removals, m.outbox, connG, roomG} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("failed to register relay metrics: %w", err)
+		}
+	}
+	for i, d := range dirNames {
+		m.fwdPackets[i] = fwdP.WithLabelValues(d)
+		m.fwdBytes[i] = fwdB.WithLabelValues(d)
+	}
+	for _, r := range dropReasons {
+		m.drops[r] = drops.WithLabelValues(r)
+	}
+	for r := closeReason(1); r < numReasons; r++ {
+		m.disconnect[r] = disc.WithLabelValues(r.String())
+	}
+	m.authOK = auth.WithLabelValues("ok")
+	m.authFailed = auth.WithLabelValues("failed")
+	return m, nil
+}
+
+// drop counts one dropped packet.
+func (m *metrics) drop(reason string) { m.drops[reason].Inc() }
+
+// forwarded counts one queued frame of n bytes.
+func (m *metrics) forwarded(dir, n int) {
+	m.fwdPackets[dir].Inc()
+	m.fwdBytes[dir].Add(float64(n))
+}

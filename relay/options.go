@@ -1,0 +1,118 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Defaults applied by New to zero options.
+const (
+	DefaultHeartbeatInterval   = 30 * time.Second
+	DefaultEmptyRoomTimeout    = 300 * time.Second
+	DefaultDrainTimeout        = 25 * time.Second
+	DefaultRequestTimeout      = 5 * time.Second
+	DefaultUDPPort             = 7777
+	DefaultUDPPortV2           = 7778
+	DefaultAuthTimeout         = 10 * time.Second
+	DefaultSlowReceiverTimeout = 2 * time.Second
+	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
+	// New shortens it to EmptyRoomTimeout when that is smaller.
+	DefaultCleanupInterval = 30 * time.Second
+)
+
+// Options configures a relay Server. The comments name the environment
+// variables of the original PurrLay that the command maps onto them.
+type Options struct {
+	Secret       string // shared SECRET (internal_key_secret); required, wire.ValidSecret
+	BalancerURL  string // BALANCER_URL; empty = standalone (no registration)
+	ListenHost   string // HOST: bind address for both listeners (e.g. "127.0.0.1", "0.0.0.0", "::")
+	HTTPPort     int    // PORT, default 8081 applied by the caller; 0 = ephemeral
+	WSPort       int    // dedicated WebSocket listener, default 6942 by caller; 0 = ephemeral; -1 = disabled
+	PublicHost   string // HOST_DOMAIN: host clients connect to (advertised); "" = ListenHost, or 127.0.0.1 for a wildcard
+	PublicWSPort int    // advertised WebSocket port (443 behind Fly TLS); 0 = the actual WS listener port (or HTTP port when WSPort is -1)
+	Endpoint     string // HOST_ENDPOINT: apiEndpoint URL; "" = http(s)://PublicHost:<actual HTTP port>
+	Region       string // HOST_REGION
+	SSL          bool   // HOST_SSL
+	UDPPort      int    // advertised only; 0 = 7777
+	UDPPortV2    int    // advertised only; 0 = 7778
+
+	HeartbeatInterval time.Duration // default 30s
+	EmptyRoomTimeout  time.Duration // default 300s
+	DrainTimeout      time.Duration // default 25s; negative = do not wait
+	RequestTimeout    time.Duration // default 5s, every call to the balancer
+
+	Router Router      // nil = serve everything here
+	Clock  clock.Clock // nil = clock.Real
+	Logger *slog.Logger
+
+	MachineID, ImageRef, Version string // shown in /ping
+	BootID                       string // "" = random per process
+	Metrics                      prometheus.Registerer
+}
+
+// withDefaults validates o and fills its zero values.
+func (o Options) withDefaults() (Options, error) {
+	if !wire.ValidSecret(o.Secret) {
+		return o, errors.New("invalid relay options: the shared secret must be non-empty printable ASCII without spaces")
+	}
+	if o.BalancerURL != "" {
+		u, err := url.Parse(o.BalancerURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return o, fmt.Errorf("invalid relay options: balancer URL %q must be an http(s) URL", o.BalancerURL)
+		}
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return o, fmt.Errorf("invalid relay options: endpoint %q must be an http(s) URL", o.Endpoint)
+		}
+	}
+	switch {
+	case o.HTTPPort < 0 || o.HTTPPort > 65535:
+		return o, fmt.Errorf("invalid relay options: HTTP port %d", o.HTTPPort)
+	case o.WSPort < -1 || o.WSPort > 65535:
+		return o, fmt.Errorf("invalid relay options: WebSocket port %d", o.WSPort)
+	case o.PublicWSPort < 0 || o.PublicWSPort > 65535:
+		return o, fmt.Errorf("invalid relay options: public WebSocket port %d", o.PublicWSPort)
+	case o.UDPPort < 0 || o.UDPPort > 65535 || o.UDPPortV2 < 0 || o.UDPPortV2 > 65535:
+		return o, errors.New("invalid relay options: UDP port out of range")
+	case len(o.Region) > wire.MaxRegionLen:
+		return o, errors.New("invalid relay options: region too long")
+	}
+	if o.UDPPort == 0 {
+		o.UDPPort = DefaultUDPPort
+	}
+	if o.UDPPortV2 == 0 {
+		o.UDPPortV2 = DefaultUDPPortV2
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.EmptyRoomTimeout <= 0 {
+		o.EmptyRoomTimeout = DefaultEmptyRoomTimeout
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	o.Clock = clock.OrReal(o.Clock)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.BootID == "" {
+		o.BootID = randomHex(16)
+	}
+	if o.Metrics == nil {
+		o.Metrics = prometheus.NewRegistry()
+	}
+	return o, nil
+}

@@ -1,0 +1,294 @@
+package relay
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// hostWithClient allocates a room, connects its host and one client and
+// returns them with the client's id as the host learned it.
+func hostWithClient(t *testing.T, s *Server, name string) (host, client *peer, id wire.ConnID) {
+	t.Helper()
+	hs, cs := mustAllocate(t, s, name)
+	host = join(t, s, name, hs)
+	client = join(t, s, name, cs)
+	pk := host.expectToHost(wire.ToHostConnected)
+	if len(pk.IDs) != 1 || pk.IDs[0] == 0 {
+		t.Fatalf("connected notice %v, want one positive id", pk.IDs)
+	}
+	return host, client, pk.IDs[0]
+}
+
+func TestAuthentication(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, cs := mustAllocate(t, s, "room")
+
+	cases := []struct {
+		name string
+		msg  []byte
+	}{
+		{"wrong secret", wire.Auth{RoomName: "room", ClientSecret: "nope"}.Marshal()},
+		{"unknown room", wire.Auth{RoomName: "other", ClientSecret: cs}.Marshal()},
+		{"malformed json", []byte(`{"roomName":`)},
+		{"not json", []byte{1, 2, 3}},
+		{"oversized auth", append([]byte(`{"roomName":"room","clientSecret":"`+cs+`","x":"`), bytes.Repeat([]byte("a"), wire.MaxAuthSize)...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := dial(t, s.WSURL())
+			p.send(tc.msg)
+			if got := p.recv(); !bytes.Equal(got, []byte{wire.AuthFailed}) {
+				t.Fatalf("reply %v, want [4]", got)
+			}
+			if code := p.closed(); code != websocket.StatusPolicyViolation {
+				t.Fatalf("close status %v, want 1008", code)
+			}
+		})
+	}
+
+	// A good client and host still work on the same relay, also through the
+	// upgrade at / on the HTTP port.
+	join(t, s, "room", cs)
+	h := dial(t, "ws"+s.HTTPURL()[len("http"):]+"/")
+	if got := h.auth("room", hs); got != wire.Authenticated {
+		t.Fatalf("host auth via HTTP port: %d", got)
+	}
+	if got := counterValue(s.m.authFailed); got != float64(len(cases)) {
+		t.Fatalf("auth failures counted %v, want %d", got, len(cases))
+	}
+}
+
+func TestSecondHostRefused(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, _ := mustAllocate(t, s, "room")
+	join(t, s, "room", hs)
+	second := dial(t, s.WSURL())
+	if got := second.auth("room", hs); got != wire.AuthFailed {
+		t.Fatalf("second host: reply %d, want 4", got)
+	}
+	second.closed()
+}
+
+func TestHostAfterClientsGetsAllIDsInOnePacket(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, cs := mustAllocate(t, s, "room")
+	for range 3 {
+		join(t, s, "room", cs)
+	}
+	host := join(t, s, "room", hs)
+	pk := host.expectToHost(wire.ToHostConnected)
+	if len(pk.IDs) != 3 || !slices.IsSorted(pk.IDs) || pk.IDs[0] == 0 {
+		t.Fatalf("ids %v, want three distinct positive ids in one packet", pk.IDs)
+	}
+	if pk.IDs[0] == pk.IDs[1] || pk.IDs[1] == pk.IDs[2] {
+		t.Fatalf("ids not unique: %v", pk.IDs)
+	}
+	// A client joining later is announced on its own.
+	join(t, s, "room", cs)
+	if pk := host.expectToHost(wire.ToHostConnected); len(pk.IDs) != 1 {
+		t.Fatalf("late join ids %v", pk.IDs)
+	}
+}
+
+func TestForwarding(t *testing.T) {
+	s := startRelay(t, Options{})
+	host, client, id := hostWithClient(t, s, "room")
+
+	// Client -> host: [2][sender][payload]; a one-byte packet is dropped.
+	client.send([]byte{9})
+	client.send([]byte("hello"))
+	pk := host.expectToHost(wire.ToHostData)
+	if pk.IDs[0] != id || !equal(pk.Payload, "hello") {
+		t.Fatalf("host got %v %q", pk.IDs, pk.Payload)
+	}
+	// Host -> client: SEND_ONE payload arrives unframed.
+	host.send(sendOne(id, "world"))
+	if got := client.recv(); !equal(got, "world") {
+		t.Fatalf("client got %q", got)
+	}
+	// Keepalive, unknown type, truncated SEND_ONE, empty SEND_ONE, unknown
+	// target: all dropped without disturbing anything.
+	host.send([]byte{wire.HostKeepAlive})
+	host.send([]byte{7, 1, 2})
+	host.send([]byte{wire.HostSendOne, 1, 2})
+	host.send(sendOne(id, ""))
+	host.send(sendOne(id+1000, "lost"))
+	host.send(sendOne(id, "again"))
+	if got := client.recv(); !equal(got, "again") {
+		t.Fatalf("client got %q after bad packets", got)
+	}
+	client.send([]byte("still"))
+	if pk := host.expectToHost(wire.ToHostData); !equal(pk.Payload, "still") {
+		t.Fatalf("host got %q", pk.Payload)
+	}
+	for reason, want := range map[string]float64{dropSmallClient: 1, dropUnknown: 1, dropTruncated: 1,
+		dropEmptyPayload: 1, dropBadTarget: 1} {
+		if got := counterValue(s.m.drops[reason]); got != want {
+			t.Errorf("drops[%s] = %v, want %v", reason, got, want)
+		}
+	}
+	// A client leaving is announced.
+	_ = client.ws.Close(websocket.StatusNormalClosure, "")
+	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
+		t.Fatalf("disconnect id %v, want %d", pk.IDs, id)
+	}
+}
+
+func TestSendOneToAnotherRoomIgnored(t *testing.T) {
+	s := startRelay(t, Options{})
+	hostA, _, _ := hostWithClient(t, s, "a")
+	hostB, clientB, idB := hostWithClient(t, s, "b")
+	hostA.send(sendOne(idB, "intrusion"))
+	hostA.send(wire.AppendKick(nil, idB))
+	waitFor(t, "both dropped", func() bool { return counterValue(s.m.drops[dropBadTarget]) == 2 })
+	// Room b's own host still reaches its client, which was neither sent
+	// the intrusion nor kicked.
+	hostB.send(sendOne(idB, "legit"))
+	if got := clientB.recv(); !equal(got, "legit") {
+		t.Fatalf("client b got %q, want the legit packet first", got)
+	}
+}
+
+func TestKick(t *testing.T) {
+	s := startRelay(t, Options{})
+	host, client, id := hostWithClient(t, s, "room")
+	other := join(t, s, "room", mustClientSecret(t, s, "room"))
+	otherID := host.expectToHost(wire.ToHostConnected).IDs[0]
+
+	// Kicking an id of another room, or a nonexistent one, does nothing.
+	host.send(wire.AppendKick(nil, id+5000))
+	host.send(wire.AppendKick(nil, id))
+	if code := client.closed(); code != websocket.StatusNormalClosure {
+		t.Fatalf("kicked client close status %v", code)
+	}
+	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
+		t.Fatalf("disconnect notice %v, want %d", pk.IDs, id)
+	}
+	host.send(sendOne(otherID, "still here"))
+	if got := other.recv(); !equal(got, "still here") {
+		t.Fatalf("other client got %q", got)
+	}
+	waitFor(t, "count 2", func() bool { return s.Stats().Connections == 2 })
+}
+
+func mustClientSecret(t *testing.T, s *Server, name string) string {
+	t.Helper()
+	r := s.core.rooms.get(name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clientSecret
+}
+
+func TestTextFrameCloses(t *testing.T) {
+	s := startRelay(t, Options{})
+	host, client, _ := hostWithClient(t, s, "room")
+	ctx := t.Context()
+	if err := client.ws.Write(ctx, websocket.MessageText, []byte("hi there")); err != nil {
+		t.Fatal(err)
+	}
+	if code := client.closed(); code != websocket.StatusUnsupportedData {
+		t.Fatalf("close status %v, want 1003", code)
+	}
+	host.expectToHost(wire.ToHostDisconnected)
+}
+
+func TestMessageSizeLimit(t *testing.T) {
+	s := startRelay(t, Options{})
+	host, client, id := hostWithClient(t, s, "room")
+	big := bytes.Repeat([]byte{7}, wire.MaxMessageSize)
+	client.send(big)
+	pk := host.expectToHost(wire.ToHostData)
+	if pk.IDs[0] != id || len(pk.Payload) != wire.MaxMessageSize {
+		t.Fatalf("largest message: got %d bytes", len(pk.Payload))
+	}
+	// One byte more ends the connection.
+	if err := client.ws.Write(t.Context(), websocket.MessageBinary, append(big, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if code := client.closed(); code != websocket.StatusMessageTooBig && code != -1 {
+		t.Fatalf("close status %v, want 1009", code)
+	}
+	host.expectToHost(wire.ToHostDisconnected)
+}
+
+func TestHostLeave(t *testing.T) {
+	s := startRelay(t, Options{})
+	t.Run("with clients the room stays, count 0", func(t *testing.T) {
+		host, client, _ := hostWithClient(t, s, "kept")
+		_ = host.ws.Close(websocket.StatusNormalClosure, "")
+		if code := client.closed(); code != websocket.StatusNormalClosure {
+			t.Fatalf("client close status %v", code)
+		}
+		r := s.core.rooms.get("kept")
+		if r == nil {
+			t.Fatal("room with clients was removed when its host left")
+		}
+		waitFor(t, "count 0", func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.countLocked() == 0 && s.Stats().Connections == 0
+		})
+	})
+	t.Run("alone the room is removed", func(t *testing.T) {
+		hs, _ := mustAllocate(t, s, "gone")
+		host := join(t, s, "gone", hs)
+		_ = host.ws.Close(websocket.StatusNormalClosure, "")
+		waitFor(t, "room removed", func() bool { return s.core.rooms.get("gone") == nil })
+	})
+}
+
+func TestPipe(t *testing.T) {
+	s := startRelay(t, Options{})
+	pipe := func() (*peer, wire.ConnID) {
+		p := dial(t, s.WSURL())
+		p.send([]byte(`{"pipe":true}`))
+		b := p.recv()
+		if len(b) != 5 || b[0] != wire.PipeAuthenticated {
+			t.Fatalf("pipe reply %v", b)
+		}
+		return p, idOf(b[1:])
+	}
+	a, ida := pipe()
+	b, idb := pipe()
+	a.send(wire.AppendPipe(nil, idb, []byte("ping")))
+	peerID, data, err := wire.ParsePipe(b.recv())
+	if err != nil || peerID != ida || !equal(data, "ping") {
+		t.Fatalf("b got %d %q %v", peerID, data, err)
+	}
+	b.send(wire.AppendPipe(nil, 999999, []byte("nowhere")))
+	b.send([]byte{1, 2})
+	b.send(wire.AppendPipe(nil, ida, []byte("pong")))
+	if peerID, data, _ := wire.ParsePipe(a.recv()); peerID != idb || !equal(data, "pong") {
+		t.Fatalf("a got %d %q", peerID, data)
+	}
+}
+
+func TestEmptyRoomExpiry(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_000_000, 0))
+	s := startRelay(t, Options{Clock: fake, EmptyRoomTimeout: 300 * time.Second})
+	waitFor(t, "cleanup ticker", func() bool { return fake.Waiters() >= 1 })
+	mustAllocate(t, s, "idle")
+	hs, cs := mustAllocate(t, s, "busy")
+	_ = join(t, s, "busy", hs)
+	c := join(t, s, "busy", cs)
+	_ = c
+
+	fake.Advance(299 * time.Second)
+	if s.core.rooms.get("idle") == nil {
+		t.Fatal("idle room expired early")
+	}
+	fake.Advance(31 * time.Second)
+	waitFor(t, "idle room expired", func() bool { return s.core.rooms.get("idle") == nil })
+	fake.Advance(time.Hour)
+	time.Sleep(20 * time.Millisecond) // let a wrongful expiry show (the tick already fired)
+	if s.core.rooms.get("busy") == nil {
+		t.Fatal("a room with connections expired")
+	}
+}

@@ -1,0 +1,336 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// maxPerRequest bounds the rooms of one incremental publish or unregister
+// request (the balancer caps bodies at wire.MaxBodySize).
+const maxPerRequest = 500
+
+// registrar keeps this relay registered with the balancer: heartbeat,
+// snapshot republication, prompt count updates, and the unregister outbox.
+// Everything that talks to the balancer runs on its one goroutine (run);
+// connection readers only mark rooms dirty or queue removals (never
+// blocking) and kick it.
+type registrar struct {
+	core     *core          // static
+	info     wire.RelayInfo // static: immutable within the boot
+	base     string         // static: balancer base URL, no trailing slash
+	secret   string         // static
+	client   *http.Client   // static
+	log      *slog.Logger   // static
+	m        *metrics       // static
+	clock    clock.Clock    // static
+	interval time.Duration  // static
+	timeout  time.Duration  // static: per request
+
+	kick chan struct{}                  // cap 1: dirty rooms or removals are waiting
+	jobs chan func(ctx context.Context) // run on the loop (shutdown uses it)
+
+	mu     sync.Mutex
+	dirty  map[*room]struct{}        // guarded by mu: rooms whose count changed
+	outbox map[wire.Removal]struct{} // guarded by mu: removals not yet confirmed
+
+	beats atomic.Int64 // completed heartbeats (tests and debugging)
+
+	// Owned by the run goroutine.
+	balancerBoot string
+	lastBeat     time.Time
+	reregister   bool
+}
+
+func newRegistrar(s *Server) *registrar {
+	return &registrar{
+		core:     s.core,
+		base:     strings.TrimRight(s.opts.BalancerURL, "/"),
+		secret:   s.opts.Secret,
+		client:   &http.Client{Timeout: s.opts.RequestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second}},
+		log:      s.log.With("component", "registrar"),
+		m:        s.m,
+		clock:    s.clock,
+		interval: s.opts.HeartbeatInterval,
+		timeout:  s.opts.RequestTimeout,
+		kick:     make(chan struct{}, 1),
+		jobs:     make(chan func(context.Context)),
+		dirty:    make(map[*room]struct{}),
+		outbox:   make(map[wire.Removal]struct{}),
+	}
+}
+
+// roomChanged implements notifier.
+func (g *registrar) roomChanged(r *room) {
+	g.mu.Lock()
+	g.dirty[r] = struct{}{}
+	g.mu.Unlock()
+	g.signal()
+}
+
+// roomRemoved implements notifier.
+func (g *registrar) roomRemoved(rem wire.Removal) {
+	g.mu.Lock()
+	g.outbox[rem] = struct{}{}
+	n := len(g.outbox)
+	g.mu.Unlock()
+	g.m.outbox.Set(float64(n))
+	g.signal()
+}
+
+func (g *registrar) signal() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the registration goroutine: a heartbeat at once and on every tick,
+// prompt publications and removals when kicked, and jobs from Shutdown.
+func (g *registrar) run(ctx context.Context) {
+	defer g.client.CloseIdleConnections()
+	g.heartbeat(ctx)
+	t := g.clock.NewTicker(g.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			g.heartbeat(ctx)
+		case <-g.kick:
+			g.publishDirty(ctx)
+			g.flushOutbox(ctx)
+			if g.reregister && g.clock.Now().Sub(g.lastBeat) >= min(time.Second, g.interval) {
+				g.heartbeat(ctx)
+			}
+		case job := <-g.jobs:
+			job(ctx)
+		}
+	}
+}
+
+// do runs job on the registration goroutine and waits for it, or for ctx.
+func (g *registrar) do(ctx context.Context, done <-chan struct{}, job func(context.Context)) {
+	fin := make(chan struct{})
+	select {
+	case g.jobs <- func(c context.Context) { defer close(fin); job(c) }:
+	case <-ctx.Done():
+		return
+	case <-done:
+		return
+	}
+	select {
+	case <-fin:
+	case <-ctx.Done():
+	}
+}
+
+// heartbeat registers (with the current draining flag and counts), then
+// publishes the whole room snapshot, then flushes the outbox.
+func (g *registrar) heartbeat(ctx context.Context) {
+	defer g.beats.Add(1)
+	g.lastBeat = g.clock.Now()
+	g.reregister = false
+	req := wire.RegisterRequest{
+		Relay:       g.info,
+		Draining:    g.core.draining.Load(),
+		Connections: int(g.core.conns.n.Load()),
+		Rooms:       int(g.core.rooms.n.Load()),
+	}
+	var resp wire.RegisterResponse
+	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {
+		g.log.Warn("failed to register with the balancer", "err", err)
+		return
+	}
+	if resp.Republish || resp.New || resp.BalancerBoot != g.balancerBoot {
+		g.log.Info("republishing every room", "balancerBoot", resp.BalancerBoot,
+			"new", resp.New, "republish", resp.Republish)
+	}
+	g.balancerBoot = resp.BalancerBoot
+	g.publishSnapshot(ctx)
+	g.flushOutbox(ctx)
+}
+
+// publishSnapshot publishes every live room (Snapshot=true). It supersedes
+// whatever was dirty.
+func (g *registrar) publishSnapshot(ctx context.Context) {
+	g.mu.Lock()
+	clear(g.dirty)
+	g.mu.Unlock()
+	pubs := publications(g.core.rooms.all())
+	g.publish(ctx, pubs, true)
+}
+
+// publishDirty publishes the rooms whose count changed since the last
+// publication, coalesced: a room changed ten times is sent once, with its
+// latest revision.
+func (g *registrar) publishDirty(ctx context.Context) {
+	g.mu.Lock()
+	if len(g.dirty) == 0 {
+		g.mu.Unlock()
+		return
+	}
+	rooms := make([]*room, 0, len(g.dirty))
+	for r := range g.dirty {
+		rooms = append(rooms, r)
+	}
+	clear(g.dirty)
+	g.mu.Unlock()
+	pubs := publications(rooms)
+	for len(pubs) > 0 {
+		n := min(len(pubs), maxPerRequest)
+		g.publish(ctx, pubs[:n], false)
+		pubs = pubs[n:]
+	}
+}
+
+// publications reads the live rooms' publications (removed ones are the
+// outbox's business).
+func publications(rooms []*room) []wire.Publication {
+	pubs := make([]wire.Publication, 0, len(rooms))
+	for _, r := range rooms {
+		r.mu.Lock()
+		if !r.removed {
+			pubs = append(pubs, r.publicationLocked())
+		}
+		r.mu.Unlock()
+	}
+	slices.SortFunc(pubs, func(a, b wire.Publication) int { return strings.Compare(a.Name, b.Name) })
+	return pubs
+}
+
+func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapshot bool) {
+	if len(pubs) == 0 && !snapshot {
+		return
+	}
+	req := wire.PublishRequest{BootID: g.info.BootID, Endpoint: g.info.Endpoint, Rooms: pubs, Snapshot: snapshot}
+	var resp wire.PublishResponse
+	if err := g.post(ctx, "publish", wire.PathPublish, req, &resp); err != nil {
+		// The next heartbeat republishes the same epoch and revision (or a
+		// newer one); the balancer applies publications idempotently.
+		g.log.Warn("failed to publish rooms", "rooms", len(pubs), "snapshot", snapshot, "err", err)
+		return
+	}
+	for _, res := range resp.Results {
+		g.m.publications.WithLabelValues(string(res.Status)).Inc()
+		switch res.Status {
+		case wire.PubApplied, wire.PubCurrent:
+		case wire.PubRejected:
+			g.reregister = true
+		default:
+			g.log.Warn("balancer refused a room publication", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
+		}
+	}
+	if g.reregister && !snapshot {
+		g.signal()
+	}
+}
+
+// flushOutbox sends every unconfirmed removal; entries leave the outbox
+// only on a confirming answer (anything but RemRetry).
+func (g *registrar) flushOutbox(ctx context.Context) {
+	g.mu.Lock()
+	rems := make([]wire.Removal, 0, len(g.outbox))
+	for rem := range g.outbox {
+		rems = append(rems, rem)
+	}
+	g.mu.Unlock()
+	slices.SortFunc(rems, func(a, b wire.Removal) int { return strings.Compare(a.Name+"\x00"+a.Epoch, b.Name+"\x00"+b.Epoch) })
+	for len(rems) > 0 {
+		n := min(len(rems), maxPerRequest)
+		if !g.unregister(ctx, rems[:n]) {
+			return
+		}
+		rems = rems[n:]
+	}
+}
+
+func (g *registrar) unregister(ctx context.Context, rems []wire.Removal) bool {
+	req := wire.UnregisterRequest{BootID: g.info.BootID, Endpoint: g.info.Endpoint, Rooms: rems}
+	var resp wire.UnregisterResponse
+	if err := g.post(ctx, "unregister", wire.PathUnregister, req, &resp); err != nil {
+		g.log.Warn("failed to unregister rooms; will retry", "rooms", len(rems), "err", err)
+		return false
+	}
+	type key struct{ name, epoch string }
+	sent := make(map[key]wire.Removal, len(rems))
+	for _, rem := range rems {
+		sent[key{rem.Name, rem.Epoch}] = rem
+	}
+	g.mu.Lock()
+	for _, res := range resp.Results {
+		g.m.removals.WithLabelValues(string(res.Status)).Inc()
+		rem, ok := sent[key{res.Name, res.Epoch}]
+		if !ok || res.Status == wire.RemRetry || res.Status == "" {
+			continue
+		}
+		delete(g.outbox, rem)
+	}
+	n := len(g.outbox)
+	g.mu.Unlock()
+	g.m.outbox.Set(float64(n))
+	return true
+}
+
+// outboxLen is the number of unconfirmed removals.
+func (g *registrar) outboxLen() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.outbox)
+}
+
+// post sends one internal request with the secret and the protocol
+// version, bounded by the request timeout, and decodes the JSON answer.
+// Errors never include the secret.
+func (g *registrar) post(ctx context.Context, op, path string, in, out any) (err error) {
+	defer func() {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		g.m.balancerReqs.WithLabelValues(op, result).Inc()
+	}()
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("failed to encode %s request: %w", op, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("failed to build %s request: %w", op, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(wire.HeaderInternalSecret, g.secret)
+	req.Header.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("failed to send %s request: %w", op, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodySize))
+	if err != nil {
+		return fmt.Errorf("failed to read %s answer: %w", op, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("balancer refused %s: %w", op, wire.DecodeError(resp.StatusCode, data))
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("failed to decode %s answer: %w", op, err)
+	}
+	return nil
+}

@@ -1,0 +1,366 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Stats is a point-in-time count of what the relay holds.
+type Stats struct {
+	Rooms       int
+	Connections int
+}
+
+// Server is one relay process. Construct it with New, then Start; end it
+// with Shutdown (drain) or Close (now).
+type Server struct {
+	opts     Options // static after New (PublicHost and Endpoint completed by Start)
+	log      *slog.Logger
+	clock    clock.Clock
+	m        *metrics
+	gatherer prometheus.Gatherer
+	core     *core
+	reg      *registrar // nil when standalone
+
+	authTimeout     time.Duration // static; tests may shorten it before Start
+	cleanupInterval time.Duration // static
+
+	// Set by Start before anything is served; static afterwards.
+	httpLn, wsLn     net.Listener
+	httpSrv, wsSrv   *http.Server
+	advertisedWSPort int
+	ctx              context.Context
+	cancel           context.CancelCauseFunc
+
+	bg       sync.WaitGroup // serve loops, cleanup tick, registrar
+	sessions sync.WaitGroup // WebSocket connections (each waits for its writer)
+	raw      rawConns       // accepted TCP conns, force-closed if a close hangs
+
+	mu      sync.Mutex
+	started bool // guarded by mu
+	closed  bool // guarded by mu: no new WebSocket sessions
+	ended   bool // guarded by mu: Shutdown or Close ran
+}
+
+// New validates opts and applies defaults. It binds nothing.
+func New(opts Options) (*Server, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts:            o,
+		log:             o.Logger.With("component", "relay"),
+		clock:           o.Clock,
+		authTimeout:     DefaultAuthTimeout,
+		cleanupInterval: min(DefaultCleanupInterval, o.EmptyRoomTimeout),
+	}
+	s.gatherer = prometheus.DefaultGatherer
+	if g, ok := o.Metrics.(prometheus.Gatherer); ok {
+		s.gatherer = g
+	}
+	s.core = newCore(o.Clock, s.log, nil)
+	s.m, err = newMetrics(o.Metrics,
+		func() float64 { return float64(s.core.conns.n.Load()) },
+		func() float64 { return float64(s.core.rooms.n.Load()) })
+	if err != nil {
+		return nil, err
+	}
+	s.core.m = s.m
+	s.core.emptyTimeout = o.EmptyRoomTimeout
+	if o.BalancerURL != "" {
+		s.reg = newRegistrar(s)
+		s.core.notify = s.reg
+	}
+	return s, nil
+}
+
+// Start binds both listeners, serves them, starts the empty-room cleanup
+// and only then the registration goroutine, so the balancer's first /ping
+// of this boot always finds it listening.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.ended {
+		return errors.New("relay already started")
+	}
+	var err error
+	s.httpLn, err = net.Listen("tcp", net.JoinHostPort(s.opts.ListenHost, strconv.Itoa(s.opts.HTTPPort)))
+	if err != nil {
+		return fmt.Errorf("failed to listen on the HTTP port: %w", err)
+	}
+	if s.opts.WSPort >= 0 {
+		s.wsLn, err = net.Listen("tcp", net.JoinHostPort(s.opts.ListenHost, strconv.Itoa(s.opts.WSPort)))
+		if err != nil {
+			s.httpLn.Close()
+			return fmt.Errorf("failed to listen on the WebSocket port: %w", err)
+		}
+	}
+	s.started = true
+	s.completeAddresses()
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+
+	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
+	newSrv := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       60 * time.Second,
+			MaxHeaderBytes:    wire.MaxHeaderBytes,
+			ErrorLog:          errLog,
+			ConnState:         s.raw.track,
+			ConnContext:       withRawConn,
+		}
+	}
+	s.httpSrv = newSrv(s.mainHandler())
+	s.bg.Go(func() { _ = s.httpSrv.Serve(s.httpLn) })
+	if s.wsLn != nil {
+		s.wsSrv = newSrv(s.wsHandler())
+		s.bg.Go(func() { _ = s.wsSrv.Serve(s.wsLn) })
+	}
+	s.bg.Go(s.cleanupLoop)
+	if s.reg != nil {
+		s.reg.info = s.relayInfo()
+		s.bg.Go(func() { s.reg.run(s.ctx) })
+	}
+	s.log.Info("relay listening", "http", s.httpURLLocked(), "ws", s.wsURLLocked(),
+		"publicHost", s.opts.PublicHost, "port", s.advertisedWSPort, "bootId", s.opts.BootID)
+	return nil
+}
+
+// completeAddresses fills the advertised host, port and endpoint from the
+// bound listeners.
+func (s *Server) completeAddresses() {
+	httpPort := s.httpLn.Addr().(*net.TCPAddr).Port
+	wsPort := httpPort
+	if s.wsLn != nil {
+		wsPort = s.wsLn.Addr().(*net.TCPAddr).Port
+	}
+	s.advertisedWSPort = wsPort
+	if s.opts.PublicWSPort != 0 {
+		s.advertisedWSPort = s.opts.PublicWSPort
+	}
+	if s.opts.PublicHost == "" {
+		s.opts.PublicHost = s.opts.ListenHost
+		if ip := net.ParseIP(s.opts.ListenHost); s.opts.ListenHost == "" || (ip != nil && ip.IsUnspecified()) {
+			s.opts.PublicHost = "127.0.0.1"
+		}
+	}
+	if s.opts.Endpoint == "" {
+		scheme := "http"
+		if s.opts.SSL {
+			scheme = "https"
+		}
+		s.opts.Endpoint = (&url.URL{Scheme: scheme, Host: net.JoinHostPort(s.opts.PublicHost, strconv.Itoa(httpPort))}).String()
+	}
+}
+
+func (s *Server) relayInfo() wire.RelayInfo {
+	return wire.RelayInfo{
+		BootID:    s.opts.BootID,
+		Endpoint:  s.opts.Endpoint,
+		Host:      s.opts.PublicHost,
+		Region:    s.opts.Region,
+		Port:      s.advertisedWSPort,
+		UDPPort:   s.opts.UDPPort,
+		UDPPortV2: s.opts.UDPPortV2,
+		SSL:       s.opts.SSL,
+		MachineID: s.opts.MachineID,
+		ImageRef:  s.opts.ImageRef,
+		Version:   s.opts.Version,
+	}
+}
+
+// cleanupLoop is the empty-room tick, driven by the injected clock.
+func (s *Server) cleanupLoop() {
+	t := s.clock.NewTicker(s.cleanupInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C():
+			s.core.expire()
+		}
+	}
+}
+
+// HTTPURL is http://<listen addr>:<port> of the main port ("" before Start).
+func (s *Server) HTTPURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.httpURLLocked()
+}
+
+// httpURLLocked is HTTPURL for callers holding s.mu.
+func (s *Server) httpURLLocked() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return "http://" + s.httpLn.Addr().String()
+}
+
+// WSURL is ws://<listen addr>:<port> of the dedicated WebSocket listener,
+// or of the HTTP port when that listener is disabled ("" before Start).
+func (s *Server) WSURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wsURLLocked()
+}
+
+// wsURLLocked is WSURL for callers holding s.mu.
+func (s *Server) wsURLLocked() string {
+	switch {
+	case s.wsLn != nil:
+		return "ws://" + s.wsLn.Addr().String()
+	case s.httpLn != nil:
+		return "ws://" + s.httpLn.Addr().String()
+	}
+	return ""
+}
+
+// BootID is this process's boot id.
+func (s *Server) BootID() string { return s.opts.BootID }
+
+// Stats counts rooms and open connections.
+func (s *Server) Stats() Stats {
+	return Stats{Rooms: int(s.core.rooms.n.Load()), Connections: int(s.core.conns.n.Load())}
+}
+
+// Shutdown drains: it stops taking new rooms (allocation answers
+// ErrDraining, /ping says draining), tells the balancer with a heartbeat,
+// waits until no connection is left or DrainTimeout (or ctx) passes, then
+// closes every WebSocket with 1012, unregisters the remaining rooms, and
+// stops listeners and goroutines. It returns ctx's error if ctx ended the
+// wait.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.end() {
+		return nil
+	}
+	s.core.draining.Store(true)
+	s.log.Info("relay draining", "connections", s.core.conns.n.Load(), "rooms", s.core.rooms.n.Load())
+	if s.reg != nil {
+		hctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+		s.reg.do(hctx, s.ctx.Done(), s.reg.heartbeat)
+		cancel()
+	}
+	var waitErr error
+	if s.opts.DrainTimeout > 0 && s.core.conns.n.Load() > 0 {
+		t := s.clock.NewTimer(s.opts.DrainTimeout)
+	wait:
+		for s.core.conns.n.Load() > 0 {
+			select {
+			case <-s.core.idle:
+			case <-t.C():
+				break wait
+			case <-ctx.Done():
+				break wait
+			}
+		}
+		t.Stop()
+		waitErr = ctx.Err()
+	}
+	s.finish(ctx, true)
+	return waitErr
+}
+
+// Close ends the relay now: every WebSocket is closed with 1012, listeners
+// and goroutines stop. It does not wait for rooms to empty.
+func (s *Server) Close() error {
+	if !s.end() {
+		return nil
+	}
+	s.core.draining.Store(true)
+	s.finish(context.Background(), false)
+	return nil
+}
+
+// end marks the server ended; it reports false if it already was.
+func (s *Server) end() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.ended = true
+	if !s.started {
+		s.closed = true
+		return false
+	}
+	return true
+}
+
+// sessionGrace is how long finish lets WebSocket close handshakes run
+// before it closes the remaining TCP connections outright.
+const sessionGrace = 6 * time.Second
+
+func (s *Server) finish(ctx context.Context, graceful bool) {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+
+	// No new connections or requests.
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	for _, srv := range []*http.Server{s.httpSrv, s.wsSrv} {
+		if srv != nil {
+			if srv.Shutdown(sctx) != nil {
+				srv.Close()
+			}
+		}
+	}
+	cancel()
+
+	s.core.closeAll(reasonShutdown)
+	s.waitSessions(ctx, graceful)
+
+	if graceful && s.reg != nil {
+		// Release what is left at the balancer at once instead of waiting
+		// for it to notice the boot is gone.
+		s.core.removeAll()
+		uctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+		s.reg.do(uctx, s.ctx.Done(), s.reg.flushOutbox)
+		cancel()
+	}
+	s.cancel(errors.New("relay closed"))
+	s.bg.Wait()
+	s.core.aborts.Wait()
+	s.log.Info("relay stopped")
+}
+
+// waitSessions waits for every WebSocket session to end; past the grace
+// (shorter for Close, or ctx) it closes their TCP connections outright so
+// nothing hangs.
+func (s *Server) waitSessions(ctx context.Context, graceful bool) {
+	done := make(chan struct{})
+	go func() {
+		s.sessions.Wait()
+		close(done)
+	}()
+	grace := sessionGrace
+	if !graceful {
+		grace = time.Second
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.log.Warn("closing connections that did not finish their close handshake")
+	s.raw.closeAll()
+	<-done
+}

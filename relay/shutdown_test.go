@@ -1,0 +1,66 @@
+package relay
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+func TestShutdownReturnsOnceConnectionsLeave(t *testing.T) {
+	s := startRelay(t, Options{DrainTimeout: 20 * time.Second})
+	host, client, _ := hostWithClient(t, s, "room")
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	waitFor(t, "draining", func() bool { return s.core.draining.Load() })
+	_ = client.ws.Close(websocket.StatusNormalClosure, "")
+	_ = host.ws.Close(websocket.StatusNormalClosure, "")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waiting after every connection left")
+	}
+}
+
+func TestCloseDoesNotHangOnAPeerThatNeverReads(t *testing.T) {
+	s := startRelay(t, Options{})
+	host, client, _ := hostWithClient(t, s, "room")
+	_ = client // never reads: it will not answer the close handshake
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	if code := host.closed(); code != websocket.StatusServiceRestart {
+		t.Fatalf("host close status %v, want 1012", code)
+	}
+	// Nothing is served any more.
+	if _, err := http.Get(s.HTTPURL() + "/ping"); err == nil {
+		t.Fatal("HTTP port still serving after Close")
+	}
+}
+
+func TestWebSocketPortDisabled(t *testing.T) {
+	s := startRelay(t, Options{WSPort: -1})
+	if s.WSURL() != "ws"+s.HTTPURL()[len("http"):] {
+		t.Fatalf("WSURL %s with HTTP %s", s.WSURL(), s.HTTPURL())
+	}
+	a, _, _ := allocate(t, s, "room", "a")
+	if want := s.httpLn.Addr().(*net.TCPAddr).Port; a.Capability.Port != want {
+		t.Fatalf("advertised port %d, want the HTTP port %d", a.Capability.Port, want)
+	}
+	p := dial(t, s.WSURL())
+	if got := p.auth("room", a.Capability.Secret); got != wire.Authenticated {
+		t.Fatalf("auth on the HTTP port: %d", got)
+	}
+}

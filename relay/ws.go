@@ -1,0 +1,193 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// flushTimeout bounds the writes of frames still queued when a connection
+// is closed gracefully (the [4] of a failed auth, a kick, a shutdown).
+const flushTimeout = 2 * time.Second
+
+var errMessageTooBig = errors.New("message larger than 65,535 bytes")
+
+var errUpgradeRequired = &wire.Error{Code: "upgrade_required", Message: "this port only takes WebSocket upgrades",
+	Status: http.StatusUpgradeRequired}
+
+// isUpgrade reports whether r asks for a WebSocket.
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// wsHandler is the dedicated WebSocket listener's handler: any path.
+func (s *Server) wsHandler() http.Handler {
+	return wire.Common(wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		if !isUpgrade(r) {
+			return errUpgradeRequired
+		}
+		return s.serveWS(w, r)
+	}))
+}
+
+// serveWS routes, upgrades and runs one WebSocket connection. The handler
+// goroutine becomes the connection's reader.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
+	sid, err := wire.ParseSessionHint(r.URL.Query().Get(wire.SessionQueryParam))
+	if err != nil {
+		return err
+	}
+	if s.replayed(w, r, sid) {
+		return nil
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return wire.ErrDraining
+	}
+	s.sessions.Add(1)
+	s.mu.Unlock()
+	defer s.sessions.Done()
+
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		InsecureSkipVerify: true, // WebGL builds connect from any origin
+		CompressionMode:    websocket.CompressionDisabled,
+	})
+	if err != nil {
+		return nil // Accept has answered
+	}
+	raw, _ := r.Context().Value(rawConnKey{}).(net.Conn)
+	defer s.raw.forget(raw)
+	s.runWS(ws)
+	return nil
+}
+
+// runWS is the life of one WebSocket connection: this goroutine reads and
+// routes, a second one writes; it returns when both are done.
+func (s *Server) runWS(ws *websocket.Conn) {
+	ws.SetReadLimit(wire.MaxMessageSize)
+	c := s.core.newConn(func() { _ = ws.CloseNow() })
+	writerDone := make(chan struct{})
+	go s.wsWriter(ws, c, writerDone)
+	reason := s.wsReadLoop(ws, c)
+	s.core.leave(c)
+	c.close(reason)
+	<-writerDone
+}
+
+// wsReadLoop reads messages into pooled buffers and hands them to the core
+// until the connection ends; it returns why.
+func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn) closeReason {
+	authCtx, cancel := context.WithTimeout(context.Background(), s.authTimeout)
+	defer cancel()
+	ctx, authed := authCtx, false
+	for {
+		typ, rd, err := ws.Reader(ctx)
+		if err != nil {
+			return readFailure(err, authCtx)
+		}
+		if typ != websocket.MessageBinary {
+			return reasonTextFrame
+		}
+		b, err := readMessage(rd)
+		if err != nil {
+			return readFailure(err, authCtx)
+		}
+		if !authed {
+			// Authenticated or not, the deadline only covers the first
+			// message. A Background context keeps coder/websocket from
+			// arming a timer per read.
+			cancel()
+			ctx, authed = context.Background(), true
+		}
+		s.core.handle(c, b)
+		if c.closing.Load() {
+			return reasonNone
+		}
+	}
+}
+
+func readFailure(err error, authCtx context.Context) closeReason {
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooBig), errors.Is(err, errMessageTooBig):
+		return reasonTooBig
+	case errors.Is(authCtx.Err(), context.DeadlineExceeded):
+		return reasonAuthTimeout
+	}
+	return reasonPeerClosed
+}
+
+// wsWriter is the connection's only writer: it drains the queue in batches
+// and, once the conn is closed, flushes (when the reason allows), sends the
+// close frame and returns.
+func (s *Server) wsWriter(ws *websocket.Conn, c *conn, done chan<- struct{}) {
+	defer close(done)
+	var batch []*buf
+	for {
+		select {
+		case <-c.done:
+			s.wsClose(ws, c, batch)
+			return
+		default:
+		}
+		batch = c.takeBatch(batch[:0])
+		if len(batch) == 0 {
+			if cap(batch) > shrinkCap {
+				batch = nil
+			}
+			select {
+			case <-c.wake:
+			case <-c.done:
+			}
+			continue
+		}
+		if !writeBatch(context.Background(), ws, batch) {
+			c.close(reasonWriteError)
+		}
+	}
+}
+
+// wsClose ends a closed conn's transport: it flushes what is still queued
+// when the reason allows (bounded by flushTimeout), then sends the close
+// frame, or drops the socket for abrupt reasons.
+func (s *Server) wsClose(ws *websocket.Conn, c *conn, batch []*buf) {
+	reason := c.closeReason()
+	if reason.flush() {
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		for ok := true; ok; {
+			batch = c.takeBatch(batch[:0])
+			if len(batch) == 0 {
+				break
+			}
+			ok = writeBatch(ctx, ws, batch)
+		}
+		cancel()
+	}
+	c.releaseQueue()
+	if reason.abrupt() {
+		_ = ws.CloseNow()
+		return
+	}
+	code, text := reason.wsCode()
+	_ = ws.Close(code, text)
+}
+
+// writeBatch writes every frame of batch in order and releases them; on the
+// first error it releases the rest and reports false.
+func writeBatch(ctx context.Context, ws *websocket.Conn, batch []*buf) bool {
+	ok := true
+	for i, b := range batch {
+		if ok && ws.Write(ctx, websocket.MessageBinary, b.frame()) != nil {
+			ok = false
+		}
+		putBuf(b)
+		batch[i] = nil
+	}
+	return ok
+}
