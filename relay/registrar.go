@@ -172,7 +172,18 @@ func (g *registrar) publishSnapshot(ctx context.Context) {
 	clear(g.dirty)
 	g.mu.Unlock()
 	pubs := publications(g.core.rooms.all())
-	g.publish(ctx, pubs, true)
+	if len(pubs) == 0 {
+		g.publish(ctx, nil, true)
+		return
+	}
+	// Chunked like incremental updates, so a relay with thousands of rooms
+	// stays under the balancer's body limit. Each chunk is a part of the
+	// snapshot; the balancer never removes rooms missing from one.
+	for len(pubs) > 0 {
+		n := min(len(pubs), maxPerRequest)
+		g.publish(ctx, pubs[:n], true)
+		pubs = pubs[n:]
+	}
 }
 
 // publishDirty publishes the rooms whose count changed since the last

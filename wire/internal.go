@@ -111,7 +111,10 @@ type PublishRequest struct {
 	BootID   string        `json:"bootId"`
 	Endpoint string        `json:"endpoint"`
 	Rooms    []Publication `json:"rooms"`
-	// Snapshot is true when Rooms is the relay's whole room set.
+	// Snapshot is true when Rooms is (a chunk of, at most 500 rooms) the
+	// relay's whole room set, as opposed to rooms whose count just changed.
+	// The balancer never removes a room because a snapshot omits it:
+	// removals only come through PathUnregister.
 	Snapshot bool `json:"snapshot"`
 }
 

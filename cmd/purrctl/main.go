@@ -36,6 +36,7 @@ func run(args []string) int {
 			balancerCommand(),
 			devCommand(),
 			smokeCommand(),
+			benchCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
