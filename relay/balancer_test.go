@@ -29,6 +29,9 @@ type fakeBalancer struct {
 	// empty, entries are applied.
 	unregOutcomes []wire.RemovalStatus
 	badRequests   int
+	// refuseRegisters is how many registrations to refuse (409
+	// boot_not_proven, as when the balancer cannot reach the endpoint yet).
+	refuseRegisters int
 	// pingProofs records, per register, whether GET {endpoint}/ping
 	// answered the registering boot id (the listener was up first).
 	pingProofs []bool
@@ -73,6 +76,12 @@ func (f *fakeBalancer) register(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.pingProofs = append(f.pingProofs, proof)
 	f.registers = append(f.registers, req)
+	if f.refuseRegisters > 0 {
+		f.refuseRegisters--
+		f.mu.Unlock()
+		wire.WriteError(w, wire.ErrBootNotProven)
+		return
+	}
 	isNew := !f.registered
 	f.registered = true
 	resp := wire.RegisterResponse{BalancerBoot: f.boot, New: isNew, Republish: isNew, LivenessVersion: uint64(len(f.registers))}

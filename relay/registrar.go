@@ -102,20 +102,39 @@ func (g *registrar) signal() {
 // prompt publications and removals when kicked, and jobs from Shutdown.
 func (g *registrar) run(ctx context.Context) {
 	defer g.client.CloseIdleConnections()
-	g.heartbeat(ctx)
 	t := g.clock.NewTicker(g.interval)
 	defer t.Stop()
+	// A failed registration is retried sooner than the next heartbeat, with
+	// a doubling delay: a relay that boots before its balancer can reach it
+	// (Fly's proxy routes to it only once its checks pass) registers within
+	// seconds, not a whole heartbeat later.
+	retry := g.clock.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var backoff time.Duration
+	beat := func() {
+		if g.heartbeat(ctx) {
+			backoff = 0
+			retry.Stop()
+			return
+		}
+		backoff = min(max(2*backoff, retryMin), g.interval)
+		retry.Reset(backoff)
+	}
+	beat()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			g.heartbeat(ctx)
+			beat()
+		case <-retry.C():
+			beat()
 		case <-g.kick:
 			g.publishDirty(ctx)
 			g.flushOutbox(ctx)
 			if g.reregister && g.clock.Now().Sub(g.lastBeat) >= min(time.Second, g.interval) {
-				g.heartbeat(ctx)
+				beat()
 			}
 		case job := <-g.jobs:
 			job(ctx)
@@ -139,9 +158,13 @@ func (g *registrar) do(ctx context.Context, done <-chan struct{}, job func(conte
 	}
 }
 
+// retryMin is the first delay before a failed registration is retried.
+const retryMin = 250 * time.Millisecond
+
 // heartbeat registers (with the current draining flag and counts), then
-// publishes the whole room snapshot, then flushes the outbox.
-func (g *registrar) heartbeat(ctx context.Context) {
+// publishes the whole room snapshot, then flushes the outbox. It reports
+// whether the registration itself succeeded.
+func (g *registrar) heartbeat(ctx context.Context) bool {
 	defer g.beats.Add(1)
 	g.lastBeat = g.clock.Now()
 	g.reregister = false
@@ -154,7 +177,7 @@ func (g *registrar) heartbeat(ctx context.Context) {
 	var resp wire.RegisterResponse
 	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {
 		g.log.Warn("failed to register with the balancer", "err", err)
-		return
+		return false
 	}
 	if resp.Republish || resp.New || resp.BalancerBoot != g.balancerBoot {
 		g.log.Info("republishing every room", "balancerBoot", resp.BalancerBoot,
@@ -163,6 +186,7 @@ func (g *registrar) heartbeat(ctx context.Context) {
 	g.balancerBoot = resp.BalancerBoot
 	g.publishSnapshot(ctx)
 	g.flushOutbox(ctx)
+	return true
 }
 
 // publishSnapshot publishes every live room (Snapshot=true). It supersedes

@@ -196,3 +196,31 @@ func TestShutdownDrainsAndTellsTheBalancer(t *testing.T) {
 		t.Fatalf("final unregister %+v", u)
 	}
 }
+
+// A registration the balancer refuses (it cannot reach the relay yet, as on
+// Fly before the relay's checks pass) is retried after 250 ms, then 500 ms,
+// not a whole heartbeat later.
+func TestRegistrationRetriesSoonerThanHeartbeat(t *testing.T) {
+	fb := newFakeBalancer(t)
+	fb.refuseRegisters = 2
+	fake := clock.NewFake(time.Unix(2_000_000, 0))
+	s := startRelay(t, Options{BalancerURL: fb.srv.URL, Clock: fake, Region: "ams",
+		HeartbeatInterval: 30 * time.Second})
+	waitFor(t, "first refused heartbeat", func() bool { return s.reg.beats.Load() == 1 })
+	if c := fb.counts(); c.registers != 1 || c.publishes != 0 {
+		t.Fatalf("after a refusal: %+v, want one register and no publication", c)
+	}
+	waitFor(t, "retry timer armed", func() bool { return fake.Waiters() >= 3 })
+	fake.Advance(250 * time.Millisecond)
+	waitFor(t, "second refused heartbeat", func() bool { return s.reg.beats.Load() == 2 })
+	waitFor(t, "retry timer re-armed", func() bool { return fake.Waiters() >= 3 })
+	fake.Advance(250 * time.Millisecond)
+	if s.reg.beats.Load() != 2 {
+		t.Fatal("the second retry came before its doubled delay")
+	}
+	fake.Advance(250 * time.Millisecond)
+	waitFor(t, "accepted heartbeat", func() bool { return fb.counts().publishes == 1 })
+	if c := fb.counts(); c.registers != 3 {
+		t.Fatalf("%+v, want three registers", c)
+	}
+}

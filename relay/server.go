@@ -253,7 +253,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.log.Info("relay draining", "connections", s.core.conns.n.Load(), "rooms", s.core.rooms.n.Load())
 	if s.reg != nil {
 		hctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
-		s.reg.do(hctx, s.ctx.Done(), s.reg.heartbeat)
+		s.reg.do(hctx, s.ctx.Done(), func(ctx context.Context) { s.reg.heartbeat(ctx) })
 		cancel()
 	}
 	var waitErr error
