@@ -36,6 +36,7 @@ func run(args []string) int {
 			balancerCommand(),
 			devCommand(),
 			smokeCommand(),
+			simCommand(),
 			benchCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},

@@ -1,0 +1,366 @@
+package flysim
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	fly "github.com/superfly/fly-go"
+)
+
+// Limits of the Machines API.
+const (
+	maxAPIBody       = 1 << 20
+	maxHeaderBytes   = 16 << 10
+	maxWaitTimeout   = 300 * time.Second
+	defaultWaitTimeo = 60 * time.Second
+)
+
+// apiServer is the Machines API: the subset of https://api.machines.dev that
+// fly-go's flaps client calls, with Fly's JSON shapes.
+type apiServer struct {
+	s   *Sim
+	srv *http.Server
+	ln  net.Listener
+	url string
+}
+
+func startAPI(s *Sim, addr string) (*apiServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("failed to bind the Machines API on %s: %w", addr, err)
+	}
+	a := &apiServer{s: s, ln: ln, url: "http://" + ln.Addr().String()}
+	a.srv = &http.Server{
+		Handler:           a.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("machines API stopped", "err", err)
+		}
+	}()
+	return a, nil
+}
+
+func (a *apiServer) close(ctx context.Context) error {
+	if err := a.srv.Shutdown(ctx); err != nil {
+		_ = a.srv.Close()
+		return fmt.Errorf("failed to shut the Machines API down: %w", err)
+	}
+	return nil
+}
+
+// apiError is an error answer in Fly's shape: {"error": "..."} (the field
+// flaps turns into its error text), with an HTTP status.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errf(status int, format string, args ...any) error {
+	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// writeFlyError writes err as Fly does. Errors that are not *apiError become a
+// 500 whose text is not shown.
+func writeFlyError(w http.ResponseWriter, err error) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = &apiError{status: http.StatusInternalServerError, msg: "internal error"}
+	}
+	writeJSON(w, e.status, map[string]string{"error": e.msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (a *apiServer) routes() http.Handler {
+	mux := http.NewServeMux()
+	h := func(pattern, action string, f handlerFunc) {
+		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+			defer func() { a.s.met.apiRequests.WithLabelValues(action, strconv.Itoa(sw.code)).Inc() }()
+			a.s.serveWithFaults(sw, r, action, func(w http.ResponseWriter, r *http.Request) {
+				if err := f(w, r); err != nil {
+					writeFlyError(w, err)
+				}
+			})
+		}))
+	}
+	h("GET /v1/apps", "list_apps", a.listApps)
+	h("GET /v1/apps/{app}", "get_app", a.getApp)
+	h("GET /v1/apps/{app}/machines", "list", a.listMachines)
+	h("POST /v1/apps/{app}/machines", "create", a.createMachine)
+	h("GET /v1/apps/{app}/machines/{id}", "get", a.getMachine)
+	h("POST /v1/apps/{app}/machines/{id}", "update", a.updateMachine)
+	h("DELETE /v1/apps/{app}/machines/{id}", "destroy", a.destroyMachine)
+	h("POST /v1/apps/{app}/machines/{id}/start", "start", a.startMachine)
+	h("POST /v1/apps/{app}/machines/{id}/stop", "stop", a.stopMachine)
+	h("POST /v1/apps/{app}/machines/{id}/restart", "restart", a.restartMachine)
+	h("POST /v1/apps/{app}/machines/{id}/cordon", "cordon", a.cordon(true))
+	h("POST /v1/apps/{app}/machines/{id}/uncordon", "uncordon", a.cordon(false))
+	h("GET /v1/apps/{app}/machines/{id}/wait", "wait", a.waitMachine)
+	h("GET /v1/apps/{app}/machines/{id}/events", "events", a.machineEvents)
+	h("GET /v1/apps/{app}/machines/{id}/lease", "find_lease", a.findLease)
+	h("POST /v1/apps/{app}/machines/{id}/lease", "acquire_lease", a.acquireLease)
+	h("DELETE /v1/apps/{app}/machines/{id}/lease", "release_lease", a.releaseLease)
+	mux.Handle("POST /flysim/v1/faults", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var f Fault
+		if err := decodeBody(r, &f); err != nil {
+			writeFlyError(w, err)
+			return
+		}
+		if err := a.s.InjectFault(f); err != nil {
+			writeFlyError(w, errf(http.StatusBadRequest, "%v", err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	}))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeFlyError(w, errf(http.StatusNotFound, "not found"))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("fly-request-id", newULID(time.Now()))
+		if !a.authorized(r) {
+			writeFlyError(w, errf(http.StatusUnauthorized, "unauthorized"))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxAPIBody)
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status of an answer (for the metrics); Unwrap
+// keeps Hijack and Flush reachable through http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// authorized accepts "Bearer <token>" and "FlyV1 <token>" (flaps sends either,
+// depending on the token's kind). The comparison hashes both sides first so
+// neither content nor length leaks through timing.
+func (a *apiServer) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	tok := ""
+	for _, scheme := range []string{"Bearer ", "FlyV1 "} {
+		if len(h) > len(scheme) && strings.EqualFold(h[:len(scheme)], scheme) {
+			tok = strings.TrimSpace(h[len(scheme):])
+		}
+	}
+	x, y := sha256.Sum256([]byte(tok)), sha256.Sum256([]byte(a.s.cfg.Token))
+	return tok != "" && subtle.ConstantTimeCompare(x[:], y[:]) == 1
+}
+
+// appOf finds the app named in the path.
+func (a *apiServer) appOf(r *http.Request) (*app, error) {
+	name := r.PathValue("app")
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	ap := a.s.apps[name]
+	if ap == nil {
+		return nil, errf(http.StatusNotFound, "app not found")
+	}
+	return ap, nil
+}
+
+// machineOf finds the machine named in the path (destroyed ones included:
+// Get and Wait still answer for them).
+func (a *apiServer) machineOf(r *http.Request) (*machine, error) {
+	ap, err := a.appOf(r)
+	if err != nil {
+		return nil, err
+	}
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	m := ap.machines[r.PathValue("id")]
+	if m == nil {
+		return nil, errf(http.StatusNotFound, "machine not found")
+	}
+	return m, nil
+}
+
+func (a *apiServer) viewLocked(m *machine) *fly.Machine {
+	img, _ := a.s.cfg.lookupImage(m.config.Image)
+	return m.viewLocked(img)
+}
+
+func (a *apiServer) appJSONLocked(ap *app) map[string]any {
+	n := 0
+	for _, m := range ap.order {
+		if m.state != StateDestroyed {
+			n++
+		}
+	}
+	return map[string]any{
+		"id": ap.cfg.Name, "name": ap.cfg.Name, "status": "deployed", "network": "default",
+		"machine_count": n, "volume_count": 0, "internal_numeric_id": 0,
+		"organization": map[string]any{"name": a.s.cfg.Org, "slug": a.s.cfg.Org},
+	}
+}
+
+func (a *apiServer) listApps(w http.ResponseWriter, r *http.Request) error {
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	apps := []map[string]any{}
+	for _, ap := range a.s.order {
+		apps = append(apps, a.appJSONLocked(ap))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_apps": len(apps), "apps": apps})
+	return nil
+}
+
+func (a *apiServer) getApp(w http.ResponseWriter, r *http.Request) error {
+	ap, err := a.appOf(r)
+	if err != nil {
+		return err
+	}
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	writeJSON(w, http.StatusOK, a.appJSONLocked(ap))
+	return nil
+}
+
+// listMachines lists the app's machines, destroyed ones left out unless
+// ?include_deleted=true. A state filter arrives as ?state=started or, as
+// flaps v0.8.0 writes it, ?started.
+func (a *apiServer) listMachines(w http.ResponseWriter, r *http.Request) error {
+	ap, err := a.appOf(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	want := map[string]bool{}
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			want[st] = true
+		}
+	}
+	for k, v := range q {
+		if len(v) == 1 && v[0] == "" && k != "state" {
+			want[k] = true
+		}
+	}
+	deleted := q.Get("include_deleted") == "true"
+	delete(want, "include_deleted")
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	out := []*fly.Machine{}
+	for _, m := range ap.order {
+		if m.state == StateDestroyed && !want[StateDestroyed] && !deleted {
+			continue
+		}
+		if len(want) > 0 && !want[m.state] {
+			continue
+		}
+		out = append(out, a.viewLocked(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *apiServer) getMachine(w http.ResponseWriter, r *http.Request) error {
+	m, err := a.machineOf(r)
+	if err != nil {
+		return err
+	}
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	writeJSON(w, http.StatusOK, a.viewLocked(m))
+	return nil
+}
+
+func (a *apiServer) machineEvents(w http.ResponseWriter, r *http.Request) error {
+	m, err := a.machineOf(r)
+	if err != nil {
+		return err
+	}
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	writeJSON(w, http.StatusOK, a.viewLocked(m).Events)
+	return nil
+}
+
+// waitMachine answers 200 {"ok":true} once the machine is in one of the
+// states (repeated ?state= or comma-separated; default started), at the
+// given version or instance_id when one is given, else 408 after timeout
+// seconds (default 60).
+func (a *apiServer) waitMachine(w http.ResponseWriter, r *http.Request) error {
+	m, err := a.machineOf(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	var states []string
+	for _, v := range q["state"] {
+		for _, st := range strings.Split(v, ",") {
+			if st = strings.TrimSpace(st); st != "" {
+				states = append(states, st)
+			}
+		}
+	}
+	if len(states) == 0 {
+		states = []string{StateStarted}
+	}
+	timeout := defaultWaitTimeo
+	if v := q.Get("timeout"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil {
+			return errf(http.StatusBadRequest, "invalid timeout %q", v)
+		}
+		timeout = min(max(d, time.Second), maxWaitTimeout)
+	}
+	version := q.Get("version")
+	if version == "" {
+		version = q.Get("instance_id")
+	}
+	ok, err := a.s.waitState(r.Context(), m, states, version, timeout)
+	switch {
+	case errors.Is(err, errDestroyed):
+		return errf(http.StatusNotFound, "machine %s was destroyed while waiting for %s", m.id, strings.Join(states, ","))
+	case err != nil:
+		return errf(http.StatusServiceUnavailable, "wait aborted: %v", err)
+	case !ok:
+		return errf(http.StatusRequestTimeout, "deadline_exceeded: machine %s did not reach %s within %s", m.id, strings.Join(states, ","), timeout)
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+// parseSeconds reads "60" (seconds, as flaps sends) or "60s".
+func parseSeconds(v string) (time.Duration, error) {
+	var n int
+	if _, err := fmt.Sscanf(v, "%d", &n); err == nil && fmt.Sprint(n) == v {
+		return time.Duration(n) * time.Second, nil
+	}
+	return time.ParseDuration(v)
+}

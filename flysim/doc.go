@@ -1,0 +1,123 @@
+// Package flysim is a local Fly.io: an emulated organisation whose apps run
+// real processes, driven through the same Machines API, proxy and internal DNS
+// a deploy tool and a multi-machine app meet on Fly. It exists so that
+// purrfly's Fly-specific behaviour (Fly-Replay routing, .internal discovery,
+// lease/update/wait deploys) is tested against something faithful, with the
+// real fly-go flaps client, instead of hand-written mocks; and so a studio can
+// rehearse a rollout on a laptop.
+//
+// # Shape
+//
+//	cfg, _ := flysim.LoadConfig("fly/sim.toml")
+//	sim, _ := flysim.New(cfg, flysim.Options{LogDir: "sim-logs", Stdout: os.Stdout})
+//	err := sim.Start(ctx) // binds API, DNS, proxies; starts machines; returns when they listen
+//	st := sim.State()     // {"machines_api","token","dns","apps":{NAME:{"url"}}}
+//	defer sim.Close()     // every process stopped per kill_signal/kill_timeout; nothing left
+//
+// One Sim owns: the Machines API server (api.go, api_machines.go, lease.go),
+// one DNS server on UDP and TCP (dns.go), one proxy per app (proxy.go,
+// routing.go, tunnel.go), and per machine one run goroutine (lifecycle.go)
+// that alone owns the machine's process (process.go) and its checks
+// (checks.go). Every record (state, version, config, events, checks, lease)
+// is guarded by the one Sim.mu; nothing holds it across I/O or a process
+// wait. API handlers change records under the lock and hand process work
+// (start, stop, restart, destroy) to the run goroutine through a bounded
+// queue; waiters sleep on a per-machine channel closed at every change.
+//
+// # What matches Fly
+//
+//   - Machines are processes. An image name maps in the config to a command
+//     line (Image.Command, with placeholders such as {exe}, the purrctl
+//     binary); the machine config's init.cmd is appended, as fly.toml's
+//     [processes] do. Each process gets Fly's env: FLY_APP_NAME,
+//     FLY_MACHINE_ID (= FLY_ALLOC_ID, 14 hex characters), FLY_REGION,
+//     FLY_IMAGE_REF, FLY_MACHINE_VERSION (new on every update),
+//     FLY_PRIVATE_IP, FLY_PROCESS_GROUP, FLY_VM_MEMORY_MB, PRIMARY_REGION,
+//     plus the app's and image's env. Each machine binds its own loopback
+//     address (127.0.0.x, handed out from machine_ip_base and probed free), so
+//     every machine of every app uses the ports it would use on Fly.
+//   - Stop sends the config's stop_config signal (default: the app's
+//     kill_signal, SIGINT) to the machine's process group and SIGKILLs after
+//     kill_timeout (default 5 s, max 300 s). A stop request may override both.
+//   - Machines API (the subset flaps v0.8.0 calls, same paths and JSON, the
+//     machine rendered with fly-go's own types): apps get/list; machines
+//     list (?state= or flaps' bare ?started), get, create (Launch), update
+//     (full config, new version and instance_id, the process replaced unless
+//     skip_launch), destroy (refused while running unless kill/force), start,
+//     stop, restart, cordon, uncordon, events, wait (state list, timeout
+//     seconds, version or instance_id; 200 {"ok":true}, 408 on timeout),
+//     leases (acquire with ?ttl=, refresh by acquiring with the current nonce
+//     in fly-machine-lease-nonce as flaps' RefreshLease does, find, release;
+//     409 while someone else holds it; start/stop/restart/update/destroy
+//     refuse a missing or wrong nonce while a lease is held). A bearer token
+//     is required ("Bearer" or "FlyV1" scheme). Errors are Fly's
+//     {"error": "..."} with a fitting status.
+//   - Events (newest first): launch, start, exit (with exit_code, signal,
+//     requested_stop), update, destroy, cordon/uncordon.
+//   - Checks: the config's top-level checks and service checks (named
+//     servicecheck-NN-<type>-<port>) are run by the Sim, HTTP or TCP, on
+//     their interval, after their grace period, and reported in checks[] as
+//     passing/critical with an output line. Every boot starts them critical.
+//   - Proxy per app (HTTP and WebSocket): balances over started, uncordoned
+//     machines whose checks all pass, preferring the proxy's edge region;
+//     honours fly-force-instance-id, fly-prefer-instance-id,
+//     fly-prefer-region and fly-force-region; sets Fly-Client-IP, Fly-Region
+//     (the edge), X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Port and
+//     Via; strips a client-sent Fly-Replay-Src. A Fly-Replay answer
+//     (instance=, region=, app=, prefer_instance=, elsewhere=true, state=,
+//     fallback=) makes the proxy send the original request (body up to 1 MB)
+//     once more with Fly-Replay-Src: instance=<sender>;region=<r>;t=<unix
+//     micros>[;state=<s>]; a second Fly-Replay is a 502 naming both machines.
+//     A WebSocket upgrade is replayed before any machine upgrades it; the
+//     machine that answers 101 gets both directions piped until either side
+//     closes (at most 2048 at once per app).
+//   - Internal DNS (.internal, TTL 5 s, from live state): vms.<app> and
+//     all.vms.<app> TXT "<id> <region>,..." (long values split in 255-byte
+//     strings), regions.<app> TXT, <id>.vm.<app>, <app>, <region>.<app>,
+//     top<N>.nearest.of.<app> addresses, _apps and _instances TXT.
+//
+// # Faults
+//
+// A deploy tool must survive Fly's failures, so the Sim can be told to
+// misbehave (fault.go): Sim.InjectFault, or POST /flysim/v1/faults on the
+// Machines API from another process, arms a Fault that answers an error
+// status, delays, or drops the response of a matching call (the change is
+// made, the answer is lost) for a number of requests. A lease held by
+// someone else, a process that exits (an image such as purrfly:broken) and a
+// machine that stops answering need no fault: they are real.
+//
+// # What is simplified (and why)
+//
+//   - Addresses are IPv4 loopback, not 6PN IPv6. A records answer them;
+//     AAAA questions get the IPv4-mapped form (::ffff:127.0.0.x), which Go
+//     dials as IPv4, so code written for Fly's AAAA-only 6PN works unchanged.
+//     The resolver is not at fdaa::3: machines get FLY_DNS_SERVER=host:port
+//     (our convention; purrfly's DNS users honour it), plus HOST (their
+//     address) and PORT (the app's internal_port) to bind. Names outside
+//     .internal are REFUSED.
+//   - A process that exits by itself leaves its machine stopped with an exit
+//     event: restart policies are not emulated (as a Fly machine with
+//     restart policy "no"). "started" means the process was spawned, as on
+//     Fly; Start additionally brings the configured apps up one by one, in
+//     config order, each machine listening and its checks passing before the
+//     next app starts (so a balancer listed first is there for its relays).
+//   - An update always replaces the running process (Fly replaces the VM),
+//     whatever changed; the region cannot change. init.exec is ignored, so
+//     the API can only ever run command lines the config names.
+//   - The proxy routes to a machine only when every check passes (Fly gates
+//     on service checks and readiness checks). fly-force-instance-id reaches
+//     a started machine even when cordoned or failing checks (how a deploy
+//     tool verifies one machine). No autostart/autostop, no concurrency
+//     limits, no TLS, no edge-region latency: the edge is the app's
+//     edge_region (default its primary region).
+//   - Not emulated: rate limits, volumes, secrets, metadata, exec, signal,
+//     suspend, from_event_id in wait, lease descriptions, org/app creation.
+//   - Processes run in their own process group and, on Linux, get SIGKILL if
+//     the Sim dies (Pdeathsig), so none outlives a crashed Sim. They inherit
+//     only a few variables of the Sim's environment (PATH, HOME, TMPDIR, ...):
+//     a deployer's FLY_API_TOKEN never leaks into machines. Stdout and stderr
+//     of every boot are appended to <LogDir>/<app>-<machine id>.log.
+//   - flysim uses fly-go's machine types (not its flaps client) for the JSON
+//     it serves, so what flaps decodes is exactly what was sent; it never
+//     imports relay or balancer: it runs them as processes.
+package flysim

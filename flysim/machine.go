@@ -1,0 +1,263 @@
+package flysim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	fly "github.com/superfly/fly-go"
+)
+
+// Machine states (Fly's names).
+const (
+	StateCreated   = "created"
+	StateStarting  = "starting"
+	StateStarted   = "started"
+	StateStopping  = "stopping"
+	StateStopped   = "stopped"
+	StateDestroyed = "destroyed"
+)
+
+// maxEvents bounds a machine's event list (newest first, as Fly lists them).
+const maxEvents = 30
+
+// app is one emulated app. cfg is static after New; machines and order are
+// guarded by Sim.mu.
+type app struct {
+	cfg      *AppConfig
+	machines map[string]*machine
+	order    []*machine // creation order, destroyed ones included
+	proxy    *proxy     // set in Start, static afterwards
+}
+
+// machine is one emulated machine. Its process is owned by its run goroutine
+// (lifecycle.go); API handlers change its record under Sim.mu and hand the
+// process work to that goroutine through ops.
+type machine struct {
+	// Static after creation.
+	app       *app
+	id        string
+	ip        string
+	createdAt time.Time
+	ops       chan op
+
+	// Guarded by Sim.mu.
+	name       string
+	region     string
+	state      string
+	version    string
+	instanceID string
+	config     *fly.MachineConfig
+	cordoned   bool
+	events     []*fly.MachineEvent
+	checks     map[string]*fly.MachineCheckStatus
+	lease      *lease
+	updatedAt  time.Time
+	pid        int           // of the running process, 0 when none
+	changed    chan struct{} // closed and replaced on every change (waiters)
+}
+
+// touchLocked records a change: new updated_at, waiters woken.
+func (m *machine) touchLocked(now time.Time) {
+	m.updatedAt = now
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *machine) setStateLocked(state string, now time.Time) {
+	m.state = state
+	m.touchLocked(now)
+}
+
+func (m *machine) eventLocked(now time.Time, typ, status, source string, req *fly.MachineRequest) {
+	ev := &fly.MachineEvent{Type: typ, Status: status, Source: source, Timestamp: now.UnixMilli(), Request: req}
+	m.events = append([]*fly.MachineEvent{ev}, m.events...)
+	if len(m.events) > maxEvents {
+		m.events = m.events[:maxEvents]
+	}
+	m.touchLocked(now)
+}
+
+// routableLocked reports whether the proxy may balance onto m: started,
+// not cordoned, every check passing.
+func (m *machine) routableLocked() bool {
+	if m.state != StateStarted || m.cordoned {
+		return false
+	}
+	for _, c := range m.checks {
+		if c.Status != fly.Passing {
+			return false
+		}
+	}
+	return true
+}
+
+// internalPortLocked is where the proxy reaches m: the internal_port of the
+// config's first service with an http handler (or the first service), else
+// the app's internal_port.
+func (m *machine) internalPortLocked() int {
+	if m.config != nil {
+		for _, sv := range m.config.Services {
+			for _, p := range sv.Ports {
+				for _, h := range p.Handlers {
+					if h == "http" && sv.InternalPort > 0 {
+						return sv.InternalPort
+					}
+				}
+			}
+		}
+		if len(m.config.Services) > 0 && m.config.Services[0].InternalPort > 0 {
+			return m.config.Services[0].InternalPort
+		}
+	}
+	return m.app.cfg.InternalPort
+}
+
+// viewLocked renders m as the Machines API does.
+func (m *machine) viewLocked(img *Image) *fly.Machine {
+	out := &fly.Machine{
+		ID:         m.id,
+		Name:       m.name,
+		State:      m.state,
+		Region:     m.region,
+		InstanceID: m.instanceID,
+		Version:    m.version,
+		PrivateIP:  m.ip,
+		CreatedAt:  m.createdAt.UTC().Format(time.RFC3339),
+		UpdatedAt:  m.updatedAt.UTC().Format(time.RFC3339),
+		Config:     copyConfig(m.config),
+		HostStatus: fly.HostStatusOk,
+	}
+	if m.config != nil {
+		out.ImageRef = imageRef(m.config.Image, img)
+	}
+	out.Events = make([]*fly.MachineEvent, len(m.events))
+	for i, e := range m.events {
+		c := *e
+		out.Events[i] = &c
+	}
+	names := make([]string, 0, len(m.checks))
+	for n := range m.checks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := *m.checks[n]
+		out.Checks = append(out.Checks, &c)
+	}
+	return out
+}
+
+// copyConfig deep-copies a config through its JSON form (the form the API
+// stores and serves, so nothing is lost that a client could see).
+func copyConfig(c *fly.MachineConfig) *fly.MachineConfig {
+	if c == nil {
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil
+	}
+	var out fly.MachineConfig
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return &out
+}
+
+// imageRef splits an image reference into Fly's image_ref fields. The digest
+// is derived from the reference and the image's command so two images that
+// run different things never share one.
+func imageRef(name string, img *Image) fly.MachineImageRef {
+	ref := name
+	if img != nil && img.Ref != "" {
+		ref = img.Ref
+	}
+	registry, rest := DefaultRegistry, ref
+	if i := strings.IndexByte(ref, '/'); i > 0 && strings.ContainsAny(ref[:i], ".:") {
+		registry, rest = ref[:i], ref[i+1:]
+	}
+	repo, tag := rest, "latest"
+	if i := strings.LastIndexByte(rest, ':'); i > 0 {
+		repo, tag = rest[:i], rest[i+1:]
+	}
+	h := sha256.New()
+	h.Write([]byte(ref))
+	if img != nil {
+		h.Write([]byte(strings.Join(img.Command, "\x00")))
+	}
+	return fly.MachineImageRef{
+		Registry:   registry,
+		Repository: repo,
+		Tag:        tag,
+		Digest:     "sha256:" + hex.EncodeToString(h.Sum(nil)),
+	}
+}
+
+// imageRefString is FLY_IMAGE_REF.
+func imageRefString(name string, img *Image) string {
+	r := imageRef(name, img)
+	return r.Registry + "/" + r.Repository + ":" + r.Tag
+}
+
+// initialConfig builds the config of a machine the TOML declares, the way
+// flyctl would from fly.toml: env, one http service on internal_port with its
+// checks copied from [checks], stop_config from kill_signal/kill_timeout.
+func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
+	env := map[string]string{}
+	for k, v := range a.Env {
+		env[k] = v
+	}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	sig := a.KillSignal
+	port80, port443 := 80, 443
+	cfg := &fly.MachineConfig{
+		Image: spec.Image,
+		Env:   env,
+		Init:  fly.MachineInit{Cmd: append([]string(nil), a.Cmd...)},
+		Metadata: map[string]string{
+			fly.MachineConfigMetadataKeyFlyPlatformVersion: fly.MachineFlyPlatformVersion2,
+			fly.MachineConfigMetadataKeyFlyProcessGroup:    DefaultProcessGroup,
+		},
+		Guest: &fly.MachineGuest{CPUKind: "shared", CPUs: 1, MemoryMB: DefaultMemoryMB},
+		Services: []fly.MachineService{{
+			Protocol:     "tcp",
+			InternalPort: a.InternalPort,
+			Ports: []fly.MachinePort{
+				{Port: &port80, Handlers: []string{"http"}},
+				{Port: &port443, Handlers: []string{"tls", "http"}},
+			},
+		}},
+		StopConfig: &fly.StopConfig{Signal: &sig, Timeout: &fly.Duration{Duration: a.KillTimeout.Duration}},
+	}
+	if len(a.Checks) > 0 {
+		cfg.Checks = map[string]fly.MachineCheck{}
+		for name, c := range a.Checks {
+			cfg.Checks[name] = checkToFly(c)
+		}
+	}
+	return cfg
+}
+
+func checkToFly(c *CheckConfig) fly.MachineCheck {
+	typ, port := c.Type, c.Port
+	mc := fly.MachineCheck{
+		Type:     &typ,
+		Port:     &port,
+		Interval: &fly.Duration{Duration: c.Interval.Duration},
+		Timeout:  &fly.Duration{Duration: c.Timeout.Duration},
+	}
+	if c.GracePeriod.Duration > 0 {
+		mc.GracePeriod = &fly.Duration{Duration: c.GracePeriod.Duration}
+	}
+	if c.Type == "http" {
+		method, path := c.Method, c.Path
+		mc.HTTPMethod, mc.HTTPPath = &method, &path
+	}
+	return mc
+}
