@@ -65,9 +65,12 @@ type DialOptions struct {
 	// example a relay's WSURL() in tests, or its main HTTP port). With URL
 	// set, the capability only supplies the secret and is not validated.
 	URL string
-	// SessionHint adds ?s=<hex(room)>, the affinity routing hint. PurrNet
-	// does not send it, so it is off by default.
-	SessionHint bool
+	// NoSessionHint leaves out ?s=<hex(room)>, the affinity routing hint
+	// that lets a multi-machine relay app hand the connection to the
+	// machine holding the room before the upgrade. The Go client sends it
+	// by default; PurrNet's own client does not, so set this to connect
+	// exactly like PurrNet.
+	NoSessionHint bool
 	// HTTPHeader is added to the upgrade request (for example
 	// fly-force-instance-id).
 	HTTPHeader http.Header
@@ -145,7 +148,7 @@ func roomURL(c wire.Capability, room string, opts *DialOptions) (string, error) 
 			return "", err
 		}
 	}
-	if !opts.SessionHint {
+	if opts.NoSessionHint {
 		return raw, nil
 	}
 	u, err := url.Parse(raw)

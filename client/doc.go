@@ -38,8 +38,9 @@
 // {"roomName":…,"clientSecret":…,"nat":false}, byte for byte what
 // PurrTransport's JsonUtility writes; a pipe sends {"pipe":true}. The relay
 // answers one byte 3 (authenticated) or 4 (refused: ErrAuthFailed), a pipe
-// [5][id:4]. DialOptions.SessionHint adds the affinity hint ?s=<hex(room)>;
-// it is off by default because PurrNet does not send it.
+// [5][id:4]. The client adds the affinity hint ?s=<hex(room)> to the
+// upgrade URL so a multi-machine relay app can route before upgrading;
+// DialOptions.NoSessionHint leaves it out, as PurrNet's own client does.
 //
 // # Sizes
 //

@@ -19,7 +19,7 @@ type Pipe struct {
 
 // DialPipe connects to the relay WebSocket at url (ws://host:port) and
 // authenticates with {"pipe":true}; the relay answers [5][id:4]. A 4 gives
-// ErrAuthFailed. opts.URL and opts.SessionHint are ignored.
+// ErrAuthFailed. opts.URL and opts.NoSessionHint are ignored.
 func DialPipe(ctx context.Context, url string, opts *DialOptions) (*Pipe, error) {
 	ws, reply, err := authenticate(ctx, url, []byte(PipeAuthJSON), opts)
 	if err != nil {

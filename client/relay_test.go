@@ -62,12 +62,13 @@ func TestHostClientSession(t *testing.T) {
 	r, hc, cc := roomFixture(t, nil)
 	ctx := testCtx(t, 10*time.Second)
 
-	c1, err := DialClient(ctx, cc, "room-1", nil) // before the host: batch notice later
+	purrNet := &DialOptions{NoSessionHint: true}      // connect exactly like PurrNet
+	c1, err := DialClient(ctx, cc, "room-1", purrNet) // before the host: batch notice later
 	if err != nil {
 		t.Fatalf("DialClient: %v", err)
 	}
 	defer c1.CloseNow()
-	h, err := DialHost(ctx, hc, "room-1", nil)
+	h, err := DialHost(ctx, hc, "room-1", purrNet)
 	if err != nil {
 		t.Fatalf("DialHost: %v", err)
 	}
@@ -77,7 +78,7 @@ func TestHostClientSession(t *testing.T) {
 		t.Fatalf("host first packet = %+v, %v; want connected [id]", p, err)
 	}
 	id1 := p.IDs[0]
-	c2, err := DialClient(ctx, cc, "room-1", nil)
+	c2, err := DialClient(ctx, cc, "room-1", purrNet)
 	if err != nil {
 		t.Fatalf("DialClient 2: %v", err)
 	}
@@ -162,11 +163,12 @@ func TestHostClientSession(t *testing.T) {
 	}
 }
 
-// TestSessionHint: the hint is ?s=<hex(room)> and off by default.
+// TestSessionHint: the hint is ?s=<hex(room)>, sent by default, and
+// NoSessionHint connects like PurrNet (empty path, no query).
 func TestSessionHint(t *testing.T) {
 	r, hc, _ := roomFixture(t, nil)
 	ctx := testCtx(t, 10*time.Second)
-	h, err := DialHost(ctx, hc, "room-1", &DialOptions{SessionHint: true, HTTPHeader: http.Header{"Fly-Force-Instance-Id": {"m1"}}})
+	h, err := DialHost(ctx, hc, "room-1", &DialOptions{HTTPHeader: http.Header{"Fly-Force-Instance-Id": {"m1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

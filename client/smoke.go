@@ -31,8 +31,9 @@ type SmokeOptions struct {
 	Room string
 	// Timeout bounds each step; zero means DefaultSmokeTimeout.
 	Timeout time.Duration
-	// SessionHint adds the ?s= affinity hint to both WebSocket URLs.
-	SessionHint bool
+	// NoSessionHint connects like PurrNet's own client, without the ?s=
+	// affinity hint on the WebSocket URLs (DialOptions.NoSessionHint).
+	NoSessionHint bool
 	// HTTPClient is used for balancer requests and WebSocket dials; nil means
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -105,7 +106,7 @@ func Smoke(ctx context.Context, opts SmokeOptions) (SmokeReport, error) {
 		return s.rep, &SmokeError{Step: StepAllocate, Err: errors.New("no balancer URL given")}
 	}
 	s.bal = &Balancer{BaseURL: opts.Balancer, HTTP: opts.HTTPClient, Timeout: s.opts.Timeout}
-	s.dial = &DialOptions{SessionHint: opts.SessionHint, HTTPClient: opts.HTTPClient}
+	s.dial = &DialOptions{NoSessionHint: opts.NoSessionHint, HTTPClient: opts.HTTPClient}
 	for _, st := range []struct {
 		name string
 		fn   func(context.Context) error

@@ -23,7 +23,7 @@ func TestSmokePasses(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 	var mu sync.Mutex
 	var logs []string
-	rep, err := Smoke(ctx, SmokeOptions{Balancer: bal.srv.URL, Region: "eu", StrictRegion: true, SessionHint: true,
+	rep, err := Smoke(ctx, SmokeOptions{Balancer: bal.srv.URL, Region: "eu", StrictRegion: true,
 		Logf: func(f string, a ...any) { mu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); mu.Unlock() }})
 	if err != nil {
 		t.Fatalf("Smoke: %v", err)

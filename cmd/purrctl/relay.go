@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/purrfly/purrfly/flyaffinity"
 	"github.com/purrfly/purrfly/relay"
 )
 
@@ -33,6 +35,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "heartbeat", EnvVars: []string{"HEARTBEAT_SECONDS"}, Value: 30, Usage: "seconds between registrations with the balancer"},
 			&cli.IntFlag{Name: "empty-room-timeout", EnvVars: []string{"EMPTY_ROOM_TIMEOUT_SECONDS"}, Value: 300, Usage: "seconds an empty room lives"},
 			&cli.IntFlag{Name: "drain-timeout", EnvVars: []string{"DRAIN_TIMEOUT_SECONDS"}, Value: 25, Usage: "seconds a stopping relay waits for rooms to empty"},
+			&cli.StringFlag{Name: "affinity", EnvVars: []string{"AFFINITY"}, Value: "auto", Usage: "session affinity across the app's machines: auto (on when FLY_MACHINE_ID is set), on, off"},
 		},
 		Action: runRelay,
 	}
@@ -50,6 +53,14 @@ func runRelay(c *cli.Context) error {
 	opts.Secret = secret
 	log := newLogger(c)
 	opts.Logger = log
+	aff, err := affinity(c, opts, log)
+	if err != nil {
+		return err
+	}
+	if aff != nil {
+		defer aff.Close()
+		opts.Router = aff.Route
+	}
 	srv, err := relay.New(opts)
 	if err != nil {
 		return usagef("invalid relay configuration: %w", err)
@@ -57,7 +68,8 @@ func runRelay(c *cli.Context) error {
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("failed to start the relay: %w", err)
 	}
-	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "boot", srv.BootID(), "region", opts.Region, "balancer", opts.BalancerURL)
+	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "boot", srv.BootID(),
+		"region", opts.Region, "balancer", opts.BalancerURL, "affinity", aff != nil)
 	<-c.Context.Done()
 	log.Info("relay draining", "deadline", opts.DrainTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout+5*1e9)
@@ -131,4 +143,34 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// affinity builds the session-affinity router: on Fly (FLY_MACHINE_ID set)
+// every connection of a room is pinned to one machine of the app by
+// rendezvous hashing over the app's internal DNS; off Fly it is off. The
+// resolver is FLY_DNS_SERVER when set (flysim), else Fly's fdaa::3.
+func affinity(c *cli.Context, opts relay.Options, log *slog.Logger) (*flyaffinity.Resolver, error) {
+	mode := c.String("affinity")
+	switch mode {
+	case "off":
+		return nil, nil
+	case "auto":
+		if opts.MachineID == "" {
+			return nil, nil
+		}
+	case "on":
+		if opts.MachineID == "" || os.Getenv("FLY_APP_NAME") == "" {
+			return nil, usagef("AFFINITY=on needs FLY_APP_NAME and FLY_MACHINE_ID")
+		}
+	default:
+		return nil, usagef("AFFINITY must be auto, on or off")
+	}
+	return flyaffinity.NewWithConfig(flyaffinity.Config{
+		App:       os.Getenv("FLY_APP_NAME"),
+		Self:      opts.MachineID,
+		TTL:       flyaffinity.DefaultTTL,
+		DNSServer: os.Getenv("FLY_DNS_SERVER"),
+		PeerPort:  opts.HTTPPort,
+		Logger:    log.With("component", "flyaffinity"),
+	}), nil
 }

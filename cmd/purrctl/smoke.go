@@ -19,17 +19,17 @@ func smokeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "strict-region", Usage: "fail when the room lands in another region"},
 			&cli.StringFlag{Name: "room", Usage: "room name (default: a fresh random name)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each step"},
-			&cli.BoolFlag{Name: "session-hint", Usage: "send the ?s= affinity hint on WebSocket connections"},
+			&cli.BoolFlag{Name: "no-session-hint", Usage: "connect like PurrNet's own client, without the ?s= affinity hint"},
 		},
 		Action: func(c *cli.Context) error {
 			w := c.App.Writer
 			rep, err := client.Smoke(c.Context, client.SmokeOptions{
-				Balancer:     c.String("balancer"),
-				Region:       c.String("region"),
-				StrictRegion: c.Bool("strict-region"),
-				Room:         c.String("room"),
-				Timeout:      c.Duration("timeout"),
-				SessionHint:  c.Bool("session-hint"),
+				Balancer:      c.String("balancer"),
+				Region:        c.String("region"),
+				StrictRegion:  c.Bool("strict-region"),
+				Room:          c.String("room"),
+				Timeout:       c.Duration("timeout"),
+				NoSessionHint: c.Bool("no-session-hint"),
 				Logf: func(format string, args ...any) {
 					fmt.Fprintf(w, "  "+format+"\n", args...)
 				},
