@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purrfly/purrfly/client"
+)
+
+// The balancer mode: workers allocate a fresh room and join it, back to
+// back, against a balancer running in its own process, so its CPU time is
+// measured alone. The relay behind it is a real relay child: the balancer
+// calls its allocation endpoint for every room, as in production. Rooms
+// are never connected, so they stay reserved on the relay (and listed by
+// the balancer) until the run ends.
+
+// runBalancerLoad runs the balancer mode; the Side's "messages" are
+// allocate+join pairs and its latencies those of a whole pair.
+func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
+	balCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancer, Secret: o.Secret, Region: benchRegion})
+	if err != nil {
+		return nil, err
+	}
+	defer balCh.stop()
+	relayCh, err := startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: balCh.url, Region: benchRegion})
+	if err != nil {
+		return nil, err
+	}
+	defer relayCh.stop()
+	hc := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: o.BalancerLoad * 2, MaxIdleConnsPerHost: o.BalancerLoad * 2, IdleConnTimeout: time.Minute,
+	}}
+	defer hc.CloseIdleConnections()
+	bc := &client.Balancer{BaseURL: balCh.url, HTTP: hc}
+	if err := waitRegistered(ctx, bc, o.Secret, relayCh); err != nil {
+		return nil, err
+	}
+	o.Logger.Info("balancer and relay children ready", "balancer", balCh.pid, "relay", relayCh.pid)
+
+	s := &Side{Server: "balancer", ServerPID: balCh.pid}
+	m, self, rm := meter{pid: balCh.pid}, meter{pid: 0}, meter{pid: relayCh.pid}
+	s.RSSStartBytes = m.rss()
+	w := &pairWorkers{o: o, bc: bc, prefix: "bench-" + randomHex(4)}
+	w.start()
+	err = sleepCtx(ctx, o.Warmup)
+	var cpu0, load0, relay0, busy0 time.Duration
+	var t0 time.Time
+	if err == nil {
+		self.pid = pidSelf()
+		cpu0, load0, relay0, busy0, t0 = m.cpu(), self.cpu(), rm.cpu(), busy(), time.Now()
+		w.phase.Store(phaseMeasuring)
+		err = sleepCtx(ctx, o.Duration)
+		w.phase.Store(phaseDone)
+		s.Seconds = round3(time.Since(t0).Seconds())
+		cpu1, load1, relay1, busy1 := m.cpu(), self.cpu(), rm.cpu(), busy()
+		s.CPUSeconds = round3((cpu1 - cpu0).Seconds())
+		if s.Seconds > 0 {
+			s.CPUCores = round3(s.CPUSeconds / s.Seconds)
+			s.LoadCPUCores = round3((load1 - load0).Seconds() / s.Seconds)
+			s.RelayCPUCores = round3((relay1 - relay0).Seconds() / s.Seconds)
+			s.OtherCPUCores = otherCores(busy1-busy0, cpu1-cpu0+relay1-relay0, load1-load0, s.Seconds)
+		}
+		s.RSSEndBytes = m.rss()
+	}
+	w.stop()
+	if err != nil {
+		return nil, err
+	}
+	if e := balCh.exited(); e != nil {
+		return nil, fmt.Errorf("balancer: %w", e)
+	}
+	if m.err != nil {
+		return nil, m.err
+	}
+	var h histogram
+	for _, r := range w.results {
+		h.merge(&r.h)
+		s.Messages += r.msgs
+		s.Errors += r.errs
+	}
+	if s.Seconds > 0 {
+		s.MsgsPerSec = round3(float64(s.Messages) / s.Seconds)
+	}
+	if s.Messages > 0 {
+		s.CPUusPerMsg = round3(s.CPUSeconds * 1e6 / float64(s.Messages))
+	}
+	s.P50us, s.P99us, s.P999us = us(h.quantile(0.5)), us(h.quantile(0.99)), us(h.quantile(0.999))
+	s.MaxUs = us(time.Duration(h.max))
+	if w.firstErr != nil && s.Messages == 0 {
+		return nil, fmt.Errorf("no allocate+join pair succeeded: %w", w.firstErr)
+	}
+	return &Result{Shape: newShape(o), Balancer: s}, nil
+}
+
+// pairWorkers are the closed-loop allocate+join workers.
+type pairWorkers struct {
+	o      Options
+	bc     *client.Balancer
+	prefix string
+	phase  atomic.Int32
+	seq    atomic.Int64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	results  []*receiver // one per worker, read after wg.Wait
+	errOnce  sync.Once
+	firstErr error // set once, read after wg.Wait
+}
+
+func (w *pairWorkers) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	limit := w.o.MaxMessages / int64(w.o.BalancerLoad)
+	for range w.o.BalancerLoad {
+		r := &receiver{}
+		w.results = append(w.results, r)
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for n := int64(0); n < limit && ctx.Err() == nil; n++ {
+				name := w.prefix + "-" + strconv.FormatInt(w.seq.Add(1), 10)
+				t := time.Now()
+				_, err := w.bc.Allocate(ctx, benchRegion, name, client.NewAllocationID())
+				if err == nil {
+					_, err = w.bc.Join(ctx, name)
+				}
+				lat := time.Since(t)
+				measuring := w.phase.Load() == phaseMeasuring
+				switch {
+				case err != nil && ctx.Err() == nil:
+					w.errOnce.Do(func() { w.firstErr = err })
+					if measuring {
+						r.errs++
+					}
+					// Back off a little so a failing balancer is not spun on.
+					if sleepCtx(ctx, 10*time.Millisecond) != nil {
+						return
+					}
+				case err == nil && measuring:
+					r.h.record(int64(lat))
+					r.msgs++
+				}
+			}
+		}()
+	}
+}
+
+func (w *pairWorkers) stop() {
+	w.cancel()
+	w.wg.Wait() // every request is bounded by the client's timeout
+}

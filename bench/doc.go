@@ -1,0 +1,82 @@
+// Package bench is the load tool behind `purrctl bench`: it loads a relay
+// with rooms of PurrNet connections and measures it against the practical
+// limit, a plain coder/websocket echo server under the same load, in the
+// same invocation (issue 7).
+//
+// # Processes
+//
+// Servers run in their own processes so that their CPU time and memory
+// are theirs alone: Run re-executes its own binary (os.Executable, or
+// Options.Executable) with ServerEnv set to a JSON ServerConfig; purrctl
+// routes that to the hidden `purrctl bench server` command, which calls
+// ServeChild (the package's tests re-execute the test binary, whose
+// TestMain does the same). A child binds 127.0.0.1:0, prints one JSON line
+// {"url","pid"} on stdout and serves until its stdin reaches EOF. It dies
+// with the parent: the parent closes stdin and then kills it, a cancelled
+// context kills it, and on Linux the kernel SIGKILLs it if the parent dies
+// (Pdeathsig).
+//
+//   - Traffic and idle modes: a balancer runs in the load process (it is
+//     idle while traffic flows) and the relay is a child registered with
+//     it; rooms are allocated and joined through the balancer as PurrNet
+//     does. With Options.BalancerURL the rooms come from an external
+//     balancer instead, and the server is measured only if ServerPID names
+//     it. The baseline is an echo child (KindEcho).
+//   - Balancer mode: the balancer and a real relay are both children, and
+//     the load process allocates and joins.
+//
+// The relay and the baseline run one after the other, never at once;
+// with Repeat they alternate which goes first, and the medians are kept.
+//
+// # Load
+//
+// Every connection is a client.Host or client.Client: the load speaks the
+// protocol only through the one Go client, with its allocation-free calls
+// (NextInto, RecvInto, SendOne, Send) on a context without a deadline.
+// Each sending connection has one sender goroutine, each receiving one a
+// receiver goroutine. A payload carries the sender's index and its send
+// time (monotonic nanoseconds since the run's base time; sender and
+// receiver live in this process), so the receiver computes the one-way
+// latency through the server and hands a credit back to the sender.
+//
+//   - fan-in: every client sends to its host; the relay forwards
+//     [2][sender][payload] to the host.
+//   - fan-out: every host sends SEND_ONE to its clients in turn.
+//   - both: both at once.
+//
+// Closed loop (Rate 0): each sender keeps Window messages in flight per
+// receiving peer (a fan-out host: Window per client) and sends when a
+// credit returns; a credit not back within a second (a dropped or very
+// late message) is given back anyway (counted as credit_stalls). Open
+// loop: each sender paces Rate messages per second per peer, the
+// senders' phases spread at random over one interval so that they do not
+// fire in bursts.
+//
+// The baseline reproduces the pattern on the echo server: the same
+// connections (hosts included) authenticate the same way (the echo server
+// answers the auth message with 3), and whoever sends to the relay sends
+// the same bytes to the echo server and reads them back on the same
+// connection. So per message both servers read one message and write one;
+// the relay's write goes to another connection, the echo's to the same.
+//
+// # What is measured
+//
+// Counters and latencies are recorded only in the measured window (after
+// Warmup, for Duration), by per-goroutine histograms merged at the end
+// (log-linear buckets, about 3 % resolution), so recording neither locks
+// nor allocates. Around the same window the server's user+system CPU time
+// is read from /proc/<pid>/stat and its RSS from /proc/<pid>/status:
+// before the load connects, once every connection is open (memory per
+// connection is that growth divided by the connections), and at the end.
+// The load process's own CPU is reported too: on a small machine the load
+// generator, not the server, may be what saturates.
+//
+// # Bounds
+//
+// Every loop that sends is bounded in time (Warmup + Duration, then the
+// connections are closed, which unblocks every read and write) and in
+// count (MaxMessages split over the senders). Connecting is bounded by
+// SetupTimeout. Only loopback is used; idle runs spread their source
+// addresses over 127.0.0.1, 127.0.0.2, ... (sourceIPSpan connections each)
+// to stay clear of the ephemeral port limit.
+package bench

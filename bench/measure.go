@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// measure connects the load to t, runs the traffic (or holds the idle
+// connections) and reads the server's CPU and memory around the measured
+// window. ch, when not nil, is checked to still be alive at the end.
+func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error) {
+	s := &Side{Server: t.name, ServerPID: t.pid}
+	if t.echoURL != "" {
+		s.Server = "echo"
+	}
+	m := meter{pid: t.pid}
+	s.RSSStartBytes = m.rss()
+	start := time.Now()
+	rooms, err := connect(ctx, o, t)
+	if err != nil {
+		return nil, err
+	}
+	s.ConnectSeconds = round3(time.Since(start).Seconds())
+	for _, r := range rooms {
+		s.Connections += 1 + len(r.clients)
+	}
+	s.RSSConnectedBytes = m.rss()
+	if s.RSSStartBytes > 0 && s.Connections > 0 {
+		s.RSSPerConnBytes = round3(float64(s.RSSConnectedBytes-s.RSSStartBytes) / float64(s.Connections))
+	}
+	o.Logger.Info("connected", "server", s.Server, "connections", s.Connections, "seconds", s.ConnectSeconds)
+
+	var tr *traffic
+	if o.Idle == 0 {
+		tr = newTraffic(o, rooms, t.echoURL != "")
+		tr.start()
+	}
+	stopAll := func() {
+		if tr != nil {
+			close(tr.stop)
+		}
+		closeRooms(rooms)
+		if tr != nil {
+			tr.wg.Wait() // closed connections unblock every loop
+		}
+	}
+	if o.Idle == 0 {
+		if err := sleepCtx(ctx, o.Warmup); err != nil {
+			stopAll()
+			return nil, err
+		}
+	}
+	self := meter{pid: pidSelf()}
+	cpu0, load0, busy0, t0 := m.cpu(), self.cpu(), busy(), time.Now()
+	if tr != nil {
+		tr.phase.Store(phaseMeasuring)
+	}
+	err = sleepCtx(ctx, o.Duration)
+	if tr != nil {
+		tr.phase.Store(phaseDone)
+	}
+	s.Seconds = round3(time.Since(t0).Seconds())
+	cpu1, load1, busy1 := m.cpu(), self.cpu(), busy()
+	s.RSSEndBytes = m.rss()
+	stopAll()
+	if err != nil {
+		return nil, err
+	}
+	if ch != nil {
+		if err := ch.exited(); err != nil {
+			return nil, fmt.Errorf("%s server: %w", s.Server, err)
+		}
+	}
+	if m.err != nil {
+		return nil, m.err
+	}
+	s.CPUSeconds = round3((cpu1 - cpu0).Seconds())
+	if s.Seconds > 0 {
+		s.CPUCores = round3(s.CPUSeconds / s.Seconds)
+		s.LoadCPUCores = round3((load1 - load0).Seconds() / s.Seconds)
+		s.OtherCPUCores = otherCores(busy1-busy0, cpu1-cpu0, load1-load0, s.Seconds)
+	}
+	if tr != nil {
+		tr.summarize(s)
+	}
+	return s, nil
+}
+
+// summarize adds the loops' counters and latencies to s.
+func (tr *traffic) summarize(s *Side) {
+	var h histogram
+	var bytes int64
+	for _, r := range tr.recvs {
+		h.merge(&r.h)
+		s.Messages += r.msgs
+		bytes += r.bytes
+		s.Errors += r.errs
+	}
+	for _, sd := range tr.senders {
+		s.Sent += sd.sent
+		s.Errors += sd.errs
+		s.CreditStalls += sd.stalls
+	}
+	if s.Seconds > 0 {
+		s.MsgsPerSec = round3(float64(s.Messages) / s.Seconds)
+		s.BytesPerSec = round3(float64(bytes) / s.Seconds)
+	}
+	if s.Messages > 0 {
+		s.CPUusPerMsg = round3(s.CPUSeconds * 1e6 / float64(s.Messages))
+	}
+	s.P50us, s.P99us, s.P999us = us(h.quantile(0.5)), us(h.quantile(0.99)), us(h.quantile(0.999))
+	s.MaxUs = us(time.Duration(h.max))
+}
+
+// meter reads a process's CPU and RSS; pid 0 reads nothing. The first
+// error is kept.
+type meter struct {
+	pid int
+	err error
+}
+
+func (m *meter) cpu() time.Duration {
+	if m.pid == 0 {
+		return 0
+	}
+	d, err := procCPU(m.pid)
+	m.err = errors.Join(m.err, err)
+	return d
+}
+
+func (m *meter) rss() int64 {
+	if m.pid == 0 {
+		return 0
+	}
+	n, err := procRSS(m.pid)
+	m.err = errors.Join(m.err, err)
+	return n
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func pidSelf() int { return os.Getpid() }
+
+// busy is machineBusy, 0 where /proc/stat cannot be read.
+func busy() time.Duration {
+	d, _ := machineBusy()
+	return d
+}
+
+func otherCores(machine, server, load time.Duration, seconds float64) float64 {
+	if machine == 0 {
+		return 0
+	}
+	return round3(max(0, (machine-server-load).Seconds()/seconds))
+}

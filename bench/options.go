@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Mode says who sends in a traffic run.
+type Mode string
+
+// Modes of a traffic run.
+const (
+	// FanIn: every client sends to its room's host ([2][sender][payload]
+	// arrives at the host).
+	FanIn Mode = "fan-in"
+	// FanOut: every host sends SEND_ONE to each client of its room in turn.
+	FanOut Mode = "fan-out"
+	// Both: fan-in and fan-out at once.
+	Both Mode = "both"
+)
+
+// ErrInvalidOptions wraps every error of Options validation (a usage
+// mistake, not a failed run).
+var ErrInvalidOptions = errors.New("invalid bench options")
+
+// Defaults of Options, small enough for a 2-core machine.
+const (
+	DefaultRooms        = 10
+	DefaultClients      = 10
+	DefaultSize         = 64
+	DefaultWindow       = 4
+	DefaultDuration     = 10 * time.Second
+	DefaultWarmup       = time.Second
+	DefaultSetupTimeout = 60 * time.Second
+	DefaultMaxMessages  = 200_000_000
+	DefaultDialParallel = 64
+	// MinSize is the smallest payload: sender index (4 bytes) and send time
+	// (8 bytes).
+	MinSize = 12
+	// MaxSize keeps a fan-out SEND_ONE ([1][target:4][payload]) within one
+	// PurrNet message.
+	MaxSize = 65535 - 5
+	// MaxConnections bounds one run (each costs a file descriptor on both
+	// sides of loopback).
+	MaxConnections = 200_000
+	// sourceIPSpan is how many connections share one 127.0.0.x source
+	// address before the next one is used (the ephemeral port range is
+	// about 28,000 ports per address pair).
+	sourceIPSpan = 16_000
+)
+
+// Options configure a Run. Zero values take the defaults above.
+type Options struct {
+	Rooms   int  // rooms in the run
+	Clients int  // clients per room (each room also has one host)
+	Size    int  // payload bytes per message, >= MinSize
+	Mode    Mode // default FanIn
+	// Rate is messages per second per client and direction; 0 is closed
+	// loop: each sender keeps Window messages in flight and sends the next
+	// when one arrives.
+	Rate float64
+	// Window is the closed loop's messages in flight per client and
+	// direction (a fan-out host keeps Window per client of its room).
+	Window   int
+	Duration time.Duration // measured window
+	Warmup   time.Duration // traffic before the measured window, not counted
+
+	// Baseline also runs the same load shape against a plain coder/websocket
+	// echo server in its own process and reports relay/baseline ratios.
+	Baseline bool
+	// Repeat runs the relay and the baseline this many times, alternating
+	// which goes first (background load on a shared machine then hits both
+	// alike); the result holds the medians and every run.
+	Repeat int
+	// SkipRelay runs only the baseline (for calibrating the echo server).
+	SkipRelay bool
+
+	// Idle > 0 switches to the idle mode: open Idle authenticated
+	// connections in rooms of one host and Clients clients, hold them for
+	// Duration, and report the server's RSS per connection. No traffic.
+	Idle int
+
+	// BalancerLoad > 0 switches to the balancer mode: this many workers
+	// each allocate a new room and join it, over and over (closed loop),
+	// against a balancer child with a relay child; it reports pairs per
+	// second, their latency and the balancer process's CPU.
+	BalancerLoad int
+
+	// BalancerURL, when set, is an existing balancer to allocate and join
+	// rooms through; no relay process is started and the server's CPU and
+	// memory are measured only when ServerPID names its process.
+	BalancerURL string
+	Region      string // allocation region with BalancerURL ("" = any)
+	ServerPID   int    // process to measure with BalancerURL (0 = none)
+
+	// Secret is the shared secret of the in-process balancer and the relay
+	// child ("" = "PURRNET").
+	Secret string
+
+	// Executable and ServerArgs start the server children: the child is
+	// Executable ServerArgs... with ServerEnv set. Default: os.Executable()
+	// with DefaultServerArgs, i.e. `purrctl bench server`.
+	Executable string
+	ServerArgs []string
+
+	SetupTimeout time.Duration // bounds connecting everything (default 60 s)
+	MaxMessages  int64         // total sends per run, a hard stop (default 2e8)
+	DialParallel int           // connections dialled at once (default 64)
+
+	Logger *slog.Logger // progress; nil = discard
+}
+
+// DefaultServerArgs are the arguments after the executable that run a
+// server child: the hidden `purrctl bench server` command.
+var DefaultServerArgs = []string{"bench", "server"}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Rooms == 0 {
+		o.Rooms = DefaultRooms
+	}
+	if o.Clients == 0 {
+		o.Clients = DefaultClients
+	}
+	if o.Size == 0 {
+		o.Size = DefaultSize
+	}
+	if o.Mode == "" {
+		o.Mode = FanIn
+	}
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Warmup == 0 {
+		o.Warmup = DefaultWarmup
+	}
+	if o.Repeat <= 0 || o.Idle > 0 || o.BalancerLoad > 0 {
+		o.Repeat = 1
+	}
+	if o.SetupTimeout <= 0 {
+		o.SetupTimeout = DefaultSetupTimeout
+	}
+	if o.MaxMessages <= 0 {
+		o.MaxMessages = DefaultMaxMessages
+	}
+	if o.DialParallel <= 0 {
+		o.DialParallel = DefaultDialParallel
+	}
+	if o.Secret == "" {
+		o.Secret = "PURRNET"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch {
+	case o.Rooms < 1 || o.Clients < 1:
+		return o, fmt.Errorf("%w: rooms and clients must be at least 1", ErrInvalidOptions)
+	case o.Size < MinSize || o.Size > MaxSize:
+		return o, fmt.Errorf("%w: size must be %d to %d bytes", ErrInvalidOptions, MinSize, MaxSize)
+	case o.Mode != FanIn && o.Mode != FanOut && o.Mode != Both:
+		return o, fmt.Errorf("%w: mode %q (want fan-in, fan-out or both)", ErrInvalidOptions, o.Mode)
+	case o.Repeat > 100:
+		return o, fmt.Errorf("%w: repeat at most 100 times", ErrInvalidOptions)
+	case o.Rate < 0 || o.Window < 1:
+		return o, fmt.Errorf("%w: rate must be >= 0 and window >= 1", ErrInvalidOptions)
+	case o.Duration < 0 || o.Warmup < 0:
+		return o, fmt.Errorf("%w: negative duration", ErrInvalidOptions)
+	case o.Idle < 0 || o.Idle > MaxConnections:
+		return o, fmt.Errorf("%w: idle must be 0 to %d", ErrInvalidOptions, MaxConnections)
+	case o.Idle == 0 && o.Rooms*(o.Clients+1) > MaxConnections:
+		return o, fmt.Errorf("%w: more than %d connections", ErrInvalidOptions, MaxConnections)
+	case o.BalancerLoad < 0 || o.BalancerLoad > 4096:
+		return o, fmt.Errorf("%w: balancer-load must be 0 to 4096 workers", ErrInvalidOptions)
+	case o.BalancerLoad > 0 && (o.Idle > 0 || o.Baseline || o.BalancerURL != ""):
+		return o, fmt.Errorf("%w: the balancer mode runs alone (no idle, baseline or external balancer)", ErrInvalidOptions)
+	case o.SkipRelay && !o.Baseline:
+		return o, fmt.Errorf("%w: nothing to run without the relay and the baseline", ErrInvalidOptions)
+	case o.ServerPID != 0 && o.BalancerURL == "":
+		return o, fmt.Errorf("%w: a server pid only goes with an external balancer", ErrInvalidOptions)
+	}
+	if o.Idle > 0 {
+		o.Rooms = (o.Idle + o.Clients) / (o.Clients + 1)
+	}
+	return o, nil
+}
+
+// connections is the number of WebSocket connections of one side.
+func (o Options) connections() int {
+	if o.Idle > 0 {
+		return o.Idle
+	}
+	return o.Rooms * (o.Clients + 1)
+}
+
+// clientsIn returns the clients of room i (the last idle room may be
+// smaller so that the total is exactly Idle).
+func (o Options) clientsIn(i int) int {
+	if o.Idle == 0 {
+		return o.Clients
+	}
+	per := o.Clients + 1
+	left := o.Idle - i*per
+	return max(0, min(per, left)-1)
+}

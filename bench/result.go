@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"runtime"
+	"slices"
+	"time"
+)
+
+// Result is what Run reports; `purrctl bench --json` prints it as is.
+type Result struct {
+	Shape    Shape `json:"shape"`
+	Relay    *Side `json:"relay,omitempty"`
+	Baseline *Side `json:"baseline,omitempty"`
+	// Balancer is the balancer mode's result: messages are allocate+join
+	// pairs, latencies those of a pair, CPU the balancer process's.
+	Balancer *Side `json:"balancer,omitempty"`
+	// RatioMsgs is relay/baseline forwarded messages per second (>= 1: the
+	// relay moves at least as many messages as the echo server).
+	RatioMsgs float64 `json:"ratio_msgs,omitempty"`
+	// RatioCPU is relay/baseline messages per CPU second, i.e.
+	// baseline.cpu_us_per_msg / relay.cpu_us_per_msg (>= 1: the relay
+	// spends no more CPU per message than the echo server).
+	RatioCPU float64 `json:"ratio_cpu,omitempty"`
+	// RatioP99 is relay/baseline p99 latency (<= 1: the relay is no slower).
+	RatioP99 float64 `json:"ratio_p99,omitempty"`
+	// RatioRSSPerConn is relay/baseline memory per connection.
+	RatioRSSPerConn float64 `json:"ratio_rss_per_conn,omitempty"`
+	// Runs holds every repetition when Repeat > 1 (Relay and Baseline are
+	// then their medians).
+	Runs []Run1 `json:"runs,omitempty"`
+}
+
+// Shape is the load of the run, the same for the relay and the baseline.
+type Shape struct {
+	Kind        string  `json:"kind"` // "traffic" or "idle"
+	Mode        Mode    `json:"mode,omitempty"`
+	Rooms       int     `json:"rooms"`
+	Clients     int     `json:"clients_per_room"`
+	Connections int     `json:"connections"`
+	Size        int     `json:"size_bytes,omitempty"`
+	Rate        float64 `json:"rate_per_client,omitempty"` // 0 = closed loop
+	Window      int     `json:"window,omitempty"`          // closed loop in flight per client
+	DurationSec float64 `json:"duration_sec"`
+	WarmupSec   float64 `json:"warmup_sec,omitempty"`
+	CPUs        int     `json:"cpus"`
+	Balancer    string  `json:"balancer"` // "in-process" or the URL
+	Repeat      int     `json:"repeat"`
+	Workers     int     `json:"workers,omitempty"` // balancer mode: concurrent allocate+join loops
+}
+
+// Side is one server's numbers. CPU and memory are the server process's
+// (0 when it was not measured: an external balancer without ServerPID).
+type Side struct {
+	Server    string `json:"server"` // "relay" or "echo"
+	ServerPID int    `json:"server_pid,omitempty"`
+
+	Messages     int64   `json:"messages,omitempty"` // received in the measured window
+	Seconds      float64 `json:"seconds"`
+	MsgsPerSec   float64 `json:"msgs_per_sec"`
+	BytesPerSec  float64 `json:"bytes_per_sec"` // payload bytes received (size per message)
+	P50us        float64 `json:"p50_us"`
+	P99us        float64 `json:"p99_us"`
+	P999us       float64 `json:"p999_us"`
+	MaxUs        float64 `json:"max_us"`
+	Sent         int64   `json:"sent,omitempty"`          // sent in the measured window
+	Errors       int64   `json:"errors,omitempty"`        // send or receive errors in the window
+	CreditStalls int64   `json:"credit_stalls,omitempty"` // closed-loop credits given back after a loss
+
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	CPUCores    float64 `json:"cpu_cores"` // cpu_seconds / seconds
+	CPUusPerMsg float64 `json:"cpu_us_per_msg"`
+	// LoadCPUCores is this (load) process's CPU use in the window: near
+	// the machine's core count minus CPUCores, the load generator, not the
+	// server, limits the throughput.
+	LoadCPUCores float64 `json:"load_cpu_cores"`
+	// OtherCPUCores is what the rest of the machine used in the window
+	// (every CPU's busy time minus the server's and the load's): well
+	// above zero, other work shared the CPUs and the numbers are low.
+	OtherCPUCores float64 `json:"other_cpu_cores"`
+	// RelayCPUCores is the balancer mode's relay child CPU use.
+	RelayCPUCores float64 `json:"relay_cpu_cores,omitempty"`
+
+	Connections       int     `json:"connections"`
+	RSSStartBytes     int64   `json:"rss_start_bytes"`     // before the load connected
+	RSSConnectedBytes int64   `json:"rss_connected_bytes"` // every connection open, no traffic yet
+	RSSEndBytes       int64   `json:"rss_end_bytes"`       // end of the measured window
+	RSSPerConnBytes   float64 `json:"rss_per_conn_bytes"`  // (connected - start) / connections
+	ConnectSeconds    float64 `json:"connect_sec"`
+}
+
+func newShape(o Options) Shape {
+	s := Shape{
+		Kind: "traffic", Mode: o.Mode, Rooms: o.Rooms, Clients: o.Clients, Connections: o.connections(),
+		Size: o.Size, Rate: o.Rate, DurationSec: o.Duration.Seconds(), WarmupSec: o.Warmup.Seconds(),
+		CPUs: runtime.NumCPU(), Balancer: "in-process", Repeat: o.Repeat,
+	}
+	if o.Rate == 0 {
+		s.Window = o.Window
+	}
+	if o.BalancerLoad > 0 {
+		s = Shape{Kind: "balancer", Workers: o.BalancerLoad, DurationSec: o.Duration.Seconds(),
+			WarmupSec: o.Warmup.Seconds(), CPUs: runtime.NumCPU(), Balancer: "child", Repeat: 1}
+	}
+	if o.Idle > 0 {
+		s.Kind, s.Mode, s.Size, s.Window, s.WarmupSec = "idle", "", 0, 0, 0
+	}
+	if o.BalancerURL != "" {
+		s.Balancer = o.BalancerURL
+	}
+	return s
+}
+
+func (r *Result) computeRatios() {
+	if r.Relay == nil || r.Baseline == nil {
+		return
+	}
+	a, b := r.Relay, r.Baseline
+	r.RatioMsgs = ratio(a.MsgsPerSec, b.MsgsPerSec)
+	r.RatioCPU = ratio(b.CPUusPerMsg, a.CPUusPerMsg)
+	r.RatioP99 = ratio(a.P99us, b.P99us)
+	r.RatioRSSPerConn = ratio(a.RSSPerConnBytes, b.RSSPerConnBytes)
+}
+
+func ratio(a, b float64) float64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return round3(a / b)
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+func us(d time.Duration) float64 { return round3(float64(d) / 1e3) }
+
+// Run1 is one repetition of a Run with Repeat > 1.
+type Run1 struct {
+	Relay     *Side   `json:"relay,omitempty"`
+	Baseline  *Side   `json:"baseline,omitempty"`
+	RatioMsgs float64 `json:"ratio_msgs,omitempty"`
+	RatioCPU  float64 `json:"ratio_cpu,omitempty"`
+}
+
+// medianSide folds repetitions into one Side: the median of every rate,
+// latency and CPU figure, the sum of errors and stalls, and the memory
+// figures of the first repetition (later ones start with memory the first
+// left behind, so their per-connection growth says little).
+func medianSide(sides []*Side) *Side {
+	if len(sides) == 0 {
+		return nil
+	}
+	if len(sides) == 1 {
+		return sides[0]
+	}
+	m := *sides[0]
+	m.Errors, m.CreditStalls = 0, 0
+	for _, s := range sides {
+		m.Errors += s.Errors
+		m.CreditStalls += s.CreditStalls
+	}
+	med := func(get func(*Side) float64) float64 {
+		v := make([]float64, len(sides))
+		for i, s := range sides {
+			v[i] = get(s)
+		}
+		slices.Sort(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return round3((v[len(v)/2-1] + v[len(v)/2]) / 2)
+	}
+	m.Messages = int64(med(func(s *Side) float64 { return float64(s.Messages) }))
+	m.Sent = int64(med(func(s *Side) float64 { return float64(s.Sent) }))
+	m.Seconds = med(func(s *Side) float64 { return s.Seconds })
+	m.MsgsPerSec = med(func(s *Side) float64 { return s.MsgsPerSec })
+	m.BytesPerSec = med(func(s *Side) float64 { return s.BytesPerSec })
+	m.P50us = med(func(s *Side) float64 { return s.P50us })
+	m.P99us = med(func(s *Side) float64 { return s.P99us })
+	m.P999us = med(func(s *Side) float64 { return s.P999us })
+	m.MaxUs = med(func(s *Side) float64 { return s.MaxUs })
+	m.CPUSeconds = med(func(s *Side) float64 { return s.CPUSeconds })
+	m.CPUCores = med(func(s *Side) float64 { return s.CPUCores })
+	m.CPUusPerMsg = med(func(s *Side) float64 { return s.CPUusPerMsg })
+	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })
+	m.OtherCPUCores = med(func(s *Side) float64 { return s.OtherCPUCores })
+	m.ConnectSeconds = med(func(s *Side) float64 { return s.ConnectSeconds })
+	return &m
+}

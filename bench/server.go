@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/purrfly/purrfly/balancer"
+	"github.com/purrfly/purrfly/relay"
+)
+
+// IsServerChild reports whether this process was started as a server child
+// (ServerEnv is set).
+func IsServerChild() bool { return os.Getenv(ServerEnv) != "" }
+
+// ServeChild runs the server a parent asked for through ServerEnv: it
+// listens on 127.0.0.1, prints one ready line (JSON {"url","pid"}) on
+// stdout, and serves until ctx ends or stdin reaches EOF (the parent
+// closed it or died). The hidden `purrctl bench server` command and the
+// package's tests call it.
+func ServeChild(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger) error {
+	var cfg ServerConfig
+	if err := json.Unmarshal([]byte(os.Getenv(ServerEnv)), &cfg); err != nil {
+		return fmt.Errorf("failed to read %s: %w", ServerEnv, err)
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// The parent holds our stdin open for as long as it wants us.
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	switch cfg.Kind {
+	case KindRelay:
+		return serveRelay(ctx, cfg, stdout, log)
+	case KindEcho:
+		return serveEcho(ctx, stdout, log)
+	case KindBalancer:
+		return serveBalancer(ctx, cfg, stdout, log)
+	}
+	return fmt.Errorf("unknown server kind %q", cfg.Kind)
+}
+
+func printReady(w io.Writer, url string) error {
+	b, _ := json.Marshal(ready{URL: url, PID: os.Getpid()})
+	if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+		return fmt.Errorf("failed to tell the parent we are ready: %w", err)
+	}
+	return nil
+}
+
+func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *slog.Logger) error {
+	if cfg.BalancerURL == "" {
+		return errors.New("a relay child needs a balancer URL")
+	}
+	srv, err := relay.New(relay.Options{
+		Secret:      cfg.Secret,
+		BalancerURL: cfg.BalancerURL,
+		ListenHost:  "127.0.0.1",
+		PublicHost:  "127.0.0.1",
+		Region:      cfg.Region,
+		Version:     "bench",
+		Logger:      log,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to configure the relay: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("failed to start the relay: %w", err)
+	}
+	defer srv.Close()
+	if err := printReady(stdout, srv.WSURL()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func serveBalancer(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *slog.Logger) error {
+	srv, err := balancer.New(balancer.Options{
+		Secret: cfg.Secret, ListenHost: "127.0.0.1", Region: cfg.Region, Version: "bench", Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to configure the balancer: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("failed to start the balancer: %w", err)
+	}
+	defer srv.Close()
+	if err := printReady(stdout, srv.URL()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Phases of a traffic run; receivers and senders count only in measuring.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasuring
+	phaseDone
+)
+
+// creditTimeout gives a closed-loop sender its credit back when a message
+// has not arrived for that long (dropped, or very late), so one loss cannot
+// stall a sender. Such waits are counted as credit_stalls.
+const creditTimeout = time.Second
+
+// traffic is one run's senders and receivers. Every field is static once
+// start ran, except the counters, each owned by its goroutine and read
+// after wg.Wait.
+type traffic struct {
+	o     Options
+	base  time.Time // payload timestamps are monotonic ns since base
+	phase atomic.Int32
+	stop  chan struct{}
+	wg    sync.WaitGroup
+
+	senders []*sender
+	recvs   []*receiver
+}
+
+// sender is one sending loop: a client towards its host, or a host
+// towards its clients (round robin over ids).
+type sender struct {
+	idx     uint32
+	credits chan struct{} // closed loop only
+	frame   []byte        // what is written
+	stamp   []byte        // the payload inside frame: idx, time, padding
+	send    func(frame []byte) error
+	perSec  float64 // open loop: messages per second of this sender
+	limit   int64   // hard stop in messages
+
+	sent, errs, stalls int64 // owned by the loop
+}
+
+// receiver is one reading loop.
+type receiver struct {
+	recv func(buf []byte) ([]byte, error) // payload, or nil to skip
+
+	h                 histogram
+	msgs, bytes, errs int64 // owned by the loop
+}
+
+func nowNS(base time.Time) int64 { return int64(time.Since(base)) }
+
+// newTraffic wires senders and receivers onto the connected rooms.
+// The baseline reproduces the relay's pattern on an echo server: whoever
+// sends to the relay sends the same bytes to the echo server and reads
+// them back on the same connection.
+func newTraffic(o Options, rooms []*room, baseline bool) *traffic {
+	tr := &traffic{o: o, base: time.Now(), stop: make(chan struct{})}
+	ctx := context.Background() // no timer per read or write; closing unblocks
+	fanIn := o.Mode == FanIn || o.Mode == Both
+	fanOut := o.Mode == FanOut || o.Mode == Both
+	for _, r := range rooms {
+		if len(r.clients) == 0 {
+			continue
+		}
+		if fanIn {
+			for _, c := range r.clients {
+				cl := c.cl
+				tr.addSender(make([]byte, o.Size), 0, 1, func(f []byte) error { return cl.Send(ctx, f) })
+				if baseline {
+					tr.addReceiver(clientRecv(cl, 0))
+				}
+			}
+			if !baseline {
+				h := r.host.host
+				tr.addReceiver(func(buf []byte) ([]byte, error) {
+					ev, err := h.NextInto(ctx, buf)
+					if err != nil || ev.Type != wire.ToHostData {
+						return nil, err
+					}
+					return ev.Payload, nil
+				})
+			}
+		}
+		if fanOut {
+			n := len(r.clients)
+			if baseline {
+				cl := r.host.cl
+				frame := wire.AppendSendOne(nil, 1, make([]byte, o.Size))
+				tr.addSender(frame, 5, n, func(f []byte) error { return cl.Send(ctx, f) })
+				tr.addReceiver(clientRecv(cl, 5))
+			} else {
+				h, ids, k := r.host.host, r.ids, 0
+				tr.addSender(make([]byte, o.Size), 0, n, func(f []byte) error {
+					t := ids[k]
+					if k++; k == len(ids) {
+						k = 0
+					}
+					return h.SendOne(ctx, t, f)
+				})
+				for _, c := range r.clients {
+					tr.addReceiver(clientRecv(c.cl, 0))
+				}
+			}
+		}
+	}
+	limit := max(1, o.MaxMessages/int64(max(1, len(tr.senders))))
+	for _, s := range tr.senders {
+		s.limit = limit
+	}
+	return tr
+}
+
+func clientRecv(cl *client.Client, skip int) func([]byte) ([]byte, error) {
+	ctx := context.Background()
+	return func(buf []byte) ([]byte, error) {
+		n, err := cl.RecvInto(ctx, buf)
+		if err != nil || n < skip {
+			return nil, err
+		}
+		return buf[skip:n], nil
+	}
+}
+
+// addSender adds a loop sending frame (whose payload starts at off) for
+// peers receivers: its window and rate scale with them.
+func (tr *traffic) addSender(frame []byte, off, peers int, send func([]byte) error) {
+	s := &sender{idx: uint32(len(tr.senders)), frame: frame, stamp: frame[off:], send: send}
+	for i := range s.stamp {
+		s.stamp[i] = 0xa5
+	}
+	if tr.o.Rate == 0 {
+		s.credits = make(chan struct{}, tr.o.Window*peers)
+		for range cap(s.credits) {
+			s.credits <- struct{}{}
+		}
+	} else {
+		s.perSec = tr.o.Rate * float64(peers)
+	}
+	tr.senders = append(tr.senders, s)
+}
+
+func (tr *traffic) addReceiver(recv func([]byte) ([]byte, error)) {
+	tr.recvs = append(tr.recvs, &receiver{recv: recv})
+}
+
+// start runs every loop.
+func (tr *traffic) start() {
+	for _, r := range tr.recvs {
+		tr.wg.Add(1)
+		go tr.receive(r)
+	}
+	for _, s := range tr.senders {
+		tr.wg.Add(1)
+		go tr.sendLoop(s)
+	}
+}
+
+func (tr *traffic) receive(r *receiver) {
+	defer tr.wg.Done()
+	buf := make([]byte, client.ReadLimit)
+	for {
+		p, err := r.recv(buf)
+		if err != nil {
+			if tr.phase.Load() == phaseMeasuring {
+				r.errs++
+			}
+			return
+		}
+		if len(p) < MinSize {
+			continue
+		}
+		idx := binary.LittleEndian.Uint32(p)
+		lat := nowNS(tr.base) - int64(binary.LittleEndian.Uint64(p[4:]))
+		if tr.phase.Load() == phaseMeasuring {
+			r.h.record(lat)
+			r.msgs++
+			r.bytes += int64(len(p))
+		}
+		if int(idx) < len(tr.senders) {
+			if c := tr.senders[idx].credits; c != nil {
+				select {
+				case c <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (tr *traffic) sendLoop(s *sender) {
+	defer tr.wg.Done()
+	binary.LittleEndian.PutUint32(s.stamp, s.idx)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var interval time.Duration
+	if s.perSec > 0 {
+		interval = time.Duration(float64(time.Second) / s.perSec)
+	}
+	// Spread the senders' phases over one interval: started together,
+	// they would all fire at the same instants and measure their own burst.
+	next := time.Now()
+	if interval > 0 {
+		next = next.Add(rand.N(interval))
+	}
+	for n := int64(0); n < s.limit; n++ {
+		if !tr.wait(s, timer, interval, &next) {
+			return
+		}
+		binary.LittleEndian.PutUint64(s.stamp[4:], uint64(nowNS(tr.base)))
+		if err := s.send(s.frame); err != nil {
+			if tr.phase.Load() == phaseMeasuring {
+				s.errs++
+			}
+			return
+		}
+		if tr.phase.Load() == phaseMeasuring {
+			s.sent++
+		}
+	}
+}
+
+// wait blocks until s may send: a credit (closed loop) or its next slot
+// (open loop). It reports false once the run stops.
+func (tr *traffic) wait(s *sender, timer *time.Timer, interval time.Duration, next *time.Time) bool {
+	if s.credits != nil {
+		select {
+		case <-s.credits:
+			return true
+		case <-tr.stop:
+			return false
+		default:
+		}
+		timer.Reset(creditTimeout)
+		select {
+		case <-s.credits:
+			timer.Stop()
+			return true
+		case <-timer.C:
+			if tr.phase.Load() == phaseMeasuring {
+				s.stalls++
+			}
+			return true
+		case <-tr.stop:
+			timer.Stop()
+			return false
+		}
+	}
+	*next = next.Add(interval)
+	d := time.Until(*next)
+	if d < -time.Second {
+		// Far behind (the server pushes back): do not burst to catch up.
+		*next = time.Now()
+	}
+	if d <= 0 {
+		select {
+		case <-tr.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	timer.Reset(d)
+	select {
+	case <-timer.C:
+		return true
+	case <-tr.stop:
+		timer.Stop()
+		return false
+	}
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/purrfly/purrfly/bench"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "load a relay with rooms of PurrNet clients and compare it with a plain WebSocket echo server",
+		Description: "Starts a balancer in this process and the relay (and, with --baseline, the echo server) as\n" +
+			"child processes of this binary on loopback, so their CPU time and memory are measured alone.\n" +
+			"Closed loop by default (--window messages in flight per client); --rate switches to open loop.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "rooms", Value: bench.DefaultRooms, Usage: "rooms"},
+			&cli.IntFlag{Name: "clients", Value: bench.DefaultClients, Usage: "clients per room (each room also has a host)"},
+			&cli.IntFlag{Name: "size", Value: bench.DefaultSize, Usage: "payload bytes per message (at least 12: sender and timestamp)"},
+			&cli.Float64Flag{Name: "rate", Usage: "messages per second per client and direction (0: closed loop)"},
+			&cli.IntFlag{Name: "window", Value: bench.DefaultWindow, Usage: "closed loop: messages in flight per client and direction"},
+			&cli.DurationFlag{Name: "duration", Value: bench.DefaultDuration, Usage: "measured window (idle mode: how long the connections are held)"},
+			&cli.DurationFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "traffic before the measured window"},
+			&cli.StringFlag{Name: "mode", Value: string(bench.FanIn), Usage: "fan-in (clients to host), fan-out (host to clients) or both"},
+			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server and print relay/baseline ratios"},
+			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run relay and baseline this many times, alternating, and report medians"},
+			&cli.BoolFlag{Name: "baseline-only", Usage: "run only the echo baseline"},
+			&cli.IntFlag{Name: "idle", Usage: "idle mode: open this many authenticated connections (rooms of one host and --clients clients), no traffic, report RSS per connection"},
+			&cli.IntFlag{Name: "balancer-load", Usage: "balancer mode: this many workers allocate and join fresh rooms back to back against a balancer child (relay child behind it); reports pairs/s and p99"},
+			&cli.StringFlag{Name: "balancer", Usage: "existing balancer URL to allocate and join through (default: in-process balancer, relay child)"},
+			&cli.StringFlag{Name: "region", Usage: "allocation region with --balancer"},
+			&cli.IntFlag{Name: "server-pid", Usage: "with --balancer: pid of the relay process to measure (CPU, RSS)"},
+			&cli.DurationFlag{Name: "setup-timeout", Value: bench.DefaultSetupTimeout, Usage: "bound on connecting everything"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			debugFlag(),
+		},
+		Action: runBench,
+		Subcommands: []*cli.Command{{
+			Name:   "server",
+			Hidden: true,
+			Usage:  "internal: the server child of purrctl bench (configured by " + bench.ServerEnv + ")",
+			Action: func(c *cli.Context) error {
+				if !bench.IsServerChild() {
+					return usagef("purrctl bench server is started by purrctl bench only")
+				}
+				return bench.ServeChild(c.Context, os.Stdin, os.Stdout, nil)
+			},
+		}},
+	}
+}
+
+func runBench(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q", c.Args().First())
+	}
+	o := bench.Options{
+		Rooms: c.Int("rooms"), Clients: c.Int("clients"), Size: c.Int("size"),
+		Rate: c.Float64("rate"), Window: c.Int("window"),
+		Duration: c.Duration("duration"), Warmup: c.Duration("warmup"),
+		Mode:     bench.Mode(c.String("mode")),
+		Baseline: c.Bool("baseline") || c.Bool("baseline-only"), SkipRelay: c.Bool("baseline-only"),
+		Repeat:       c.Int("repeat"),
+		Idle:         c.Int("idle"),
+		BalancerLoad: c.Int("balancer-load"),
+		BalancerURL:  c.String("balancer"), Region: c.String("region"), ServerPID: c.Int("server-pid"),
+		SetupTimeout: c.Duration("setup-timeout"),
+		Logger:       benchLogger(c),
+	}
+	res, err := bench.Run(c.Context, o)
+	if errors.Is(err, bench.ErrInvalidOptions) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	w := c.App.Writer
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printBench(w, res)
+	return nil
+}
+
+// benchLogger reports progress on stderr only with --debug, keeping the
+// output clean.
+func benchLogger(c *cli.Context) *slog.Logger {
+	if !c.Bool("debug") {
+		return slog.New(slog.DiscardHandler)
+	}
+	return newLogger(c)
+}
+
+func printBench(w io.Writer, r *bench.Result) {
+	s := r.Shape
+	if s.Kind == "balancer" {
+		b := r.Balancer
+		fmt.Fprintf(w, "balancer: %d workers allocate+join fresh rooms, %gs measured after %gs warmup\n", s.Workers, s.DurationSec, s.WarmupSec)
+		fmt.Fprintf(w, "pairs/s %.0f  p50 %.0f us  p99 %.0f us  p999 %.0f us  errors %d  balancer cpu %.2f cores (%.1f us/pair)  relay cpu %.2f cores  load cpu %.2f cores  other %.2f cores  balancer RSS %.1f MiB\n",
+			b.MsgsPerSec, b.P50us, b.P99us, b.P999us, b.Errors, b.CPUCores, b.CPUusPerMsg, b.RelayCPUCores, b.LoadCPUCores, b.OtherCPUCores, mib(b.RSSEndBytes))
+		return
+	}
+	if s.Kind == "idle" {
+		printIdle(w, r)
+		return
+	}
+	loop := fmt.Sprintf("closed loop, window %d", s.Window)
+	if s.Rate > 0 {
+		loop = fmt.Sprintf("open loop, %g msg/s per client", s.Rate)
+	}
+	fmt.Fprintf(w, "%s: %d rooms x %d clients (%d connections), %d-byte payloads, %s, %gs measured after %gs warmup\n",
+		s.Mode, s.Rooms, s.Clients, s.Connections, s.Size, loop, s.DurationSec, s.WarmupSec)
+	fmt.Fprintf(w, "%-9s %12s %10s %9s %9s %9s %10s %9s %9s %9s %10s\n",
+		"server", "msgs/s", "MB/s", "p50 us", "p99 us", "p999 us", "cpu us/msg", "cpu cores", "load cpu", "RSS MiB", "RSS B/conn")
+	for _, sd := range []*bench.Side{r.Relay, r.Baseline} {
+		if sd == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%-9s %12.0f %10.2f %9.0f %9.0f %9.0f %10.2f %9.2f %9.2f %9.1f %10.0f\n",
+			sd.Server, sd.MsgsPerSec, sd.BytesPerSec/1e6, sd.P50us, sd.P99us, sd.P999us,
+			sd.CPUusPerMsg, sd.CPUCores, sd.LoadCPUCores, mib(sd.RSSEndBytes), sd.RSSPerConnBytes)
+		if sd.OtherCPUCores > 0.2 {
+			fmt.Fprintf(w, "          (other processes used %.2f cores meanwhile: numbers are low)\n", sd.OtherCPUCores)
+		}
+		if sd.Errors > 0 || sd.CreditStalls > 0 {
+			fmt.Fprintf(w, "          (%d errors, %d lost-message stalls)\n", sd.Errors, sd.CreditStalls)
+		}
+	}
+	if r.Relay != nil && r.Baseline != nil {
+		if n := len(r.Runs); n > 0 {
+			fmt.Fprintf(w, "(medians of %d alternating runs; --json lists each)\n", n)
+		}
+		fmt.Fprintf(w, "relay/baseline: msgs/s %.3f  msgs per CPU-s %.3f  p99 %.3f  RSS/conn %.3f\n",
+			r.RatioMsgs, r.RatioCPU, r.RatioP99, r.RatioRSSPerConn)
+	}
+}
+
+func printIdle(w io.Writer, r *bench.Result) {
+	s := r.Shape
+	fmt.Fprintf(w, "idle: %d authenticated connections (%d rooms of 1 host + up to %d clients), held %gs\n",
+		s.Connections, s.Rooms, s.Clients, s.DurationSec)
+	fmt.Fprintf(w, "%-9s %10s %12s %14s %12s %12s %12s\n",
+		"server", "connect s", "RSS start", "RSS connected", "RSS end", "B/conn", "cpu cores")
+	for _, sd := range []*bench.Side{r.Relay, r.Baseline} {
+		if sd == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%-9s %10.1f %10.1fMiB %12.1fMiB %10.1fMiB %12.0f %12.3f\n", sd.Server, sd.ConnectSeconds,
+			mib(sd.RSSStartBytes), mib(sd.RSSConnectedBytes), mib(sd.RSSEndBytes), sd.RSSPerConnBytes, sd.CPUCores)
+	}
+	if r.RatioRSSPerConn > 0 {
+		fmt.Fprintf(w, "relay/baseline RSS per connection: %.3f\n", r.RatioRSSPerConn)
+	}
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
