@@ -38,6 +38,7 @@ func run(args []string) int {
 			smokeCommand(),
 			simCommand(),
 			benchCommand(),
+			rolloutCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 	}

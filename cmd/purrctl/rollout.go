@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/purrfly/purrfly/rollout"
+)
+
+// Exit codes of `purrctl rollout` (documented in README.md).
+const (
+	exitRolledBack  = 3   // the rollout failed and --rollback restored the failed machine
+	exitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM); leases released
+)
+
+func rolloutCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "rollout",
+		Usage:     "deploy an image: relays one machine at a time (drained, boot-proven), then the balancer, then registration and smoke checks",
+		ArgsUsage: "ENV --image REF [--dry-run] [--rollback] [--json]",
+		// urfave/cli v2 stops at the first argument, but the documented
+		// form is `rollout prod --image REF`: flags are parsed after the
+		// arguments are put in order (flagsFirst).
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			inner := &cli.App{
+				Name:            "purrctl rollout",
+				UsageText:       "purrctl rollout ENV --image REF [--dry-run] [--rollback] [--json]",
+				HideHelpCommand: true,
+				Usage:           "deploy an image to ENV (fly/rollout.toml)",
+				ArgsUsage:       "ENV",
+				Flags:           rolloutFlags(),
+				Action:          runRollout,
+				Writer:          c.App.Writer,
+				ErrWriter:       c.App.ErrWriter,
+				ExitErrHandler:  func(*cli.Context, error) {},
+				OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+					return usagef("%w", err)
+				},
+			}
+			return inner.RunContext(c.Context, append([]string{"purrctl rollout"}, flagsFirst(c.Args().Slice())...))
+		},
+	}
+}
+
+func rolloutFlags() []cli.Flag {
+	return []cli.Flag{
+		debugFlag(),
+		&cli.StringFlag{Name: "image", Usage: "image reference every machine ends up on (registry.fly.io/<app>:<label>)"},
+		&cli.StringFlag{Name: "config", Value: "fly/rollout.toml", Usage: "environments file"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
+		&cli.BoolFlag{Name: "rollback", Usage: "when a machine fails after its update, put it back on its previous image and verify it"},
+		&cli.BoolFlag{Name: "json", Usage: "one JSON event per line"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"FLY_API_TOKEN"}, Usage: "Machines API token"},
+		&cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared secret of the balancer's admin API"},
+		&cli.StringFlag{Name: "machines-api", EnvVars: []string{"FLY_FLAPS_BASE_URL"}, Usage: "Machines API base URL (default: the environment's, else https://api.machines.dev)"},
+	}
+}
+
+// flagsFirst moves positional arguments behind the flags (a flag's value
+// stays with it), so `rollout prod --image X` parses like `rollout --image
+// X prod`.
+func flagsFirst(args []string) []string {
+	bools := map[string]bool{"debug": true, "dry-run": true, "rollback": true, "json": true, "help": true, "h": true}
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && !bools[name] && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	return append(flags, pos...)
+}
+
+func runRollout(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("rollout needs exactly one environment name (see --config)")
+	}
+	if c.String("image") == "" {
+		return usagef("rollout needs --image REF")
+	}
+	file, err := rollout.LoadFile(c.String("config"))
+	if err != nil {
+		return usagef("%w", err)
+	}
+	env, err := file.Env(c.Args().First())
+	if err != nil {
+		return usagef("%w", err)
+	}
+	w := c.App.Writer
+	observer, finish := printer(c, w)
+	res, err := rollout.Run(c.Context, rollout.Options{
+		Env: env, Image: c.String("image"), Token: c.String("token"), Secret: c.String("secret"),
+		MachinesAPI: c.String("machines-api"), DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"),
+		Observer: observer, Logger: newLogger(c),
+	})
+	finish()
+	var ce *rollout.ConfigError
+	if errors.As(err, &ce) {
+		return usagef("%w", err)
+	}
+	var f *rollout.Failure
+	if errors.As(err, &f) {
+		if c.Bool("json") {
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": f.Error(), "fleet": f.Fleet})
+		} else {
+			fmt.Fprintln(w)
+			rollout.WriteFleet(w, f.Fleet)
+		}
+		switch {
+		case f.Interrupted():
+			return cli.Exit(err.Error(), exitInterrupted)
+		case f.RolledBack:
+			return cli.Exit(err.Error(), exitRolledBack)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(w).Encode(res)
+	}
+	fmt.Fprintln(w)
+	rollout.WriteFleet(w, res.Machines)
+	return nil
+}
+
+// printer picks the output: --json, a live line per machine on a terminal,
+// else (CI=true, a pipe, a file) one plain line per event.
+func printer(c *cli.Context, w io.Writer) (func(rollout.Event), func()) {
+	switch {
+	case c.Bool("json"):
+		return rollout.JSONPrinter(w), func() {}
+	case isTerminal(w) && os.Getenv("CI") != "true":
+		return rollout.NewLivePrinter(w).Event, func() {}
+	default:
+		return rollout.PlainPrinter(w), func() {}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,200 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Defaults of an environment's timeouts (fly/rollout.toml [env.X.timeouts]).
+const (
+	DefaultDrain      = 60 * time.Second
+	DefaultWait       = 3 * time.Minute
+	DefaultMinHealthy = 15 * time.Second
+	DefaultPhase      = 10 * time.Minute
+	DefaultLeaseTTL   = 90 * time.Second
+	DefaultLeaseWait  = 30 * time.Second
+	DefaultPoll       = time.Second
+	DefaultSmoke      = 15 * time.Second
+	// DefaultMachinesAPI is Fly's Machines API, used when neither
+	// FLY_FLAPS_BASE_URL nor the environment's machines_api is set.
+	DefaultMachinesAPI = "https://api.machines.dev"
+)
+
+// File is fly/rollout.toml: named environments.
+type File struct {
+	Envs map[string]*Env `toml:"env"`
+}
+
+// Env is one deployment target: a balancer app and the relay apps in the
+// order they are deployed.
+type Env struct {
+	// Name is the table key ("prod", "sim"); set by LoadFile.
+	Name string `toml:"-"`
+	// MachinesAPI, Token and Secret pin the environment to a Machines API
+	// and its credentials, ahead of FLY_FLAPS_BASE_URL, FLY_API_TOKEN and
+	// SECRET: meant for the local emulator only (its well-known dev values),
+	// so a real token is never sent there.
+	MachinesAPI string   `toml:"machines_api"`
+	Token       string   `toml:"token"`
+	Secret      string   `toml:"secret"`
+	Balancer    App      `toml:"balancer"`
+	Relays      []App    `toml:"relays"`
+	Timeouts    Timeouts `toml:"timeouts"`
+}
+
+// App is a Fly app and its public URL (https://<app>.fly.dev on Fly).
+type App struct {
+	Name string `toml:"app"`
+	URL  string `toml:"url"`
+}
+
+// Timeouts bound every wait of a rollout.
+type Timeouts struct {
+	// Drain is how long a drained relay's rooms may take to empty before
+	// its update interrupts them.
+	Drain Duration `toml:"drain"`
+	// Wait bounds waiting for "started" at the new version and for the new
+	// boot to answer /ping, and the registration of exact relay boots.
+	Wait Duration `toml:"wait"`
+	// MinHealthy is how long a new boot must keep answering /ping with the
+	// same boot id (and pass its checks) before the next machine.
+	MinHealthy Duration `toml:"min_healthy"`
+	// Phase bounds one machine's whole step, the registration and the
+	// smoke test.
+	Phase Duration `toml:"phase"`
+	// LeaseTTL is the machine lease's time to live (refreshed every third).
+	LeaseTTL Duration `toml:"lease_ttl"`
+	// LeaseWait is how long a lease held by someone else is waited for.
+	LeaseWait Duration `toml:"lease_wait"`
+	// Poll is the interval of /ping and admin API polling.
+	Poll Duration `toml:"poll"`
+	// Smoke bounds each smoke step.
+	Smoke Duration `toml:"smoke"`
+}
+
+// Duration is a TOML duration string ("90s", "3m").
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("failed to parse duration %q: %w", b, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// LoadFile reads and validates fly/rollout.toml.
+func LoadFile(path string) (*File, error) {
+	var f File
+	md, err := toml.DecodeFile(path, &f)
+	if err != nil {
+		return nil, fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return nil, fmt.Errorf("failed to read %s: unknown keys %s", path, strings.Join(keys, ", "))
+	}
+	if len(f.Envs) == 0 {
+		return nil, fmt.Errorf("failed to read %s: no [env.NAME] table", path)
+	}
+	for name, e := range f.Envs {
+		if e == nil {
+			return nil, fmt.Errorf("failed to read %s: env %q is empty", path, name)
+		}
+		e.Name = name
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("failed to read %s: env %s: %w", path, name, err)
+		}
+	}
+	return &f, nil
+}
+
+// Env returns the named environment.
+func (f *File) Env(name string) (*Env, error) {
+	if e, ok := f.Envs[name]; ok {
+		return e, nil
+	}
+	names := make([]string, 0, len(f.Envs))
+	for n := range f.Envs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("unknown environment %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Validate fills default timeouts and reports the first problem.
+func (e *Env) Validate() error {
+	if err := e.Balancer.validate("balancer"); err != nil {
+		return err
+	}
+	if len(e.Relays) == 0 {
+		return errors.New("no relays")
+	}
+	seen := map[string]bool{e.Balancer.Name: true}
+	for i, r := range e.Relays {
+		if err := r.validate(fmt.Sprintf("relays[%d]", i)); err != nil {
+			return err
+		}
+		if seen[r.Name] {
+			return fmt.Errorf("app %s appears twice", r.Name)
+		}
+		seen[r.Name] = true
+	}
+	if e.MachinesAPI != "" {
+		if err := checkURL(e.MachinesAPI); err != nil {
+			return fmt.Errorf("machines_api: %w", err)
+		}
+	}
+	t := &e.Timeouts
+	for _, d := range []struct {
+		v   *Duration
+		def time.Duration
+	}{
+		{&t.Drain, DefaultDrain}, {&t.Wait, DefaultWait}, {&t.MinHealthy, DefaultMinHealthy},
+		{&t.Phase, DefaultPhase}, {&t.LeaseTTL, DefaultLeaseTTL}, {&t.LeaseWait, DefaultLeaseWait},
+		{&t.Poll, DefaultPoll}, {&t.Smoke, DefaultSmoke},
+	} {
+		if d.v.Duration < 0 {
+			return errors.New("timeouts must not be negative")
+		}
+		if d.v.Duration == 0 {
+			d.v.Duration = d.def
+		}
+	}
+	if t.LeaseTTL.Duration < 3*time.Second {
+		return errors.New("lease_ttl must be at least 3s (it is refreshed every third, in whole seconds)")
+	}
+	return nil
+}
+
+func (a App) validate(what string) error {
+	if a.Name == "" {
+		return fmt.Errorf("%s: app name missing", what)
+	}
+	if err := checkURL(a.URL); err != nil {
+		return fmt.Errorf("%s (%s): url: %w", what, a.Name, err)
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+// Package rollout deploys one image to a purrfly fleet on Fly.io: the relay
+// apps one machine at a time, then the balancer, then it proves the result.
+// It is the logic of `purrctl rollout ENV --image REF` and what CI runs on
+// every release. It talks to Fly only through fly-go's flaps client (the
+// Machines API) and to the fleet only through its public URLs with the
+// purrfly client package (/ping, the balancer's admin API, the smoke test)
+// and the wire types client answers with; it never imports the relay or the
+// balancer.
+//
+// # Phases
+//
+//  1. Plan: list every machine of every app of the environment
+//     (fly/rollout.toml) and read its live boot at /ping. A machine whose
+//     config already names the image and which is started will be verified,
+//     not redeployed; every other one updated. --dry-run stops here: only
+//     reads were made.
+//  2. Relays, in the configured app order, one machine at a time; a relay
+//     that does not answer at plan time goes first. For each machine:
+//     acquire its lease (refreshed every third of its TTL; released on
+//     success, failure and cancellation); read its live boot ID at /ping
+//     through the app's public URL with fly-force-instance-id; refuse if
+//     another relay is down; drain it at the balancer (POST
+//     /v1/instances/{boot}/drain: no new rooms) and wait until its rooms are
+//     empty or the drain deadline passes, reporting the rooms and
+//     connections the update interrupts; update it with its full config and
+//     the new image under the lease nonce; wait for "started" at the new
+//     version; poll /ping until a boot ID other than the old one reports the
+//     new image; keep polling for the minimum healthy time (same boot
+//     throughout, then the machine's Fly checks passing and the boot
+//     registered live with the balancer). Only then the next machine.
+//  3. The balancer app, the same way (no drain), proven by its own /ping.
+//  4. Registration: wait until GET /v1/instances lists exactly the proven
+//     relay boots, all live: no old boot left, none missing.
+//  5. Smoke: client.Smoke (the code of `purrctl smoke`) through the
+//     balancer's public URL once per relay region, pinned to the region.
+//
+// # Why never two relays are down at once
+//
+// Machines are handled strictly in sequence by one goroutine, and a step
+// ends only when its new boot has been proven live and healthy for the
+// minimum healthy time and registered; a machine that fails stops the whole
+// rollout, so no later machine is touched while an earlier one is down.
+// Before taking a relay down, every other relay must answer /ping; a relay
+// already down is deployed first, so updating it cannot add a second one.
+//
+// # Why the balancer goes last
+//
+// Relay and balancer are one protocol pair and the seed orders the deploy:
+// a new relay accepts the old balancer's registration answers, while a new
+// balancer asks every current relay boot to republish its rooms. Deploying
+// relays first means the new balancer, when it starts, meets only new
+// relays, and the exact-boot registration check afterwards proves that
+// every one of them re-registered with it.
+//
+// # What the boot-ID proof proves
+//
+// "started" from the Machines API only says a process was spawned. A /ping
+// answer through fly-force-instance-id that carries a boot ID other than
+// the one read before the update, the machine's ID, and FLY_IMAGE_REF equal
+// to the new image proves that a new process of the new image is the one
+// answering on that machine, not the old process still shutting down nor a
+// sibling machine behind the proxy. Seeing the same boot for the whole
+// healthy time proves it did not crash and restart; the balancer listing
+// exactly those boots proves the registrations the balancer routes rooms by
+// belong to the new processes, not to a delayed heartbeat of an old one.
+//
+// # Failures
+//
+// A step past its deadline (Timeouts.Phase per machine, Wait for starting
+// and proofs), a process that exits, a boot ID that never changes, an image
+// that does not show up at /ping, a lease held by someone else
+// (LeaseHeldError, after LeaseWait), a balancer that never lists a relay:
+// the rollout stops at once and returns a *Failure with the phase, the
+// machine, a one-line reason and the fleet as it now is (machine, state,
+// image, boot). Machines not reached were not touched (their leases were
+// never taken). With Options.Rollback the failed machine gets its previous
+// config back under the same lease and is verified the same way (new boot,
+// previous image, healthy). Re-running converges: machines already on the
+// image are verified, not redeployed. Cancelling the context (Ctrl-C) stops
+// at the next wait and releases the held lease. A drained relay whose
+// update then failed stays drained until its next boot (the balancer's
+// drain mark ends with the boot).
+//
+// # Machines API manners
+//
+// At most one request a second per action and machine (burst 3), as Fly
+// documents; 408, 429, 5xx and lost answers are retried with doubling
+// backoff. An update whose answer was lost is never simply sent again: the
+// machine is read back first, and a new version with the image counts as
+// the answer, so a retry never deploys twice. Every request has a deadline;
+// flaps' AcquireLease (which retries for up to a minute) gets LeaseWait.
+//
+// Run is not safe for concurrent use on one fleet; the CI workflow
+// serializes rollouts with one concurrency group, and leases fence a
+// second tool.
+package rollout

@@ -1,0 +1,58 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// drain asks the balancer to place no new room on the relay's boot, then
+// waits until none of its rooms has a player left (or it has no room, or
+// it left the list) or the drain deadline passes. What is still there then
+// is what the update interrupts: recorded and reported, not a failure.
+func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) error {
+	ev := func(msg string, rooms, conns int64) {
+		r.emit(Event{Phase: phase, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusDraining,
+			Image: tg.res.Image, Boot: boot, Rooms: rooms, Connections: conns, Message: msg})
+	}
+	if _, err := r.bal.Drain(ctx, r.secret, boot); err != nil {
+		if errors.Is(err, wire.ErrNotFound) {
+			ev("boot "+boot+" is not registered with the balancer: nothing to drain", 0, 0)
+			return nil
+		}
+		return failf(stepCause(ctx, err), "could not drain relay %s at the balancer", tg.m.ID)
+	}
+	ev(fmt.Sprintf("draining boot %s: no new rooms; waiting up to %s for its rooms to empty", boot, r.t.Drain.Duration), 0, 0)
+	deadline := time.Now().Add(r.t.Drain.Duration)
+	for {
+		insts, err := r.bal.Instances(ctx, r.secret)
+		if err != nil {
+			return failf(stepCause(ctx, err), "could not watch relay %s drain", tg.m.ID)
+		}
+		var in *wire.Instance
+		for i := range insts {
+			if insts[i].BootID == boot {
+				in = &insts[i]
+			}
+		}
+		switch {
+		case in == nil:
+			ev("boot "+boot+" left the balancer's list: drained", 0, 0)
+			return nil
+		case in.Rooms == 0 || in.Connections == 0:
+			ev(fmt.Sprintf("drained: %d room(s), %d connection(s) left", in.Rooms, in.Connections), in.Rooms, in.Connections)
+			return nil
+		case !time.Now().Before(deadline):
+			tg.res.InterruptedRooms, tg.res.InterruptedConnections = in.Rooms, in.Connections
+			ev(fmt.Sprintf("drain deadline %s passed: the update interrupts %d live room(s) with %d connection(s)",
+				r.t.Drain.Duration, in.Rooms, in.Connections), in.Rooms, in.Connections)
+			return nil
+		}
+		if err := sleep(ctx, min(r.t.Poll.Duration, time.Until(deadline)+time.Millisecond)); err != nil {
+			return failf(stepCause(ctx, err), "interrupted while relay %s was draining", tg.m.ID)
+		}
+	}
+}

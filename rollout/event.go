@@ -1,0 +1,101 @@
+package rollout
+
+import "time"
+
+// Phase is a stage of a rollout.
+type Phase string
+
+// Phases, in order.
+const (
+	PhasePlan     Phase = "plan"
+	PhaseRelays   Phase = "relays"
+	PhaseBalancer Phase = "balancer"
+	PhaseRegister Phase = "register"
+	PhaseSmoke    Phase = "smoke"
+	PhaseRollback Phase = "rollback"
+	PhaseDone     Phase = "done"
+)
+
+// Status is where one machine (or phase) stands.
+type Status string
+
+// Statuses a machine goes through: waiting (planned), leasing, draining,
+// updating, verifying, then done or failed; rolling-back and rolled-back
+// only with --rollback.
+const (
+	StatusWaiting     Status = "waiting"
+	StatusLeasing     Status = "leasing"
+	StatusDraining    Status = "draining"
+	StatusUpdating    Status = "updating"
+	StatusVerifying   Status = "verifying"
+	StatusDone        Status = "done"
+	StatusFailed      Status = "failed"
+	StatusRollingBack Status = "rolling-back"
+	StatusRolledBack  Status = "rolled-back"
+)
+
+// Event is one step of a rollout, for a machine or (Machine "") a phase.
+// Observers get them in order, from the rollout's goroutine.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Phase   Phase     `json:"phase"`
+	App     string    `json:"app,omitempty"`
+	Machine string    `json:"machine,omitempty"`
+	Region  string    `json:"region,omitempty"`
+	Status  Status    `json:"status"`
+	Message string    `json:"message"`
+	// Image is the machine's image after this event (the target once updated).
+	Image string `json:"image,omitempty"`
+	// OldBoot is the boot being replaced; Boot the live (or proven new) one.
+	OldBoot string `json:"oldBoot,omitempty"`
+	Boot    string `json:"boot,omitempty"`
+	// Rooms and Connections are what a drained relay still held when its
+	// drain ended (interrupted by the update when Connections > 0).
+	Rooms       int64 `json:"rooms,omitempty"`
+	Connections int64 `json:"connections,omitempty"`
+}
+
+// Action says what the rollout did (or, in a plan, will do) to a machine.
+type Action string
+
+// Actions.
+const (
+	ActionUpdate     Action = "update"      // plan: will be updated
+	ActionVerify     Action = "verify"      // plan: already on the image, will be verified
+	ActionUpdated    Action = "updated"     // updated and its new boot proven
+	ActionVerified   Action = "verified"    // was on the image, verified, not redeployed
+	ActionUntouched  Action = "untouched"   // not reached (the rollout stopped before)
+	ActionFailed     Action = "failed"      // its step failed
+	ActionRolledBack Action = "rolled-back" // failed, then restored to its previous image
+)
+
+// MachineResult is one machine's outcome.
+type MachineResult struct {
+	Role      string `json:"role"` // relay or balancer
+	App       string `json:"app"`
+	Machine   string `json:"machine"`
+	Region    string `json:"region"`
+	State     string `json:"state"`
+	FromImage string `json:"fromImage"`
+	Image     string `json:"image"`
+	OldBoot   string `json:"oldBoot,omitempty"`
+	Boot      string `json:"boot,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Action    Action `json:"action"`
+	// InterruptedRooms and InterruptedConnections: what the update cut off
+	// on a relay whose drain deadline passed.
+	InterruptedRooms       int64 `json:"interruptedRooms,omitempty"`
+	InterruptedConnections int64 `json:"interruptedConnections,omitempty"`
+}
+
+// Result is what a rollout did. On failure it is returned with the error.
+type Result struct {
+	Env      string          `json:"env"`
+	Image    string          `json:"image"`
+	DryRun   bool            `json:"dryRun,omitempty"`
+	Machines []MachineResult `json:"machines"`
+	// Registered are the relay boots the balancer listed at the end.
+	Registered []string `json:"registered,omitempty"`
+	// SmokeRegions passed the smoke test.
+	SmokeRegions []string `json:"smokeRegions,omitempty"`
+}

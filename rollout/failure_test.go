@@ -1,0 +1,117 @@
+package rollout_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/rollout"
+)
+
+// TestRolloutBrokenImage: an image whose process exits stops the rollout at
+// the first relay with a clear reason and the fleet table; nothing after it
+// is touched. --rollback restores the machine to its previous image with a
+// proven new boot; without it the machine stays stopped, and a later good
+// rollout converges the whole fleet (the stopped relay first).
+func TestRolloutBrokenImage(t *testing.T) {
+	f := startFleet(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	relayA := f.machine(t, "purrfly-relay-a").ID
+	untouched := func() {
+		t.Helper()
+		for _, app := range f.apps[1:] {
+			m := f.machine(t, app)
+			if updates(m) != 0 || m.Config.Image != "purrfly:v1" || m.State != "started" {
+				t.Errorf("%s was touched: %d updates, image %s, state %s", app, updates(m), m.Config.Image, m.State)
+			}
+		}
+	}
+	bootB := ping(t, f, "purrfly-relay-b", f.machine(t, "purrfly-relay-b").ID).BootID
+
+	// With --rollback.
+	o := f.opts("purrfly:broken")
+	o.Rollback = true
+	_, err := rollout.Run(ctx, o)
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) {
+		t.Fatalf("want a *Failure, got %v", err)
+	}
+	if fl.Machine != relayA || fl.Phase != rollout.PhaseRelays || !strings.Contains(fl.Reason, "exited with code 1") {
+		t.Errorf("failure at %s/%s: %q", fl.Phase, fl.Machine, fl.Reason)
+	}
+	if !fl.Rollback || !fl.RolledBack || fl.RollbackErr != nil {
+		t.Errorf("rollback: ran %v, ok %v, err %v", fl.Rollback, fl.RolledBack, fl.RollbackErr)
+	}
+	m := f.machine(t, "purrfly-relay-a")
+	p := ping(t, f, "purrfly-relay-a", relayA)
+	if m.Config.Image != "purrfly:v1" || p.ImageRef != "registry.fly.io/purrfly:v1" || updates(m) != 2 {
+		t.Errorf("after rollback: image %s, /ping %s, %d updates", m.Config.Image, p.ImageRef, updates(m))
+	}
+	if len(fl.Fleet) != 3 || fl.Fleet[0].Action != rollout.ActionRolledBack || fl.Fleet[0].Boot != p.BootID {
+		t.Errorf("fleet table: %+v", fl.Fleet)
+	}
+	untouched()
+	f.noLeases(t)
+
+	// Without --rollback: the machine stays down, the rest as it was.
+	_, err = rollout.Run(ctx, f.opts("purrfly:broken"))
+	if !errors.As(err, &fl) || fl.Machine != relayA || fl.Rollback {
+		t.Fatalf("second failure: %v", err)
+	}
+	if m := f.machine(t, "purrfly-relay-a"); m.State != "stopped" || m.Config.Image != "purrfly:broken" {
+		t.Errorf("broken machine: state %s image %s", m.State, m.Config.Image)
+	}
+	var sb strings.Builder
+	rollout.WriteFleet(&sb, fl.Fleet)
+	if !strings.Contains(sb.String(), "purrfly:broken") || !strings.Contains(sb.String(), bootB) {
+		t.Errorf("fleet table does not show the broken image and relay-b's boot:\n%s", sb.String())
+	}
+	untouched()
+	f.noLeases(t)
+
+	// A good image converges everything.
+	res, err := rollout.Run(ctx, f.opts("purrfly:v2"))
+	if err != nil {
+		t.Fatalf("recovery rollout: %v", err)
+	}
+	for _, mr := range res.Machines {
+		if mr.Action != rollout.ActionUpdated {
+			t.Errorf("%s: %s", mr.App, mr.Action)
+		}
+	}
+}
+
+// TestRolloutRelayNeverRegisters: a relay whose new boot the balancer never
+// lists stops the rollout there; the balancer is not touched.
+func TestRolloutRelayNeverRegisters(t *testing.T) {
+	f := startFleet(t, func(c *flysim.Config) {
+		for _, a := range c.Apps {
+			if a.Name == "purrfly-relay-b" {
+				a.Env["BALANCER_URL"] = "http://127.0.0.1:9" // discard: nothing answers
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := f.opts("purrfly:v2")
+	o.Env.Timeouts.Wait = d(3 * time.Second)
+	_, err := rollout.Run(ctx, o)
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) {
+		t.Fatalf("want a *Failure, got %v", err)
+	}
+	if fl.App != "purrfly-relay-b" || !strings.Contains(fl.Reason, "not registered live with the balancer") {
+		t.Errorf("failure at %s: %q", fl.App, fl.Reason)
+	}
+	if m := f.machine(t, "purrfly-balancer"); updates(m) != 0 {
+		t.Errorf("balancer was updated")
+	}
+	if m := f.machine(t, "purrfly-relay-a"); updates(m) != 1 || m.Config.Image != "purrfly:v2" {
+		t.Errorf("relay-a: %d updates, image %s", updates(m), m.Config.Image)
+	}
+	f.noLeases(t)
+}

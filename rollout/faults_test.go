@@ -1,0 +1,146 @@
+package rollout_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/rollout"
+)
+
+// TestRolloutFaults runs on one fleet, in order: --dry-run changes nothing;
+// a lease held by someone else stops the rollout before anything changes;
+// Ctrl-C mid-verification releases the lease; and a rollout through lost
+// update answers and 5xx/429 statuses succeeds without deploying twice.
+func TestRolloutFaults(t *testing.T) {
+	f := startFleet(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	t.Run("dry-run", func(t *testing.T) {
+		before := f.apiCalls(t)
+		o := f.opts("purrfly:v2")
+		o.DryRun = true
+		var planned int
+		o.Observer = func(ev rollout.Event) {
+			if ev.Phase == rollout.PhasePlan {
+				planned++
+			}
+		}
+		res, err := rollout.Run(ctx, o)
+		if err != nil || !res.DryRun || planned != 3 {
+			t.Fatalf("dry run: %v, %+v, %d planned", err, res, planned)
+		}
+		for _, mr := range res.Machines {
+			if mr.Action != rollout.ActionUpdate || mr.Boot == "" {
+				t.Errorf("plan for %s: %s boot %q", mr.App, mr.Action, mr.Boot)
+			}
+		}
+		after := f.apiCalls(t)
+		for action, n := range after {
+			if n != before[action] && action != "list" && action != "get" {
+				t.Errorf("dry run made %v %s call(s)", n-before[action], action)
+			}
+		}
+		for _, app := range f.apps {
+			if updates(f.machine(t, app)) != 0 {
+				t.Errorf("dry run updated %s", app)
+			}
+		}
+	})
+
+	t.Run("lease held by someone else", func(t *testing.T) {
+		id := f.machine(t, "purrfly-relay-a").ID
+		ttl := 30
+		held, err := f.fc.AcquireLease(ctx, "purrfly-relay-a", id, &ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = rollout.Run(ctx, f.opts("purrfly:v2"))
+		if rerr := f.fc.ReleaseLease(ctx, "purrfly-relay-a", id, held.Data.Nonce); rerr != nil {
+			t.Fatal(rerr)
+		}
+		var fl *rollout.Failure
+		var lh *rollout.LeaseHeldError
+		if !errors.As(err, &fl) || !errors.As(err, &lh) || lh.Machine != id || fl.Machine != id {
+			t.Fatalf("want a lease-held failure at %s, got %v", id, err)
+		}
+		for _, app := range f.apps {
+			if m := f.machine(t, app); updates(m) != 0 {
+				t.Errorf("%s was updated", app)
+			}
+		}
+		f.noLeases(t)
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		cctx, ccancel := context.WithCancel(ctx)
+		defer ccancel()
+		o := f.opts("purrfly:v2")
+		o.Observer = func(ev rollout.Event) {
+			if ev.Status == rollout.StatusVerifying && ev.Machine != "" {
+				ccancel()
+			}
+		}
+		_, err := rollout.Run(cctx, o)
+		var fl *rollout.Failure
+		if !errors.As(err, &fl) || !fl.Interrupted() || fl.App != "purrfly-relay-a" {
+			t.Fatalf("want an interrupted failure at relay-a, got %v", err)
+		}
+		if m := f.machine(t, "purrfly-relay-b"); updates(m) != 0 {
+			t.Errorf("relay-b was updated")
+		}
+		f.noLeases(t)
+	})
+
+	t.Run("lost answers and retried statuses", func(t *testing.T) {
+		for _, fault := range []flysim.Fault{
+			{Action: "update", App: "purrfly-relay-b", DropResponse: true},
+			{Action: "update", App: "purrfly-balancer", Status: 503, Times: 2},
+			{Action: "get", App: "purrfly-balancer", Status: 429},
+			{Action: "acquire_lease", App: "purrfly-relay-b", Status: 500},
+		} {
+			if err := f.sim.InjectFault(fault); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := rollout.Run(ctx, f.opts("purrfly:v2"))
+		if err != nil {
+			t.Fatalf("rollout through faults: %v", err)
+		}
+		for _, mr := range res.Machines {
+			m := f.machine(t, mr.App)
+			if updates(m) != 1 || m.Config.Image != "purrfly:v2" {
+				t.Errorf("%s: %d updates (want 1), image %s, action %s", mr.App, updates(m), m.Config.Image, mr.Action)
+			}
+		}
+		if n := f.apiCalls(t)["update"]; n < 5 {
+			t.Errorf("only %v update requests reached the API; the faults were not hit", n)
+		}
+		f.noLeases(t)
+	})
+	t.Run("lease lost", func(t *testing.T) {
+		o := f.opts("purrfly:v1")
+		o.Env.Timeouts.MinHealthy = d(2500 * time.Millisecond) // spans two lease refreshes
+		injected := false
+		o.Observer = func(ev rollout.Event) {
+			if ev.App == "purrfly-relay-a" && ev.Status == rollout.StatusVerifying && !injected {
+				injected = true
+				if err := f.sim.InjectFault(flysim.Fault{Action: "acquire_lease", App: "purrfly-relay-a", Status: 409}); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		_, err := rollout.Run(ctx, o)
+		var fl *rollout.Failure
+		if !errors.As(err, &fl) || !errors.Is(err, rollout.ErrLeaseLost) || fl.App != "purrfly-relay-a" {
+			t.Fatalf("want a lost-lease failure at relay-a, got %v", err)
+		}
+		if m := f.machine(t, "purrfly-relay-b"); m.Config.Image != "purrfly:v2" {
+			t.Errorf("relay-b was touched: %s", m.Config.Image)
+		}
+		f.noLeases(t)
+	})
+}

@@ -1,0 +1,80 @@
+package rollout
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	fly "github.com/superfly/fly-go"
+)
+
+func TestNormalizeRef(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"purrfly:v2", "registry.fly.io/purrfly:v2", true},
+		{"registry.fly.io/app:deployment-1", "registry.fly.io/app:deployment-1@sha256:abc", true},
+		{"app", "registry.fly.io/app:latest", true},
+		{"purrfly:v2", "registry.fly.io/purrfly:v1", false},
+		{"ghcr.io/x/app:1", "registry.fly.io/x/app:1", false},
+		{"localhost:5000/app:1", "localhost:5000/app:1", true},
+	} {
+		if got := sameImageRef(c.a, c.b); got != c.same {
+			t.Errorf("sameImageRef(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}
+
+// The limiter lets a burst through, then one request per rate per key;
+// other keys are not held up.
+func TestLimiter(t *testing.T) {
+	l := newLimiter(100*time.Millisecond, 3)
+	ctx := context.Background()
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		if err := l.wait(ctx, "update/m1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if el := time.Since(start); el < 180*time.Millisecond || el > 2*time.Second {
+		t.Errorf("5 requests with burst 3 at 10/s took %s, want about 200ms", el)
+	}
+	start = time.Now()
+	if err := l.wait(ctx, "update/m2"); err != nil || time.Since(start) > 50*time.Millisecond {
+		t.Errorf("another key waited %s (%v)", time.Since(start), err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	for i := 0; i < 3; i++ {
+		_ = l.wait(ctx, "x")
+	}
+	if err := l.wait(cctx, "x"); err == nil {
+		t.Errorf("wait ignored a cancelled context")
+	}
+}
+
+// A replacement's stopping/stopped moments (the old process's requested
+// exit) are not a failure; an unrequested exit after the update is.
+func TestExitReason(t *testing.T) {
+	exit := func(code int, requested bool) *fly.MachineEvent {
+		return &fly.MachineEvent{Type: "exit", Request: &fly.MachineRequest{ExitEvent: &fly.MachineExitEvent{ExitCode: code, RequestedStop: requested}}}
+	}
+	update := &fly.MachineEvent{Type: "update"}
+	for _, c := range []struct {
+		state  string
+		events []*fly.MachineEvent
+		want   string
+	}{
+		{"stopping", []*fly.MachineEvent{update}, ""},
+		{"stopped", []*fly.MachineEvent{exit(0, true), update}, ""},
+		{"started", []*fly.MachineEvent{exit(1, false), update}, ""},
+		{"stopped", []*fly.MachineEvent{exit(1, false), {Type: "start"}, exit(0, true), update}, "machine is stopped: its process exited with code 1"},
+		{"stopped", []*fly.MachineEvent{update, exit(1, false)}, ""}, // an exit before the update
+		{"destroyed", nil, "machine is destroyed"},
+	} {
+		if got := exitReason(&fly.Machine{State: c.state, Events: c.events}); got != c.want {
+			t.Errorf("%s %d events: %q, want %q", c.state, len(c.events), got, c.want)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	fly "github.com/superfly/fly-go"
+)
+
+// ErrLeaseLost ends a machine's step when its lease could not be refreshed:
+// someone else may now change the machine, so the step must not.
+var ErrLeaseLost = errors.New("lost the machine lease")
+
+// LeaseHeldError says a machine's lease is held by someone else (another
+// deploy, an operator) and was not released within the lease wait.
+type LeaseHeldError struct {
+	App, Machine string
+	Owner        string
+	ExpiresAt    time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("lease on machine %s of %s is held by %s until %s (another deploy running?)",
+		e.Machine, e.App, e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339))
+}
+
+// lease is a held machine lease. Its refresher goroutine renews it every
+// third of its TTL and, if that fails, cancels the step's context with
+// ErrLeaseLost. release stops the refresher and releases the lease.
+type lease struct {
+	api     *machinesAPI // static
+	app, id string       // static
+	ttl     int          // seconds; static
+
+	mu    sync.Mutex // guards nonce
+	nonce string
+
+	stop chan struct{} // closed by release
+	done chan struct{} // closed when the refresher ends
+	once sync.Once     // release runs once
+}
+
+// acquireLease takes the machine's lease. A lease held by someone else is
+// watched with FindLease (within the rate limit) for at most wait, then
+// reported as a *LeaseHeldError; flaps' AcquireLease, which retries a 409
+// several times a second for up to a minute, is called only once the
+// lease looks free, and bounded by what is left of wait. The refresher
+// runs until release and cancels the step through cancel.
+func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc) (*lease, error) {
+	secs := int(ttl / time.Second)
+	deadline := time.Now().Add(wait)
+	for {
+		var held *fly.MachineLease
+		err := a.call(ctx, "find_lease", id, apiRequestTimeout, func(rctx context.Context) error {
+			var err error
+			held, err = a.c.FindLease(rctx, app, id)
+			return err
+		})
+		if err != nil || held == nil || held.Data == nil || held.Data.Nonce == "" && held.Data.Owner == "" {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			break // none held (404), or unknown: let AcquireLease decide
+		}
+		if !time.Now().Before(deadline) {
+			return nil, &LeaseHeldError{App: app, Machine: id, Owner: held.Data.Owner, ExpiresAt: time.Unix(held.Data.ExpiresAt, 0)}
+		}
+	}
+	if err := a.limit.wait(ctx, "acquire_lease/"+id); err != nil {
+		return nil, err
+	}
+	actx, acancel := context.WithTimeout(ctx, max(time.Until(deadline), time.Second))
+	got, err := a.c.AcquireLease(actx, app, id, &secs)
+	acancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		fctx, fcancel := context.WithTimeout(ctx, apiRequestTimeout)
+		held, ferr := a.c.FindLease(fctx, app, id)
+		fcancel()
+		if ferr == nil && held != nil && held.Data != nil {
+			return nil, &LeaseHeldError{App: app, Machine: id, Owner: held.Data.Owner, ExpiresAt: time.Unix(held.Data.ExpiresAt, 0)}
+		}
+		return nil, fmt.Errorf("failed to acquire the lease of machine %s: %w", id, err)
+	}
+	if got == nil || got.Data == nil || got.Data.Nonce == "" {
+		return nil, fmt.Errorf("failed to acquire the lease of machine %s: answer carries no nonce", id)
+	}
+	l := &lease{api: a, app: app, id: id, ttl: secs, nonce: got.Data.Nonce,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go l.refresh(cancel)
+	return l, nil
+}
+
+// Nonce is the current lease nonce, sent with every change of the machine.
+func (l *lease) Nonce() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nonce
+}
+
+func (l *lease) refresh(cancel context.CancelCauseFunc) {
+	defer close(l.done)
+	every := time.Duration(l.ttl) * time.Second / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		// Retries must end well before the lease would expire.
+		ctx, c := context.WithTimeout(context.Background(), every)
+		go func() {
+			select {
+			case <-l.stop:
+				c()
+			case <-ctx.Done():
+			}
+		}()
+		err := l.api.call(ctx, "refresh_lease", l.id, every, func(rctx context.Context) error {
+			got, err := l.api.c.RefreshLease(rctx, l.app, l.id, &l.ttl, l.Nonce())
+			if err == nil && got != nil && got.Data != nil && got.Data.Nonce != "" {
+				l.mu.Lock()
+				l.nonce = got.Data.Nonce
+				l.mu.Unlock()
+			}
+			return err
+		})
+		stopped := ctx.Err() != nil && isClosed(l.stop)
+		c()
+		if stopped {
+			return
+		}
+		if err != nil {
+			cancel(fmt.Errorf("%w on machine %s: %w", ErrLeaseLost, l.id, err))
+			return
+		}
+	}
+}
+
+// release stops the refresher and releases the lease (with its own short
+// deadline, so it also runs after the rollout's context was cancelled).
+func (l *lease) release() error {
+	var err error
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		err = l.api.call(ctx, "release_lease", l.id, 5*time.Second, func(rctx context.Context) error {
+			err := l.api.c.ReleaseLease(rctx, l.app, l.id, l.Nonce())
+			if statusOf(err) == 404 { // already gone (expired): nothing to release
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			err = fmt.Errorf("failed to release the lease of machine %s: %w", l.id, err)
+		}
+	})
+	return err
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

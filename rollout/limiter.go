@@ -1,0 +1,52 @@
+package rollout
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// limiter is a token bucket per key ("action/machine"): one token every
+// rate, at most burst saved up. Fly rate-limits the Machines API per action
+// and machine; staying under it keeps a rollout from being throttled.
+type limiter struct {
+	rate  time.Duration // static
+	burst float64       // static
+
+	mu      sync.Mutex // guards buckets
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rate time.Duration, burst int) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), buckets: map[string]*bucket{}}
+}
+
+// wait takes one token for key, sleeping until one is there or ctx ends.
+func (l *limiter) wait(ctx context.Context, key string) error {
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		b := l.buckets[key]
+		if b == nil {
+			b = &bucket{tokens: l.burst, last: now}
+			l.buckets[key] = b
+		}
+		b.tokens = min(l.burst, b.tokens+float64(now.Sub(b.last))/float64(l.rate))
+		b.last = now
+		if b.tokens >= 1 {
+			b.tokens--
+			l.mu.Unlock()
+			return nil
+		}
+		need := time.Duration((1 - b.tokens) * float64(l.rate))
+		l.mu.Unlock()
+		if err := sleep(ctx, need); err != nil {
+			return err
+		}
+	}
+}

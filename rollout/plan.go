@@ -1,0 +1,162 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	fly "github.com/superfly/fly-go"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// target is one machine of the plan. Owned by Run's goroutine.
+type target struct {
+	role string
+	app  App
+	m    *fly.Machine // as listed; refreshed under the lease
+	ping wire.Ping    // at plan time
+	up   bool         // answered /ping at plan time
+	res  *MachineResult
+
+	rollback    bool // --rollback ran for it
+	rolledBack  bool
+	rollbackErr error
+}
+
+// plan lists every machine of the environment (Machines API reads and /ping
+// only) and decides per machine: update, or verify when it already runs
+// the image. Relays come first, in config order, except that a relay that is
+// already down goes first of all: updating it cannot take a second relay
+// down. Then the balancer.
+func (r *run) plan(ctx context.Context) ([]*target, error) {
+	var relays, bals []*target
+	for i, app := range append(slices.Clone(r.env.Relays), r.env.Balancer) {
+		role := RoleRelay
+		if i == len(r.env.Relays) {
+			role = RoleBalancer
+		}
+		ms, err := r.api.list(ctx, app.Name)
+		if err != nil {
+			return nil, failf(err, "could not list the machines of %s", app.Name)
+		}
+		n := 0
+		for _, m := range ms {
+			if m.State == "destroyed" || m.State == "destroying" {
+				continue
+			}
+			n++
+			tg := &target{role: role, app: app, m: m}
+			p, err := pingMachine(ctx, r.hc, app.URL, m.ID)
+			tg.ping, tg.up = p, err == nil
+			img := ""
+			if m.Config != nil {
+				img = m.Config.Image
+			}
+			tg.res = &MachineResult{Role: role, App: app.Name, Machine: m.ID, Region: m.Region, State: m.State,
+				FromImage: img, Image: img, OldBoot: p.BootID, Boot: p.BootID, Version: m.Version, Action: ActionUpdate}
+			if onImage(m, r.image) {
+				tg.res.Action = ActionVerify
+			}
+			if role == RoleBalancer {
+				bals = append(bals, tg)
+			} else {
+				relays = append(relays, tg)
+			}
+		}
+		if n == 0 {
+			return nil, failf(nil, "app %s has no machine to deploy", app.Name)
+		}
+	}
+	slices.SortStableFunc(relays, func(a, b *target) int {
+		switch {
+		case !a.up && b.up:
+			return -1
+		case a.up && !b.up:
+			return 1
+		}
+		return 0
+	})
+	targets := append(relays, bals...)
+	r.res.Machines = make([]MachineResult, len(targets))
+	for i, tg := range targets {
+		r.res.Machines[i] = *tg.res
+		tg.res = &r.res.Machines[i] // the slice is never grown again
+	}
+	for _, tg := range targets {
+		msg := fmt.Sprintf("will update %s -> %s", tg.res.FromImage, r.image)
+		if tg.res.Action == ActionVerify {
+			msg = "already on " + r.image + ": will verify, not redeploy"
+		}
+		if !tg.up {
+			msg += " (not answering /ping now)"
+		}
+		r.emit(Event{Phase: PhasePlan, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusWaiting,
+			Image: tg.res.FromImage, Boot: tg.ping.BootID, Message: msg})
+	}
+	return targets, nil
+}
+
+// onImage reports whether m is already deployed with the image and running:
+// such a machine is verified (its live boot proven), not redeployed.
+func onImage(m *fly.Machine, image string) bool {
+	return m.Config != nil && m.Config.Image == image && m.State == "started"
+}
+
+// sameImage reports whether a FLY_IMAGE_REF seen at /ping is the target
+// image: equal after normalization, or naming the digest the Machines API
+// reports for the machine.
+func sameImage(pingRef string, m *fly.Machine, image string) bool {
+	if pingRef == "" {
+		return false
+	}
+	if sameImageRef(pingRef, image) {
+		return true
+	}
+	d := m.ImageRef.Digest
+	return d != "" && m.Config != nil && m.Config.Image == image && strings.HasSuffix(pingRef, d)
+}
+
+// fleet reads every machine of the environment as it is now: state, image,
+// live boot. Errors leave fields empty; it never fails.
+func (r *run) fleet(ctx context.Context) []MachineResult {
+	byID := map[string]*MachineResult{}
+	for i := range r.res.Machines {
+		byID[r.res.Machines[i].Machine] = &r.res.Machines[i]
+	}
+	var out []MachineResult
+	for i, app := range append(slices.Clone(r.env.Relays), r.env.Balancer) {
+		role := RoleRelay
+		if i == len(r.env.Relays) {
+			role = RoleBalancer
+		}
+		ms, err := r.api.c.List(ctx, app.Name, "")
+		if err != nil {
+			out = append(out, MachineResult{Role: role, App: app.Name, State: "unknown (" + err.Error() + ")"})
+			continue
+		}
+		for _, m := range ms {
+			if m.State == "destroyed" {
+				continue
+			}
+			mr := MachineResult{Role: role, App: app.Name, Machine: m.ID, Region: m.Region, State: m.State,
+				Version: m.Version, Action: ActionUntouched}
+			if m.Config != nil {
+				mr.Image = m.Config.Image
+			}
+			if prev := byID[m.ID]; prev != nil {
+				mr.FromImage, mr.OldBoot = prev.FromImage, prev.OldBoot
+				mr.InterruptedRooms, mr.InterruptedConnections = prev.InterruptedRooms, prev.InterruptedConnections
+				if prev.Action != ActionUpdate && prev.Action != ActionVerify {
+					mr.Action = prev.Action
+				}
+			}
+			if p, err := pingMachine(ctx, r.hc, app.URL, m.ID); err == nil {
+				mr.Boot = p.BootID
+			}
+			out = append(out, mr)
+		}
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	fly "github.com/superfly/fly-go"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// pingTimeout bounds one /ping.
+const pingTimeout = 5 * time.Second
+
+// pingMachine reads /ping of one machine through the app's public URL, with
+// fly-force-instance-id so the proxy sends it to that machine and no other.
+func pingMachine(ctx context.Context, hc *http.Client, appURL, machineID string) (wire.Ping, error) {
+	b := (&client.Balancer{BaseURL: appURL, HTTP: hc, Timeout: pingTimeout}).WithHeader(wire.HeaderFlyForceInstance, machineID)
+	p, _, err := b.Ping(ctx, appURL)
+	if err != nil {
+		return p, err
+	}
+	if p.BootID == "" {
+		return p, errors.New("its /ping answer carries no boot id")
+	}
+	if p.MachineID != "" && p.MachineID != machineID {
+		return p, fmt.Errorf("machine %s answered for %s (fly-force-instance-id not honoured)", p.MachineID, machineID)
+	}
+	return p, nil
+}
+
+// imageRefOf is FLY_IMAGE_REF as Fly sets it for a machine: the image_ref
+// the Machines API reports (registry/repository:tag).
+func imageRefOf(m *fly.Machine) string {
+	r := m.ImageRef
+	if r.Repository == "" {
+		return ""
+	}
+	s := r.Repository
+	if r.Registry != "" {
+		s = r.Registry + "/" + s
+	}
+	if r.Tag != "" {
+		s += ":" + r.Tag
+	}
+	return s
+}
+
+// sameImageRef compares image references leniently: a missing registry
+// means registry.fly.io, a missing tag :latest, and a digest is ignored.
+func sameImageRef(a, b string) bool { return normalizeRef(a) == normalizeRef(b) }
+
+func normalizeRef(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "@"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.IndexByte(s, '/'); i <= 0 || !strings.ContainsAny(s[:i], ".:") {
+		s = "registry.fly.io/" + s
+	}
+	if i := strings.LastIndexByte(s, '/'); !strings.Contains(s[i+1:], ":") {
+		s += ":latest"
+	}
+	return s
+}
+
+// exitReason says why a machine's process is gone for good since its last
+// update: the machine is stopped (or failed, destroyed) and an exit that
+// nobody asked for is newer than the update. "" otherwise, including the
+// stopping/stopped moments of a replacement (the old process's requested
+// exit) and every transitional state.
+func exitReason(m *fly.Machine) string {
+	switch m.State {
+	case "destroyed", "destroying", "failed":
+		return "machine is " + m.State
+	case "stopped", "suspended":
+	default:
+		return ""
+	}
+	for _, ev := range m.Events { // newest first
+		if ev.Type == "update" || ev.Type == "launch" {
+			break // older events belong to an earlier deploy
+		}
+		if ev.Type != "exit" || ev.Request == nil || ev.Request.ExitEvent == nil || ev.Request.ExitEvent.RequestedStop {
+			continue
+		}
+		x := ev.Request.ExitEvent
+		if x.Signal != 0 {
+			return fmt.Sprintf("machine is %s: its process was killed by signal %d", m.State, x.Signal)
+		}
+		return fmt.Sprintf("machine is %s: its process exited with code %d", m.State, x.ExitCode)
+	}
+	return ""
+}
+
+// checksPassing reports whether every Fly check of m passes, and the first
+// that does not.
+func checksPassing(m *fly.Machine) (bool, string) {
+	for _, c := range m.Checks {
+		if c.Status != fly.Passing {
+			return false, fmt.Sprintf("check %s is %s", c.Name, c.Status)
+		}
+	}
+	return true, ""
+}

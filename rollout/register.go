@@ -1,0 +1,60 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// registration waits (Wait, within Phase) until the balancer lists exactly
+// the proven relay boots, each live: no old boot left, none missing.
+func (r *run) registration(ctx context.Context, targets []*target) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, min(r.t.Wait.Duration, r.t.Phase.Duration), fmt.Errorf("wait timeout %s passed", r.t.Wait.Duration))
+	defer cancel()
+	var want []string
+	for _, tg := range targets {
+		if tg.role == RoleRelay {
+			want = append(want, tg.res.Boot)
+		}
+	}
+	sort.Strings(want)
+	r.emit(Event{Phase: PhaseRegister, Status: StatusVerifying,
+		Message: "waiting for the balancer to list exactly the relay boots " + strings.Join(want, ", ")})
+	last := "no answer yet"
+	for {
+		insts, err := r.bal.Instances(ctx, r.secret)
+		if err == nil {
+			got, bad := registeredBoots(insts)
+			if slices.Equal(got, want) && bad == "" {
+				r.res.Registered = got
+				r.emit(Event{Phase: PhaseRegister, Status: StatusDone,
+					Message: "the balancer lists exactly the new relay boots " + strings.Join(got, ", ")})
+				return nil
+			}
+			last = fmt.Sprintf("it lists %s%s", orNone(strings.Join(got, ", ")), bad)
+		} else {
+			last = err.Error()
+		}
+		if err := sleep(ctx, r.t.Poll.Duration); err != nil {
+			return failf(stepCause(ctx, err), "the balancer never listed exactly the relay boots %s (%s)", strings.Join(want, ", "), last)
+		}
+	}
+}
+
+// registeredBoots sorts the listed boots and names any not live.
+func registeredBoots(insts []wire.Instance) ([]string, string) {
+	var got []string
+	bad := ""
+	for _, in := range insts {
+		got = append(got, in.BootID)
+		if in.Status != wire.InstanceLive {
+			bad += fmt.Sprintf("; %s is %s", in.BootID, in.Status)
+		}
+	}
+	sort.Strings(got)
+	return got, bad
+}

@@ -1,0 +1,221 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Roles of a machine.
+const (
+	RoleRelay    = "relay"
+	RoleBalancer = "balancer"
+)
+
+// Options are one rollout's inputs.
+type Options struct {
+	// Env is the target (from LoadFile). Required.
+	Env *Env
+	// Image is the image every machine ends up on. Required.
+	Image string
+	// Token is FLY_API_TOKEN, Secret the shared SECRET guarding the
+	// balancer's admin API, MachinesAPI the Machines API base
+	// (FLY_FLAPS_BASE_URL, default DefaultMachinesAPI). An environment that
+	// sets token, secret or machines_api in its file (the emulator) is
+	// pinned to those: a real FLY_API_TOKEN is never sent to it.
+	Token       string
+	Secret      string
+	MachinesAPI string
+	// DryRun reads the fleet, reports the plan and changes nothing.
+	DryRun bool
+	// Rollback puts a machine whose step failed after its update back on
+	// its previous config and verifies it the same way.
+	Rollback bool
+	// Observer gets every event, in order, on the rollout's goroutine.
+	Observer func(Event)
+	// Logger gets debug detail; nil discards it.
+	Logger *slog.Logger
+	// HTTPClient carries /ping, the admin API and the smoke test; nil means
+	// a client of its own (closed at the end).
+	HTTPClient *http.Client
+	// Transport carries Machines API requests; nil means
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// APIRate and APIBurst shape Machines API requests per action and
+	// machine (default one a second, burst 3); RetryBase is the first retry
+	// delay (default 500 ms) and APITries the attempts per request (6).
+	APIRate   time.Duration
+	APIBurst  int
+	RetryBase time.Duration
+	APITries  int
+}
+
+// run is one rollout; owned by Run's goroutine (the lease refreshers touch
+// only their lease).
+type run struct {
+	opts   Options
+	env    *Env
+	t      Timeouts
+	image  string
+	secret string
+	api    *machinesAPI
+	hc     *http.Client
+	bal    *client.Balancer // the balancer's public URL: admin API and smoke
+	log    *slog.Logger
+	res    *Result
+}
+
+// Run rolls the environment's fleet to opts.Image: relays one machine at a
+// time in the configured order, then the balancer, then waits for the exact
+// new relay boots to register and smoke-tests every relay region. It
+// returns the result and, when it stopped, a *Failure (or a *ConfigError
+// when nothing could start).
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	r, err := newRun(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.HTTPClient == nil {
+		defer r.hc.CloseIdleConnections()
+	}
+	return r.res, r.run(ctx)
+}
+
+func newRun(ctx context.Context, opts Options) (*run, error) {
+	if opts.Env == nil {
+		return nil, configErrorf("no environment given")
+	}
+	env := opts.Env
+	if err := env.Validate(); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("environment %s: %w", env.Name, err)}
+	}
+	image := strings.TrimSpace(opts.Image)
+	if image == "" || strings.ContainsAny(image, " \t\n") {
+		return nil, configErrorf("--image must name one image reference, got %q", opts.Image)
+	}
+	token := firstNonEmpty(env.Token, opts.Token)
+	if token == "" {
+		return nil, configErrorf("FLY_API_TOKEN is not set (the Machines API needs it)")
+	}
+	secret := firstNonEmpty(env.Secret, opts.Secret)
+	if secret == "" {
+		return nil, configErrorf("SECRET is not set (the balancer's admin API needs the shared secret)")
+	}
+	if !wire.ValidSecret(secret) {
+		return nil, configErrorf("SECRET must be printable ASCII without spaces")
+	}
+	base := firstNonEmpty(env.MachinesAPI, opts.MachinesAPI, DefaultMachinesAPI)
+	if err := checkURL(base); err != nil {
+		return nil, configErrorf("Machines API base: %v", err)
+	}
+	api, err := newMachinesAPI(ctx, base, token, opts.Transport, opts.APIRate, opts.APIBurst, opts.RetryBase, opts.APITries)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{
+			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second,
+		}}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &run{
+		opts: opts, env: env, t: env.Timeouts, image: image, secret: secret, api: api, hc: hc,
+		bal: &client.Balancer{BaseURL: env.Balancer.URL, HTTP: hc, Timeout: pingTimeout},
+		log: log.With("component", "rollout", "env", env.Name),
+		res: &Result{Env: env.Name, Image: image, DryRun: opts.DryRun},
+	}, nil
+}
+
+func (r *run) emit(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	r.log.Debug(ev.Message, "phase", ev.Phase, "app", ev.App, "machine", ev.Machine, "status", ev.Status)
+	if r.opts.Observer != nil {
+		r.opts.Observer(ev)
+	}
+}
+
+// run is the whole rollout: plan, relays, balancer, registration, smoke.
+func (r *run) run(ctx context.Context) error {
+	targets, err := r.plan(ctx)
+	if err != nil {
+		return r.fail(ctx, PhasePlan, nil, err)
+	}
+	if r.opts.DryRun {
+		r.emit(Event{Phase: PhaseDone, Status: StatusDone, Message: "dry run: nothing was changed"})
+		return nil
+	}
+	for _, tg := range targets {
+		phase := PhaseRelays
+		if tg.role == RoleBalancer {
+			phase = PhaseBalancer
+		}
+		if err := r.deploy(ctx, phase, tg, targets); err != nil {
+			return r.fail(ctx, phase, tg, err)
+		}
+	}
+	if err := r.registration(ctx, targets); err != nil {
+		return r.fail(ctx, PhaseRegister, nil, err)
+	}
+	if err := r.smoke(ctx, targets); err != nil {
+		return r.fail(ctx, PhaseSmoke, nil, err)
+	}
+	n := 0
+	for _, tg := range targets {
+		if tg.res.Action == ActionUpdated {
+			n++
+		}
+	}
+	r.emit(Event{Phase: PhaseDone, Status: StatusDone, Image: r.image,
+		Message: fmt.Sprintf("rollout of %s to %s done: %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, n, len(targets)-n)})
+	return nil
+}
+
+// fail turns an error into a *Failure: it reads the fleet as it now is (with
+// a short deadline of its own, so a cancelled rollout still reports it).
+func (r *run) fail(ctx context.Context, phase Phase, tg *target, err error) error {
+	f := &Failure{Phase: phase, Err: err, Reason: err.Error()}
+	var se *stepError
+	if errors.As(err, &se) {
+		f.Reason = se.Error()
+	}
+	if ctx.Err() != nil {
+		f.Err = errors.Join(context.Cause(ctx), err)
+		f.Reason = "interrupted: " + f.Reason
+	}
+	if tg != nil {
+		f.App, f.Machine = tg.app.Name, tg.m.ID
+		f.Rollback, f.RolledBack, f.RollbackErr = tg.rollback, tg.rolledBack, tg.rollbackErr
+		if tg.res.Action != ActionRolledBack {
+			tg.res.Action = ActionFailed
+		}
+		r.emit(Event{Phase: phase, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusFailed,
+			Image: tg.res.Image, Boot: tg.res.Boot, Message: f.Reason})
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	f.Fleet = r.fleet(fctx)
+	r.emit(Event{Phase: phase, Status: StatusFailed, Message: f.Error()})
+	return f
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

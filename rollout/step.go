@@ -1,0 +1,155 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	fly "github.com/superfly/fly-go"
+)
+
+// errPhaseDeadline is the cause of a step that ran past Timeouts.Phase.
+var errPhaseDeadline = errors.New("step ran past its phase deadline")
+
+// deploy is one machine's step, under its lease: prove the live boot,
+// verify-only when it already runs the image, else drain (relays), update
+// with the full config, wait for started at the new version, prove the new
+// boot and image at /ping, keep it healthy for MinHealthy, and (relays) see
+// it registered with the balancer. With --rollback, a failure after the
+// update restores the previous config under the same lease.
+func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target) (err error) {
+	sctx, cancelStep := context.WithTimeoutCause(ctx, r.t.Phase.Duration,
+		fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+	defer cancelStep()
+	sctx, cancel := context.WithCancelCause(sctx)
+	defer cancel(nil)
+	ev := func(st Status, msg string) Event {
+		return Event{Phase: phase, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: st,
+			Image: tg.res.Image, OldBoot: tg.res.OldBoot, Boot: tg.res.Boot, Message: msg}
+	}
+	r.emit(ev(StatusLeasing, "acquiring the machine lease"))
+	l, err := r.api.acquireLease(sctx, tg.app.Name, tg.m.ID, r.t.LeaseTTL.Duration, r.t.LeaseWait.Duration, cancel)
+	if err != nil {
+		return failf(err, "could not lease machine %s", tg.m.ID)
+	}
+	defer func() {
+		if rerr := l.release(); rerr != nil {
+			r.log.Warn("lease not released", "machine", tg.m.ID, "err", rerr)
+			if err == nil {
+				err = failf(rerr, "could not release the lease of machine %s", tg.m.ID)
+			}
+		}
+	}()
+	m, err := r.api.get(sctx, tg.app.Name, tg.m.ID)
+	if err != nil {
+		return failf(stepCause(sctx, err), "could not read machine %s", tg.m.ID)
+	}
+	tg.m = m
+	old, perr := pingMachine(sctx, r.hc, tg.app.URL, m.ID)
+	tg.res.OldBoot, tg.res.Boot = old.BootID, old.BootID
+
+	if onImage(m, r.image) {
+		// Converge: the machine already runs the image. Prove its live boot
+		// (any boot, the image at /ping, healthy, registered) instead of
+		// redeploying it; if that fails the step fails, nothing is redeployed.
+		r.emit(ev(StatusVerifying, "already on the image: verifying its live boot, not redeploying"))
+		boot, err := r.verify(sctx, tg, m.Version, "", r.image)
+		if err != nil {
+			return err
+		}
+		tg.res.Action, tg.res.Version, tg.res.Boot = ActionVerified, m.Version, boot
+		r.emit(ev(StatusDone, "verified: boot "+boot+" runs "+r.image))
+		return nil
+	}
+	if tg.role == RoleRelay {
+		if err := r.othersUp(sctx, tg, all); err != nil {
+			return err
+		}
+		if perr == nil {
+			if err := r.drain(sctx, phase, tg, old.BootID); err != nil {
+				return err
+			}
+		}
+	}
+	prev, err := copyConfig(m.Config)
+	if err != nil {
+		return failf(err, "could not read the config of machine %s", m.ID)
+	}
+	cfg, _ := copyConfig(m.Config)
+	cfg.Image = r.image
+	r.emit(ev(StatusUpdating, fmt.Sprintf("updating %s -> %s", prev.Image, r.image)))
+	out, err := r.api.update(sctx, tg.app.Name, m, cfg, l.Nonce())
+	if err != nil {
+		return failf(stepCause(sctx, err), "the Machines API refused the update of %s", m.ID)
+	}
+	tg.res.Image, tg.res.Version = r.image, out.Version
+	r.emit(ev(StatusVerifying, "waiting for version "+out.Version+" to start and prove a new boot"))
+	boot, err := r.verify(sctx, tg, out.Version, old.BootID, r.image)
+	if err == nil {
+		tg.res.Action, tg.res.Boot, tg.res.State = ActionUpdated, boot, "started"
+		r.emit(ev(StatusDone, fmt.Sprintf("boot %s runs %s (was %s)", boot, r.image, orNone(old.BootID))))
+		return nil
+	}
+	if r.opts.Rollback && ctx.Err() == nil {
+		tg.rollback = true
+		tg.rollbackErr = r.rollback(ctx, phase, tg, l, prev)
+		tg.rolledBack = tg.rollbackErr == nil
+	}
+	return err
+}
+
+// rollback puts the machine back on its previous config (under the same
+// lease, with a fresh phase deadline) and verifies it like an update.
+func (r *run) rollback(ctx context.Context, phase Phase, tg *target, l *lease, prev *fly.MachineConfig) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.t.Phase.Duration, fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+	defer cancel()
+	failedBoot := tg.res.Boot
+	r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusRollingBack,
+		Image: prev.Image, Message: "rolling back to " + prev.Image})
+	m, err := r.api.get(ctx, tg.app.Name, tg.m.ID)
+	if err != nil {
+		return err
+	}
+	out, err := r.api.update(ctx, tg.app.Name, m, prev, l.Nonce())
+	if err != nil {
+		return err
+	}
+	boot, err := r.verify(ctx, tg, out.Version, failedBoot, prev.Image)
+	if err != nil {
+		return err
+	}
+	tg.res.Action, tg.res.Image, tg.res.Boot, tg.res.Version, tg.res.State = ActionRolledBack, prev.Image, boot, out.Version, "started"
+	r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusRolledBack,
+		Image: prev.Image, Boot: boot, Message: fmt.Sprintf("rolled back: boot %s runs %s", boot, prev.Image)})
+	return nil
+}
+
+// othersUp refuses to take a relay down while another relay of the
+// environment does not answer /ping: that would make two down at once.
+func (r *run) othersUp(ctx context.Context, tg *target, all []*target) error {
+	for _, o := range all {
+		if o.role != RoleRelay || o == tg {
+			continue
+		}
+		if _, err := pingMachine(ctx, r.hc, o.app.URL, o.m.ID); err != nil {
+			return failf(err, "relay %s of %s is not answering, so updating %s would take a second relay down", o.m.ID, o.app.Name, tg.m.ID)
+		}
+	}
+	return nil
+}
+
+// stepCause prefers the step context's cause (lease lost, phase deadline)
+// over the error it produced.
+func stepCause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%w: %w", c, err)
+	}
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,177 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	fly "github.com/superfly/fly-go"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// getEvery spaces the machine reads that watch for an exited process while
+// polling /ping (Fly's rate limit is about one a second per action).
+const getEvery = time.Second
+
+// verify proves an update took: the machine reaches started at version,
+// then /ping through fly-force-instance-id reports a boot other than
+// oldBoot running image, that boot stays healthy for MinHealthy, and a
+// relay's boot is registered live with the balancer. All within Wait.
+func (r *run) verify(ctx context.Context, tg *target, version, oldBoot, image string) (string, error) {
+	wctx, cancel := context.WithTimeoutCause(ctx, r.t.Wait.Duration, fmt.Errorf("wait timeout %s passed", r.t.Wait.Duration))
+	defer cancel()
+	if err := r.waitStarted(wctx, tg, version); err != nil {
+		return "", err
+	}
+	boot, err := r.waitNewBoot(wctx, tg, version, oldBoot, image)
+	if err != nil {
+		return "", err
+	}
+	tg.res.Boot = boot
+	if err := r.healthy(wctx, tg, version, boot); err != nil {
+		return boot, err
+	}
+	return boot, nil
+}
+
+// waitStarted long-polls /wait for started at version in short slices,
+// reading the machine between slices so a process that exits at once is
+// reported at once instead of after the whole wait.
+func (r *run) waitStarted(ctx context.Context, tg *target, version string) error {
+	slice := min(max(4*r.t.Poll.Duration, time.Second), 10*time.Second)
+	for {
+		err := r.api.waitStarted(ctx, tg.app.Name, tg.m.ID, version, slice)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return failf(stepCause(ctx, err), "machine %s did not reach started at version %s", tg.m.ID, version)
+		}
+		m, gerr := r.api.get(ctx, tg.app.Name, tg.m.ID)
+		if gerr != nil {
+			continue
+		}
+		if err := r.stillOurs(tg, m, version); err != nil {
+			return err
+		}
+	}
+}
+
+// stillOurs fails when the machine left the version being verified or its
+// process is gone.
+func (r *run) stillOurs(tg *target, m *fly.Machine, version string) error {
+	if m.Version != version {
+		return failf(nil, "machine %s changed under the rollout: version %s, expected %s", m.ID, m.Version, version)
+	}
+	if why := exitReason(m); why != "" {
+		tg.res.State = m.State
+		return failf(nil, "machine %s stopped after its update: %s", m.ID, why)
+	}
+	return nil
+}
+
+// waitNewBoot polls /ping until it shows a new boot running image.
+func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, image string) (string, error) {
+	var lastGet time.Time
+	last := "no answer yet"
+	var m *fly.Machine
+	for {
+		if m == nil || time.Since(lastGet) >= getEvery {
+			lastGet = time.Now()
+			if got, err := r.api.get(ctx, tg.app.Name, tg.m.ID); err == nil {
+				m = got
+				if err := r.stillOurs(tg, m, version); err != nil {
+					return "", err
+				}
+			}
+		}
+		p, err := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID)
+		switch {
+		case err != nil:
+			last = "no answer at /ping: " + err.Error()
+		case p.BootID == oldBoot:
+			last = "still the old boot " + oldBoot
+		case m == nil || !sameImage(p.ImageRef, m, image):
+			last = fmt.Sprintf("boot %s reports image %q, want %s", p.BootID, p.ImageRef, image)
+		case p.Draining:
+			last = fmt.Sprintf("boot %s says it is draining", p.BootID)
+		case p.Role != "" && p.Role != tg.role:
+			last = fmt.Sprintf("boot %s is a %s, want a %s", p.BootID, p.Role, tg.role)
+		default:
+			return p.BootID, nil
+		}
+		if err := sleep(ctx, r.t.Poll.Duration); err != nil {
+			return "", failf(stepCause(ctx, err), "machine %s never proved a new boot (%s)", tg.m.ID, last)
+		}
+	}
+}
+
+// healthy requires boot to keep answering /ping for MinHealthy without a
+// gap, and then the machine's Fly checks to pass; a relay's boot must also
+// be registered live with the balancer. A failed ping restarts the window;
+// another boot id or a stopped machine fails at once.
+func (r *run) healthy(ctx context.Context, tg *target, version, boot string) error {
+	start := time.Now()
+	last := ""
+	for {
+		p, err := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID)
+		switch {
+		case err != nil:
+			start, last = time.Now(), "no answer at /ping: "+err.Error()
+		case p.BootID != boot:
+			return failf(nil, "machine %s restarted during its healthy time: boot %s replaced %s", tg.m.ID, p.BootID, boot)
+		case time.Since(start) >= r.t.MinHealthy.Duration:
+			ok, why, err := r.settled(ctx, tg, version, boot)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return nil
+			}
+			last = why
+		}
+		if err := sleep(ctx, r.t.Poll.Duration); err != nil {
+			if last == "" {
+				last = "healthy time not reached"
+			}
+			return failf(stepCause(ctx, err), "boot %s of machine %s did not stay healthy for %s (%s)", boot, tg.m.ID, r.t.MinHealthy.Duration, last)
+		}
+	}
+}
+
+// settled checks, once the healthy time passed: machine still at version
+// and started, its checks passing, and (relay) its boot registered live.
+func (r *run) settled(ctx context.Context, tg *target, version, boot string) (bool, string, error) {
+	m, err := r.api.get(ctx, tg.app.Name, tg.m.ID)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if err := r.stillOurs(tg, m, version); err != nil {
+		return false, "", err
+	}
+	if ok, why := checksPassing(m); !ok {
+		return false, why, nil
+	}
+	if tg.role == RoleRelay && !r.registeredLive(ctx, boot) {
+		return false, "boot " + boot + " is not registered live with the balancer", nil
+	}
+	return true, "", nil
+}
+
+// registeredLive reports whether the balancer lists boot as a live relay.
+func (r *run) registeredLive(ctx context.Context, boot string) bool {
+	if boot == "" {
+		return false
+	}
+	insts, err := r.bal.Instances(ctx, r.secret)
+	if err != nil {
+		return false
+	}
+	for _, in := range insts {
+		if in.BootID == boot {
+			return in.Status == wire.InstanceLive
+		}
+	}
+	return false
+}
