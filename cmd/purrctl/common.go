@@ -82,3 +82,9 @@ func defaultListenHost() string {
 func seconds(c *cli.Context, name string) time.Duration {
 	return time.Duration(c.Int(name)) * time.Second
 }
+
+// envEmpty reports whether the variable is present but empty.
+func envEmpty(name string) bool {
+	v, ok := os.LookupEnv(name)
+	return ok && v == ""
+}

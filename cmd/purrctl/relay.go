@@ -4,15 +4,23 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/flyaffinity"
 	"github.com/purrfly/purrfly/relay"
 )
+
+// shutdownMargin is what a stopping relay needs after its drain deadline:
+// the draining heartbeat, close handshakes (up to 6 s) and the final
+// unregister (one request timeout).
+const shutdownMargin = 15 * time.Second
 
 func relayCommand() *cli.Command {
 	return &cli.Command{
@@ -36,6 +44,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "empty-room-timeout", EnvVars: []string{"EMPTY_ROOM_TIMEOUT_SECONDS"}, Value: 300, Usage: "seconds an empty room lives"},
 			&cli.IntFlag{Name: "drain-timeout", EnvVars: []string{"DRAIN_TIMEOUT_SECONDS"}, Value: 25, Usage: "seconds a stopping relay waits for rooms to empty"},
 			&cli.StringFlag{Name: "affinity", EnvVars: []string{"AFFINITY"}, Value: "auto", Usage: "session affinity across the app's machines: auto (on when FLY_MACHINE_ID is set), on, off"},
+			&cli.StringFlag{Name: "machine-endpoint", EnvVars: []string{"MACHINE_ENDPOINT"}, Value: "auto", Usage: "this machine's own endpoint for a multi-machine app: auto (http://[FLY_PRIVATE_IP]:PORT when affinity is on), off (register the public endpoint, single machine), or an http(s) URL"},
 		},
 		Action: runRelay,
 	}
@@ -61,6 +70,9 @@ func runRelay(c *cli.Context) error {
 		defer aff.Close()
 		opts.Router = aff.Route
 	}
+	if err := multiMachine(c, &opts, aff != nil); err != nil {
+		return err
+	}
 	srv, err := relay.New(opts)
 	if err != nil {
 		return usagef("invalid relay configuration: %w", err)
@@ -69,10 +81,13 @@ func runRelay(c *cli.Context) error {
 		return fmt.Errorf("failed to start the relay: %w", err)
 	}
 	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "boot", srv.BootID(),
-		"region", opts.Region, "balancer", opts.BalancerURL, "affinity", aff != nil)
+		"region", opts.Region, "balancer", opts.BalancerURL, "affinity", aff != nil,
+		"multiMachine", opts.MultiMachine, "endpoint", opts.Endpoint, "publicEndpoint", opts.PublicEndpoint)
 	<-c.Context.Done()
 	log.Info("relay draining", "deadline", opts.DrainTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout+5*1e9)
+	// Shutdown = drain deadline + closing handshakes + the final unregister;
+	// fly/relay.toml's kill_timeout (45 s) leaves room for all of it.
+	ctx, cancel := context.WithTimeout(context.Background(), opts.DrainTimeout+shutdownMargin)
 	defer cancel()
 	return srv.Shutdown(ctx)
 }
@@ -114,13 +129,18 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 	if o.Region == "" {
 		o.Region = "local"
 	}
-	if fly && !c.IsSet("ssl") {
+	// An empty HOST_SSL counts as unset (as in the original services), so
+	// it cannot turn wss off on Fly by accident.
+	if fly && (!c.IsSet("ssl") || envEmpty("HOST_SSL") && !o.SSL) {
 		o.SSL = true
 	}
 	if fly && o.PublicWSPort == 0 {
 		o.PublicWSPort = 443
 	}
-	if o.Endpoint == "" && (c.IsSet("endpoint-port") || fly) {
+	// The original services' rule: with HOST_DOMAIN (or HOST_PORT) given,
+	// the endpoint is http(s)://HOST_DOMAIN[:HOST_PORT]; with neither, the
+	// relay's own listener address.
+	if o.Endpoint == "" && (c.IsSet("endpoint-port") || c.IsSet("public-host") || fly) {
 		scheme := "http"
 		if o.SSL {
 			scheme = "https"
@@ -173,4 +193,43 @@ func affinity(c *cli.Context, opts relay.Options, log *slog.Logger) (*flyaffinit
 		PeerPort:  opts.HTTPPort,
 		Logger:    log.With("component", "flyaffinity"),
 	}), nil
+}
+
+// multiMachine makes the relay one machine of a multi-machine app: it
+// registers with the balancer under its own endpoint (its 6PN address on
+// Fly, which the balancer reaches directly; FLY_PRIVATE_IP is its
+// 127.0.0.x address under flysim) while advertising the app's public
+// endpoint, and hands requests and connections for rooms other machines
+// hold to them (relay.Options.MultiMachine). MACHINE_ENDPOINT=auto does
+// this whenever affinity is on and the balancer is set; off keeps the
+// single-machine registration; a URL sets the endpoint explicitly.
+func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
+	mode := c.String("machine-endpoint")
+	var endpoint string
+	switch mode {
+	case "off":
+		return nil
+	case "auto":
+		ip := os.Getenv("FLY_PRIVATE_IP")
+		if !affinityOn || opts.BalancerURL == "" || ip == "" || opts.HTTPPort == 0 {
+			return nil
+		}
+		if net.ParseIP(ip) == nil {
+			return usagef("FLY_PRIVATE_IP %q is not an IP address", ip)
+		}
+		endpoint = "http://" + net.JoinHostPort(ip, strconv.Itoa(opts.HTTPPort))
+	default:
+		u, err := url.Parse(mode)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("MACHINE_ENDPOINT must be auto, off or an http(s) URL")
+		}
+		if opts.BalancerURL == "" {
+			return usagef("MACHINE_ENDPOINT needs BALANCER_URL")
+		}
+		endpoint = strings.TrimRight(mode, "/")
+	}
+	opts.PublicEndpoint = opts.Endpoint
+	opts.Endpoint = endpoint
+	opts.MultiMachine = true
+	return nil
 }
