@@ -64,6 +64,10 @@ func TestPurrctl(t *testing.T) {
 		}
 	})
 
+	// `purrctl sim` brings up fly/sim.toml; smoke passes through its
+	// proxies; stopping it leaves no machine process behind.
+	t.Run("sim-then-smoke", func(t *testing.T) { testSimCommand(t, bin) })
+
 	// FLY_MACHINE_ID and FLY_IMAGE_REF reach /ping.
 	t.Run("balancer-ping-from-env", func(t *testing.T) {
 		env := append(localEnv(), "FLY_MACHINE_ID=e2e-machine", "FLY_IMAGE_REF=registry.fly.io/e2e:1", "SECRET="+testSecret)
