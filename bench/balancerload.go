@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // The balancer mode: workers allocate a fresh room and join it, back to
@@ -47,14 +48,14 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 	s.RSSStartBytes = m.rss()
 	w := &pairWorkers{o: o, bc: bc, prefix: "bench-" + randomHex(4)}
 	w.start()
-	err = sleepCtx(ctx, o.Warmup)
+	err = clock.Sleep(ctx, nil, o.Warmup)
 	var cpu0, load0, relay0, busy0 time.Duration
 	var t0 time.Time
 	if err == nil {
 		self.pid = pidSelf()
 		cpu0, load0, relay0, busy0, t0 = m.cpu(), self.cpu(), rm.cpu(), busy(), time.Now()
 		w.phase.Store(phaseMeasuring)
-		err = sleepCtx(ctx, o.Duration)
+		err = clock.Sleep(ctx, nil, o.Duration)
 		w.phase.Store(phaseDone)
 		s.Seconds = round3(time.Since(t0).Seconds())
 		cpu1, load1, relay1, busy1 := m.cpu(), self.cpu(), rm.cpu(), busy()
@@ -138,7 +139,7 @@ func (w *pairWorkers) start() {
 						r.errs++
 					}
 					// Back off a little so a failing balancer is not spun on.
-					if sleepCtx(ctx, 10*time.Millisecond) != nil {
+					if clock.Sleep(ctx, nil, 10*time.Millisecond) != nil {
 						return
 					}
 				case err == nil && measuring:

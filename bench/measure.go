@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // measure connects the load to t, runs the traffic (or holds the idle
@@ -48,7 +50,7 @@ func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error)
 		}
 	}
 	if o.Idle == 0 {
-		if err := sleepCtx(ctx, o.Warmup); err != nil {
+		if err := clock.Sleep(ctx, nil, o.Warmup); err != nil {
 			stopAll()
 			return nil, err
 		}
@@ -58,7 +60,7 @@ func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error)
 	if tr != nil {
 		tr.phase.Store(phaseMeasuring)
 	}
-	err = sleepCtx(ctx, o.Duration)
+	err = clock.Sleep(ctx, nil, o.Duration)
 	if tr != nil {
 		tr.phase.Store(phaseDone)
 	}
@@ -138,17 +140,6 @@ func (m *meter) rss() int64 {
 	n, err := procRSS(m.pid)
 	m.err = errors.Join(m.err, err)
 	return n
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 func pidSelf() int { return os.Getpid() }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -52,7 +53,7 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 		delay = DefaultRetryDelay
 	}
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }
 	}
 	var last error
 	for i := 0; i < tries; i++ {
@@ -76,17 +77,6 @@ func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error
 		}
 	}
 	return last
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // AllocateRetry allocates like PurrNet's Alloc: one fresh allocation id,

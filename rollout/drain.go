@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -51,7 +52,7 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 				r.t.Drain.Duration, in.Rooms, in.Connections), in.Rooms, in.Connections)
 			return nil
 		}
-		if err := sleep(ctx, min(r.t.Poll.Duration, time.Until(deadline)+time.Millisecond)); err != nil {
+		if err := clock.Sleep(ctx, nil, min(r.t.Poll.Duration, time.Until(deadline)+time.Millisecond)); err != nil {
 			return failf(stepCause(ctx, err), "interrupted while relay %s was draining", tg.m.ID)
 		}
 	}

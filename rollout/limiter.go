@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // limiter is a token bucket per key ("action/machine"): one token every
@@ -45,7 +47,7 @@ func (l *limiter) wait(ctx context.Context, key string) error {
 		}
 		need := time.Duration((1 - b.tokens) * float64(l.rate))
 		l.mu.Unlock()
-		if err := sleep(ctx, need); err != nil {
+		if err := clock.Sleep(ctx, nil, need); err != nil {
 			return err
 		}
 	}

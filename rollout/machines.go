@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
+
 	fly "github.com/superfly/fly-go"
 	"github.com/superfly/fly-go/flaps"
 	"github.com/superfly/fly-go/tokens"
@@ -145,7 +147,7 @@ func (a *machinesAPI) call(ctx context.Context, action, machine string, timeout 
 		if err == nil || !retryable(ctx, err) || try >= a.tries {
 			return err
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := clock.Sleep(ctx, nil, delay); err != nil {
 			return err
 		}
 		delay = min(delay*2, maxRetryDelay)
@@ -202,7 +204,7 @@ func (a *machinesAPI) update(ctx context.Context, app string, m *fly.Machine, cf
 			cur.Config != nil && cur.Config.Image == cfg.Image {
 			return cur, nil
 		}
-		if err := sleep(ctx, delay); err != nil {
+		if err := clock.Sleep(ctx, nil, delay); err != nil {
 			return nil, err
 		}
 		delay = min(delay*2, maxRetryDelay)
@@ -240,16 +242,4 @@ func copyConfig(c *fly.MachineConfig) (*fly.MachineConfig, error) {
 		return nil, fmt.Errorf("failed to copy machine config: %w", err)
 	}
 	return &out, nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -39,7 +40,7 @@ func (r *run) registration(ctx context.Context, targets []*target) error {
 		} else {
 			last = err.Error()
 		}
-		if err := sleep(ctx, r.t.Poll.Duration); err != nil {
+		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			return failf(stepCause(ctx, err), "the balancer never listed exactly the relay boots %s (%s)", strings.Join(want, ", "), last)
 		}
 	}

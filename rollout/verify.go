@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
+
 	fly "github.com/superfly/fly-go"
 
 	"github.com/purrfly/purrfly/wire"
@@ -101,7 +103,7 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 		default:
 			return p.BootID, nil
 		}
-		if err := sleep(ctx, r.t.Poll.Duration); err != nil {
+		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			return "", failf(stepCause(ctx, err), "machine %s never proved a new boot (%s)", tg.m.ID, last)
 		}
 	}
@@ -131,7 +133,7 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 			}
 			last = why
 		}
-		if err := sleep(ctx, r.t.Poll.Duration); err != nil {
+		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			if last == "" {
 				last = "healthy time not reached"
 			}

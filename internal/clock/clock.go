@@ -6,6 +6,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -162,4 +163,17 @@ func (t fakeTimer) Reset(d time.Duration) bool {
 	was := t.w.active
 	t.w.at, t.w.active = t.w.f.now.Add(d), true
 	return was
+}
+
+// Sleep waits d on clock c (nil: the wall clock), or until ctx ends, in
+// which case it returns the context's cause.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := OrReal(c).NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
