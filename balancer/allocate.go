@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -30,7 +31,10 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		allocationID = newAllocationID()
 	}
-	c, err := s.allocate(r.Context(), name, region, allocationID)
+	// Older PurrTransport versions connect the host to the relay they pinged
+	// from /servers, ignoring the answer's host: a legacy allocation must
+	// stay in the requested region when it has a relay.
+	c, err := s.allocate(r.Context(), name, region, allocationID, r.Method == http.MethodGet)
 	result := "ok"
 	if err != nil {
 		var we *wire.Error
@@ -60,13 +64,18 @@ func newAllocationID() string {
 //
 //   - a live route with the same allocation id: ask its relay again (the
 //     relay replays exactly) and answer the same capability;
-//   - a live route with another allocation id: ErrRoomTaken;
+//   - a live route with another allocation id: ErrRoomTaken, unless the
+//     room is vacant (its host left): then its relay is asked, and it
+//     decides (it takes the name over for a new incarnation when nobody is
+//     connected, else answers room_name_taken);
 //   - a pending (indeterminate) allocation: go back to that relay, whatever
 //     the allocation id (the relay replays it, refuses another id for a room
 //     it holds, or creates the room if it never did);
 //   - otherwise place it: region first, least loaded, not draining; a relay
 //     that cannot be reached or is draining passes to the next candidate.
-func (s *Server) allocate(ctx context.Context, name, region, allocationID string) (wire.Capability, error) {
+//     With inRegion (legacy GET) only the region's relays are candidates
+//     when it has any; other regions only when it has none.
+func (s *Server) allocate(ctx context.Context, name, region, allocationID string, inRegion bool) (wire.Capability, error) {
 	e, err := s.rooms.acquire(ctx, name)
 	if err != nil {
 		return wire.Capability{}, wire.ErrAllocationBusy
@@ -74,7 +83,7 @@ func (s *Server) allocate(ctx context.Context, name, region, allocationID string
 	defer s.rooms.release(e)
 
 	if cur := e.live.Load(); cur != nil && s.reg.isCurrent(cur.relay) {
-		if cur.allocationID == "" || cur.allocationID != allocationID {
+		if (cur.allocationID == "" || cur.allocationID != allocationID) && !cur.vacant {
 			return wire.Capability{}, wire.ErrRoomTaken
 		}
 		return pinned(s.allocateOn(ctx, e, cur.relay, name, region, allocationID))
@@ -86,6 +95,9 @@ func (s *Server) allocate(ctx context.Context, name, region, allocationID string
 		e.pending = nil
 	}
 	cands, registered := s.reg.candidates(region)
+	if inRegion {
+		cands = onlyRegion(cands, region)
+	}
 	if len(cands) == 0 {
 		if registered {
 			return wire.Capability{}, wire.ErrNoRelays.WithMessage("every relay is draining")
@@ -131,7 +143,7 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		e.pending = &pendingAlloc{allocationID: allocationID, endpoint: endpoint, since: s.clock.Now()}
 		return none, wire.ErrIndeterminate
 	}
-	out, err := s.callAllocate(ctx, endpoint, name, region, allocationID)
+	out, err := s.callAllocate(ctx, endpoint, rel.info.BootID, name, region, allocationID)
 	switch {
 	case err == nil:
 	case errors.Is(err, errNotDelivered):
@@ -172,11 +184,13 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 	case wire.PubApplied, wire.PubCurrent:
 	case wire.PubConflict:
 		cur := e.live.Load()
-		if cur == nil || cur.relay != rel || cur.allocationID != allocationID {
+		if cur == nil || cur.relay != rel || (cur.allocationID != allocationID && !cur.vacant) {
 			return none, wire.ErrRoomTaken
 		}
 		// The relay answered this allocation with a new incarnation of the
-		// room: it is authoritative for its rooms, so the old one is gone.
+		// room (an exact replay it re-created, or a vacant room it let a new
+		// allocation take over): it is authoritative for its rooms, so the
+		// old one is gone.
 		e.fence(rel.info.BootID, cur.epoch, s.clock.Now())
 		e.setLive(nil)
 		if st = s.applyPublication(e, rel, pub); st != wire.PubApplied {
@@ -191,4 +205,18 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 	e.pending = nil
 	c.Host = rel.info.Host
 	return c, nil
+}
+
+// onlyRegion keeps the candidates of region (case-insensitively) when there
+// are any, else returns cands unchanged (the region has no relay that takes
+// rooms: fall back to the others). candidates lists the region's first.
+func onlyRegion(cands []*relayEntry, region string) []*relayEntry {
+	n := 0
+	for n < len(cands) && region != "" && strings.EqualFold(cands[n].info.Region, region) {
+		n++
+	}
+	if n == 0 {
+		return cands
+	}
+	return cands[:n]
 }

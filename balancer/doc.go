@@ -51,10 +51,14 @@
 // # Health
 //
 // Every HealthInterval each relay's (registration, liveness version) is
-// captured, then its /ping is probed (HealthTimeout, at most 16 at once). A
-// failed probe (no answer, not 200, another boot id) or a heartbeat older
-// than RelayExpiry removes the relay only if the capture is still current:
-// a heartbeat that arrived during the probe keeps it. A removed relay's next
+// captured, then its /ping is probed (HealthTimeout, at most 16 at once).
+// HealthFailures (default 3) consecutive failed probes (no answer, not
+// 200), one probe answered by another boot id, or a heartbeat older than
+// max(RelayExpiry, 3 x the relay's reported HeartbeatSeconds) remove the
+// relay, and only if the capture is still current: a heartbeat that
+// arrived during the probe keeps it and, like a good probe, starts the
+// failure count again (one lost probe must not make every room of a relay
+// unjoinable until its next heartbeat). A removed relay's next
 // heartbeat is New and Republish (after a fresh ping proof); its routes are
 // invisible meanwhile and adopted again by its republication.
 //
@@ -101,15 +105,26 @@
 //   - a live route with the same allocation id: the relay is asked again
 //     and replays; the same capability is answered;
 //   - a live route with another allocation id: room_name_taken (409); so of
-//     many concurrent allocations of one name exactly one wins;
+//     many concurrent allocations of one name exactly one wins. Except a
+//     vacant route (its relay published Vacant: the host left): PurrNet
+//     reuses one room name per scene with a fresh allocation_id on every
+//     Play, so the allocation goes to that relay, which decides: with
+//     nobody connected it takes the name over for a new incarnation (the
+//     old one is tombstoned here as the relay is authoritative), else it
+//     answers room_name_taken. A freshly allocated room whose host has not
+//     connected is not vacant and stays reserved. Host migration, when it
+//     lands, will reserve a vacant room while a claim is in progress;
 //   - a pending allocation (see below): the same relay is asked, whatever
 //     the allocation id: it replays, refuses another id, or creates the room;
 //   - otherwise placement: relays of the requested region first
 //     (case-insensitive), least loaded first (connections, then rooms), never
 //     draining; an unknown or empty region falls back to the others; up to
 //     three relays are tried while a relay cannot be reached (the request
-//     was certainly not written) or says it is draining. No relay at all:
-//     no_relays (503).
+//     was certainly not written) or says it is draining. A legacy GET is
+//     placed only on relays of the requested region when it has any that
+//     take rooms (older PurrTransport versions connect the host to the
+//     relay they pinged, ignoring the answer's host); other regions only
+//     when it has none. No relay at all: no_relays (503).
 //
 // The relay's answer must carry a valid capability (wire.Capability.Validate)
 // and a publication of that name and allocation; anything less is a
@@ -125,23 +140,44 @@
 // is authoritative: the old incarnation is tombstoned and the new one taken.
 //
 // The relay call carries name, region, allocation_id, the secret, the
-// protocol version and ?s=<session hint> (so a multi-machine relay app can
-// route it to the room's owner), plus Idempotency-Key = allocation_id: the
-// relay replays by it, so Go's transport may resend it on a fresh connection
-// when a reused one turns out closed. A relay must not wait for its own
+// protocol version, ?s=<session hint>, wire.HeaderTargetBoot (the chosen
+// boot: a relay of that boot creates the room on itself without asking its
+// Router, since the balancer called its own endpoint directly), plus
+// Idempotency-Key = allocation_id: the relay replays by it, so Go's
+// transport may resend it on a fresh connection when a reused one turns
+// out closed. A relay must not wait for its own
 // publication of the room inside this call (the room's lease is held
 // meanwhile); the balancer commits the publication from the answer.
 //
 // Legacy GET /allocate_ws gets a fresh allocation id per request.
+//
+// # Multi-machine relay apps
+//
+// Each machine of a relay app registers on its own: its own boot, machine
+// id, region and Endpoint (its private address, which this balancer probes
+// and calls directly), with the app's shared public host, port and
+// wire.RelayInfo.PublicEndpoint. Placement treats the machines as separate
+// relays (region, then least loaded), so a machine that joins takes new
+// rooms at once, and the room's route records the machine (boot) that
+// holds it. /servers lists such an app once per region, with the public
+// endpoint as apiEndpoint, so clients ping the app. The machines ask
+// wire.PathRoomLocation (GET ?name=, internal secret) where a room they do
+// not hold lives: the route's boot, machine id, endpoint, public host and
+// port, or room_not_found when no current registration holds it. A
+// stopped machine unregisters its rooms; a failed one is removed by the
+// health check with every route it held; either way /join, /list and the
+// location route stop showing its rooms at once.
 //
 // # Other routes
 //
 // /join answers the room's client credential with its relay's host, port,
 // udpPortV2 and ssl (room_not_found otherwise). /list pages count from 0,
 // 50 rooms a page ordered by name, with the total; /getTotalConnections sums
-// the live rooms' connections, as the original does. /servers lists every
-// registered relay (draining ones too: they still serve their rooms).
-// /migration/* answers 501 not_implemented until host migration lands.
+// the live rooms' connections, as the original does. /servers lists the
+// registered relays, one entry per public endpoint and region, but leaves
+// a draining one out while a non-draining one serves its region (PurrTransport
+// connects the host to the relay it pinged); a region whose relays all
+// drain still lists them (they still serve their rooms). /migration/* answers 501 not_implemented until host migration lands.
 // /v1/instances and /v1/instances/{id}/drain serve the rollout tool, guarded
 // by the shared SECRET (Bearer or internal_key_secret). Every answer goes
 // through wire.Common (no-store, CORS, preflight, body cap) and every error
@@ -152,5 +188,6 @@
 // server.go (life cycle), options.go, routes.go (mux and public reads),
 // allocate.go, internal.go (relay routes), publish.go (the compare-and-sets),
 // registry.go (relays), rooms.go (room table and leases), health.go (health
-// and cleanup loops), relaycall.go (calls to relays), admin.go, metrics.go.
+// and cleanup loops), relaycall.go (calls to relays), locate.go (room
+// location for multi-machine apps), admin.go, metrics.go.
 package balancer

@@ -208,6 +208,7 @@ type fakeRelay struct {
 	rooms     map[string]*fakeRoom
 	seq       int
 	lastHint  string
+	targets   map[string]string // room name -> HeaderTargetBoot of its last allocation call
 
 	allocCalls atomic.Int32
 }
@@ -299,6 +300,10 @@ func (f *fakeRelay) handleAllocate(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.lastHint = r.URL.Query().Get(wire.SessionQueryParam)
+	if f.targets == nil {
+		f.targets = make(map[string]string)
+	}
+	f.targets[name] = r.Header.Get(wire.HeaderTargetBoot)
 	mode := f.allocMode
 	if mode == allocLoseOnce || mode == allocStallOnce {
 		f.allocMode = allocNormal

@@ -24,17 +24,20 @@ func (s *Server) healthLoop(ctx context.Context) {
 }
 
 // checkRelays runs one health round. Each relay's (registration, liveness
-// version) is captured before its probe; a failed probe (no answer, not 200,
-// or another boot id) or an expired heartbeat removes the relay only if that
-// capture is still current, so a heartbeat that arrived meanwhile (which
-// bumps the liveness version) keeps it. Removal invalidates the relay's
+// version) is captured before its probe. HealthFailures consecutive failed
+// probes (no answer, not 200), a probe answered by another boot id, or an
+// expired heartbeat (max(RelayExpiry, 3 x its reported heartbeat interval))
+// remove the relay, and only if that capture is still current, so a
+// heartbeat that arrived meanwhile (which bumps the liveness version and
+// starts the failure count again) keeps it. A good probe starts the count
+// again too. Removal invalidates the relay's
 // routes at once; its next heartbeat is answered New and Republish.
 func (s *Server) checkRelays(ctx context.Context) {
 	var g errgroup.Group
 	g.SetLimit(maxParallelProbes)
 	now := s.clock.Now()
 	for _, snap := range s.reg.snapshot() {
-		if now.Sub(snap.lastHeartbeat) > s.opts.RelayExpiry {
+		if now.Sub(snap.lastHeartbeat) > max(s.opts.RelayExpiry, snap.expiry) {
 			s.removeRelay(snap, "expired")
 			continue
 		}
@@ -45,9 +48,13 @@ func (s *Server) checkRelays(ctx context.Context) {
 			}
 			switch {
 			case err != nil:
-				s.removeRelay(snap, "probe_failed")
+				if s.reg.probeFailed(snap, s.opts.HealthFailures) {
+					s.relayRemoved(snap, "probe_failed")
+				}
 			case boot != snap.entry.info.BootID:
-				s.removeRelay(snap, "boot_changed")
+				s.removeRelay(snap, "boot_changed") // another process answers there: at once
+			default:
+				s.reg.probeOK(snap)
 			}
 			return nil
 		})
@@ -56,9 +63,13 @@ func (s *Server) checkRelays(ctx context.Context) {
 }
 
 func (s *Server) removeRelay(snap relaySnap, reason string) {
-	if !s.reg.removeIf(snap) {
-		return
+	if s.reg.removeIf(snap) {
+		s.relayRemoved(snap, reason)
 	}
+}
+
+// relayRemoved counts and logs a removal.
+func (s *Server) relayRemoved(snap relaySnap, reason string) {
 	s.metrics.relayRemovals.WithLabelValues(reason).Inc()
 	s.log.Warn("relay removed", "endpoint", snap.entry.info.Endpoint, "boot", snap.entry.info.BootID, "reason", reason)
 }

@@ -50,6 +50,10 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	if req.Connections < 0 || req.Rooms < 0 {
 		return wire.ErrBadRequest.WithMessage("counts must not be negative")
 	}
+	if req.HeartbeatSeconds < 0 {
+		return wire.ErrBadRequest.WithMessage("heartbeatSeconds must not be negative")
+	}
+	req.HeartbeatSeconds = min(req.HeartbeatSeconds, maxHeartbeatSeconds)
 	resp, err := s.register(r.Context(), req)
 	if err != nil {
 		var we *wire.Error
@@ -197,12 +201,11 @@ func validRelayInfo(i wire.RelayInfo) error {
 	if i.BootID == "" || len(i.BootID) > maxIDLen {
 		return bad("relay bootId is missing or too long")
 	}
-	if len(i.Endpoint) > maxEndpointLen {
-		return bad("relay endpoint is too long")
+	if !validBaseURL(i.Endpoint) {
+		return bad("relay endpoint must be an http(s) base URL of at most 512 bytes")
 	}
-	u, err := url.Parse(i.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return bad("relay endpoint must be an http(s) base URL")
+	if i.PublicEndpoint != "" && !validBaseURL(i.PublicEndpoint) {
+		return bad("relay public endpoint must be an http(s) base URL of at most 512 bytes")
 	}
 	if i.Host == "" || len(i.Host) > 253 {
 		return bad("relay host is missing or too long")
@@ -217,6 +220,16 @@ func validRelayInfo(i wire.RelayInfo) error {
 		return bad("relay process facts are too long")
 	}
 	return nil
+}
+
+// validBaseURL reports whether s is an http(s) base URL (no query, no
+// fragment) of at most maxEndpointLen bytes.
+func validBaseURL(s string) bool {
+	if len(s) > maxEndpointLen {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
 }
 
 func validPublication(p wire.Publication) error {

@@ -24,6 +24,7 @@ const (
 	DefaultRelayExpiry        = 3 * 30 * time.Second
 	DefaultCleanupInterval    = 30 * time.Second
 	DefaultTombstoneRetention = 3600 * time.Second
+	DefaultHealthFailures     = 3
 
 	// pendingRetention bounds how long an indeterminate allocation pins its
 	// room name to the relay that may hold it. PurrNet retries for ~110 s and
@@ -44,6 +45,9 @@ const (
 	maxIDLen = 128
 	// maxEndpointLen bounds a relay's endpoint URL.
 	maxEndpointLen = 512
+	// maxHeartbeatSeconds caps a relay's reported heartbeat interval (its
+	// expiry is then at most three days).
+	maxHeartbeatSeconds = 86400
 	// maxInfoLen bounds informational strings (machine id, image, version).
 	maxInfoLen = 256
 )
@@ -67,7 +71,13 @@ type Options struct {
 	HealthTimeout time.Duration
 	// RelayTimeout bounds every other call to a relay (allocation, proof).
 	RelayTimeout time.Duration
-	// RelayExpiry removes a relay with no heartbeat for this long.
+	// HealthFailures is how many consecutive failed probes remove a relay
+	// (a successful probe or a newer heartbeat starts the count again); a
+	// single lost probe must not make every room of a relay unjoinable.
+	HealthFailures int
+	// RelayExpiry removes a relay with no heartbeat for this long, or for
+	// three of its reported heartbeat intervals when that is longer
+	// (wire.RegisterRequest.HeartbeatSeconds).
 	RelayExpiry time.Duration
 	// CleanupInterval is the tombstone (and orphaned route) cleanup tick.
 	CleanupInterval time.Duration
@@ -113,6 +123,9 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RelayExpiry, DefaultRelayExpiry)
 	def(&o.CleanupInterval, DefaultCleanupInterval)
 	def(&o.TombstoneRetention, DefaultTombstoneRetention)
+	if o.HealthFailures <= 0 {
+		o.HealthFailures = DefaultHealthFailures
+	}
 	o.Clock = clock.OrReal(o.Clock)
 	if o.Logger == nil {
 		o.Logger = slog.Default()

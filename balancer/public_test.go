@@ -127,7 +127,7 @@ func TestListPagingAndCounts(t *testing.T) {
 		t.Fatalf("after an update: %d, want %d", tc.TotalConnections, total+100)
 	}
 	b.set(func(f *fakeRelay) { f.pingFail = true })
-	h.s.checkRelays(t.Context())
+	failHealth(h, DefaultHealthFailures)
 	if l := h.list(0); l.Total != 60 {
 		t.Fatalf("after removing a relay, list total %d, want 60", l.Total)
 	}

@@ -58,6 +58,7 @@ func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {
 		connections:  pub.Connections,
 		clientSecret: pub.ClientSecret,
 		allocationID: pub.AllocationID,
+		vacant:       pub.Vacant,
 	}
 }
 

@@ -3,6 +3,7 @@ package balancer
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,9 +166,10 @@ func TestHealthProbeCapturedBeforeHeartbeatDoesNotRemove(t *testing.T) {
 		t.Fatal("a failed probe captured before a newer heartbeat removed the relay")
 	}
 
-	// Without a newer heartbeat the failed probe removes it, and its routes.
+	// Without a newer heartbeat, HealthFailures consecutive failed probes
+	// remove it, and its routes.
 	wantStatuses(t, r.publish(h, pub("room", "e1", 1, 2)), wire.PubApplied)
-	h.s.checkRelays(context.Background())
+	failHealth(h, DefaultHealthFailures)
 	if len(h.servers()) != 0 {
 		t.Fatal("a failed probe did not remove the relay")
 	}
@@ -220,9 +222,15 @@ func TestHealthLoopRunsOnTheClock(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.HealthInterval = 10 * time.Second })
 	r := newFakeRelay(t, "eu")
 	r.register(h)
-	r.set(func(f *fakeRelay) { f.pingFail = true })
+	var pings atomic.Int32
+	r.set(func(f *fakeRelay) { f.pingFail, f.pingHook = true, func() { pings.Add(1) } })
 	waitFor(t, "the loops to wait on the clock", func() bool { return h.clk.Waiters() >= 2 })
-	h.clk.Advance(10 * time.Second)
+	// HealthFailures rounds of failed probes, one per tick. The next tick
+	// comes once this round's probe has started, so none is dropped.
+	for i := int32(1); i <= DefaultHealthFailures; i++ {
+		h.clk.Advance(10 * time.Second)
+		waitFor(t, "a health probe", func() bool { return pings.Load() >= i })
+	}
 	waitFor(t, "the health loop to remove the relay", func() bool { return len(h.servers()) == 0 })
 }
 

@@ -20,7 +20,7 @@ import (
 // all of its routes at once.
 type relayEntry struct {
 	info     wire.RelayInfo // static after construction
-	restPort int            // static: the endpoint's port
+	restPort int            // static: the public endpoint's port (PublicEndpoint, else Endpoint)
 
 	// Aggregates of the live routes pointing at this entry, written under
 	// those rooms' leases.
@@ -32,6 +32,10 @@ type relayEntry struct {
 	lastHeartbeat time.Time
 	selfDraining  bool // the relay said so in its heartbeat
 	adminDraining bool // POST /v1/instances/{id}/drain
+	failures      int  // consecutive failed health probes since the last good one or heartbeat
+	// expiry is how long without a heartbeat removes it: max(RelayExpiry,
+	// 3 x the heartbeat interval the relay reports).
+	expiry time.Duration
 }
 
 func (r *relayEntry) drainingLocked() bool { return r.selfDraining || r.adminDraining }
@@ -42,6 +46,7 @@ type relaySnap struct {
 	liveness      uint64
 	lastHeartbeat time.Time
 	draining      bool
+	expiry        time.Duration // 0: Options.RelayExpiry
 }
 
 // registry holds the current registration of every endpoint. Its lock is
@@ -129,6 +134,8 @@ func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time
 	r.liveness = g.livenessSeq.Add(1)
 	r.lastHeartbeat = now
 	r.selfDraining = req.Draining
+	r.failures = 0
+	r.expiry = 3 * time.Duration(req.HeartbeatSeconds) * time.Second
 	return r.liveness
 }
 
@@ -137,7 +144,7 @@ func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time
 // endpoint's proof gate. It reports whether a different boot was replaced.
 func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, string) {
 	info := req.Relay
-	r := &relayEntry{info: info, restPort: endpointPort(info.Endpoint)}
+	r := &relayEntry{info: info, restPort: endpointPort(publicEndpoint(info))}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var replaced string
@@ -192,12 +199,40 @@ func (g *registry) removeIf(snap relaySnap) bool {
 	return true
 }
 
+// probeFailed records a failed health probe of the registration captured
+// in snap and removes it once limit consecutive probes have failed. A
+// heartbeat since the capture (a newer liveness version) keeps it: that
+// heartbeat started the count again.
+func (g *registry) probeFailed(snap relaySnap, limit int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := snap.entry
+	if g.byEndpoint[r.info.Endpoint] != r || r.liveness != snap.liveness {
+		return false
+	}
+	r.failures++
+	if r.failures < limit {
+		return false
+	}
+	delete(g.byEndpoint, r.info.Endpoint)
+	delete(g.byBoot, r.info.BootID)
+	return true
+}
+
+// probeOK records a good health probe: the failure count starts again.
+func (g *registry) probeOK(snap relaySnap) {
+	g.mu.Lock()
+	snap.entry.failures = 0
+	g.mu.Unlock()
+}
+
 // snapshot copies every current registration, ordered by endpoint.
 func (g *registry) snapshot() []relaySnap {
 	g.mu.RLock()
 	out := make([]relaySnap, 0, len(g.byEndpoint))
 	for _, r := range g.byEndpoint {
-		out = append(out, relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked()})
+		out = append(out, relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat,
+			draining: r.drainingLocked(), expiry: r.expiry})
 	}
 	g.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].entry.info.Endpoint < out[j].entry.info.Endpoint })
@@ -265,6 +300,15 @@ func (g *registry) acquireGate(ctx context.Context, endpoint string) (func(), er
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// publicEndpoint is the URL clients ping for a relay: its PublicEndpoint
+// (one per multi-machine app), else its own Endpoint.
+func publicEndpoint(i wire.RelayInfo) string {
+	if i.PublicEndpoint != "" {
+		return i.PublicEndpoint
+	}
+	return i.Endpoint
 }
 
 // endpointPort is the port of an http(s) URL, explicit or by scheme.

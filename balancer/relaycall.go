@@ -62,10 +62,12 @@ func (s *Server) probe(ctx context.Context, endpoint string, timeout time.Durati
 	return p.BootID, nil
 }
 
-// callAllocate POSTs PathRelayAllocate to the relay. Its errors are
+// callAllocate POSTs PathRelayAllocate to the relay registered as boot at
+// endpoint (HeaderTargetBoot says which boot was chosen, so a machine of a
+// multi-machine app creates the room on itself). Its errors are
 // errNotDelivered, errOutcomeUnknown, a *wire.Error the relay answered, or
 // wire.ErrRelayBadAnswer for an answer that is not a RelayAllocation.
-func (s *Server) callAllocate(ctx context.Context, endpoint, name, region, allocationID string) (wire.RelayAllocation, error) {
+func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region, allocationID string) (wire.RelayAllocation, error) {
 	var out wire.RelayAllocation
 	// The client may give up; the relay call must not be cut short by that,
 	// or a committed room would become indeterminate for no reason.
@@ -95,6 +97,7 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, name, region, alloc
 	h.Set(wire.HeaderInternalSecret, s.opts.Secret)
 	h.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
 	h.Set("Idempotency-Key", allocationID)
+	h.Set(wire.HeaderTargetBoot, boot)
 
 	resp, err := s.client.Do(req)
 	if err != nil {

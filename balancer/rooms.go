@@ -20,6 +20,7 @@ type roomRecord struct {
 	connections  int
 	clientSecret string
 	allocationID string
+	vacant       bool // its host left (wire.Publication.Vacant): another allocation id may take it over at the relay
 }
 
 // pendingAlloc remembers an allocation whose outcome the relay did not tell

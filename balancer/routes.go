@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(wire.PathRegister, s.internalHandler(s.handleRegister))
 	mux.Handle(wire.PathPublish, s.internalHandler(s.handlePublish))
 	mux.Handle(wire.PathUnregister, s.internalHandler(s.handleUnregister))
+	mux.Handle(wire.PathRoomLocation, s.internalGet(s.handleRoomLocation))
 
 	mux.Handle(wire.PathInstances, s.admin(get, s.handleInstances))
 	mux.Handle(fmt.Sprintf(wire.PathDrainFmt, "{id}"), s.admin([]string{http.MethodPost}, s.handleDrain))
@@ -80,16 +81,36 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// handleServers lists every registered relay, draining ones included: they
-// still serve their rooms, and a client that picks their region is placed on
-// another relay.
+// handleServers lists the registered relays. A draining relay is left out
+// while a non-draining one serves its region (case-insensitively): current
+// and older PurrTransport versions connect the host to the relay they
+// pinged here, whatever the allocation answered, so a listed draining relay
+// would get hosts it refuses. A region whose relays all drain still lists
+// them (they serve their rooms; its clients are placed elsewhere). The
+// machines of a multi-machine relay app register one by
+// one but share a public endpoint: they are listed once per region (the
+// client pings the app, whose proxy picks a machine), with the public
+// endpoint as apiEndpoint.
 func (s *Server) handleServers(w http.ResponseWriter, r *http.Request) error {
 	snaps := s.reg.snapshot()
 	resp := wire.ServersResponse{Servers: make([]wire.ServerInfo, 0, len(snaps))}
+	type key struct{ endpoint, region string }
+	seen := make(map[key]bool, len(snaps))
+	served := make(map[string]bool, len(snaps)) // lower-case regions with a non-draining relay
+	for _, sn := range snaps {
+		if !sn.draining {
+			served[strings.ToLower(sn.entry.info.Region)] = true
+		}
+	}
 	for _, sn := range snaps {
 		i := sn.entry.info
+		k := key{publicEndpoint(i), strings.ToLower(i.Region)}
+		if seen[k] || (sn.draining && served[k.region]) {
+			continue
+		}
+		seen[k] = true
 		resp.Servers = append(resp.Servers, wire.ServerInfo{
-			APIEndpoint:    i.Endpoint,
+			APIEndpoint:    k.endpoint,
 			Host:           i.Host,
 			RestPort:       sn.entry.restPort,
 			UDPPort:        i.UDPPort,

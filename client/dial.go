@@ -24,11 +24,12 @@ import (
 // context has no deadline.
 const DefaultDialTimeout = 10 * time.Second
 
-// ReadLimit is the largest message Host, Client and Pipe accept: 65,535
-// bytes plus a small margin (a relay's [2][sender:4] framing may add five
-// bytes to a client's largest payload). A larger message closes the
-// connection with StatusMessageTooBig.
-const ReadLimit = wire.MaxMessageSize + 64
+// ReadLimit is the largest message Host, Client and Pipe accept: exactly
+// wire.MaxMessageSize (65,535 bytes), as PurrNet's own socket does. A relay
+// never sends more: it drops a client payload whose [2][sender:4] framing
+// would pass it. A larger message closes the connection with
+// StatusMessageTooBig.
+const ReadLimit = wire.MaxMessageSize
 
 // WebSocket close statuses callers check with CloseStatus.
 const (

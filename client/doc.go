@@ -47,9 +47,9 @@
 // No message larger than wire.MaxMessageSize (65,535 bytes, frame header
 // included) is ever written by Host, Client or Pipe: they return ErrTooLarge
 // before touching the connection. Only Raw writes anything. Reads accept up to
-// ReadLimit (65,535 plus a small margin, since a relay's [2][sender:4]
-// framing may add five bytes to a client's largest payload); a larger message
-// closes the connection with status 1009.
+// ReadLimit (exactly 65,535 bytes, as PurrNet's host socket; a relay drops a
+// client payload over 65,530 bytes rather than frame it past that); a larger
+// message closes the connection with status 1009.
 //
 // # Concurrency
 //

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,17 +189,36 @@ func TestTextFrameEndsConnection(t *testing.T) {
 	expectClosed(t, func(ctx context.Context) error { _, err := r.Read(ctx); return err })
 }
 
-// TestMessageSizeLimit: 65,535-byte messages pass both ways; a larger one
+// TestMessageSizeLimit: 65,535-byte frames pass both ways; a client
+// payload whose host frame would pass 65,535 bytes is dropped and counted
+// (PurrNet's host socket would end the room); a message over 65,535 bytes
 // closes the sender's connection and nothing else.
 func TestMessageSizeLimit(t *testing.T) {
 	s := startDev(t, nil)
-	t.Run("client-65535-passes", func(t *testing.T) {
+	t.Run("client-65530-passes", func(t *testing.T) {
 		p := newPair(t, s.api, "eu", "size-ok-up")
-		big := bytes.Repeat([]byte{0xab}, wire.MaxMessageSize)
+		big := bytes.Repeat([]byte{0xab}, wire.MaxMessageSize-5) // [2][sender:4] + payload = 65,535
 		if err := p.cl.Send(tctx(t), big); err != nil {
 			t.Fatal(err)
 		}
 		expectData(t, p.host, p.id, big)
+	})
+	t.Run("client-65531-to-65535-dropped", func(t *testing.T) {
+		p := newPair(t, s.api, "eu", "size-drop-up")
+		before := droppedTooLarge(t, s)
+		for n := wire.MaxMessageSize - 4; n <= wire.MaxMessageSize; n++ {
+			if err := p.cl.Send(tctx(t), bytes.Repeat([]byte{0xef}, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.cl.Send(tctx(t), []byte("sentinel-after-oversize")); err != nil {
+			t.Fatal(err)
+		}
+		expectData(t, p.host, p.id, []byte("sentinel-after-oversize")) // nothing came before it
+		if got := droppedTooLarge(t, s) - before; got != 5 {
+			t.Fatalf("too_large_for_host drops %v, want 5", got)
+		}
+		roundTrip(t, p.host, p.cl, p.id, "after-drops")
 	})
 	t.Run("host-65535-passes", func(t *testing.T) {
 		p := newPair(t, s.api, "eu", "size-ok-down")
@@ -410,4 +431,25 @@ func TestEmptyRoomExpires(t *testing.T) {
 	if _, err := s.api.Allocate(tctx(t), "eu", "unused", client.NewAllocationID()); err != nil {
 		t.Fatalf("allocate an expired name again: %v", err)
 	}
+}
+
+// droppedTooLarge sums purrfly_relay_dropped_packets_total{reason=
+// "too_large_for_host"} over the stack's relays.
+func droppedTooLarge(t testing.TB, s *stack) float64 {
+	t.Helper()
+	const series = `purrfly_relay_dropped_packets_total{reason="too_large_for_host"} `
+	var total float64
+	for _, r := range s.relays {
+		a := do(t, http.MethodGet, r.HTTPURL()+"/metrics", nil, nil)
+		for line := range strings.Lines(string(a.body)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), series); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("metric %s: %v", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
 }

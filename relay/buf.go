@@ -67,6 +67,11 @@ func (b *buf) frame() []byte { return b.b[b.off:b.end] }
 // len is the frame's length.
 func (b *buf) len() int { return b.end - b.off }
 
+// weight is the memory b pins while queued: its whole buffer, whatever the
+// frame's length (a 16,385-byte frame holds a 65,542-byte buffer). Queue
+// bounds count this.
+func (b *buf) weight() int { return len(b.b) }
+
 // newFrame returns a pooled buffer holding exactly p (small control frames).
 func newFrame(p ...byte) *buf {
 	b := getBuf(len(p))
@@ -79,8 +84,16 @@ func newFrame(p ...byte) *buf {
 // up only when the message does not fit, so small game packets never touch
 // a 64 KiB buffer. The caller owns the result.
 func readMessage(r io.Reader) (*buf, error) {
+	return readInto(r, headroom, wire.MaxMessageSize)
+}
+
+// readInto reads one message of at most limit bytes into a pooled buffer,
+// leaving head bytes free in front (readMessage: a client's message; a
+// link's frames from a holder machine need no headroom but may be five
+// bytes longer than a message, as [2][sender:4][payload] is).
+func readInto(r io.Reader, head, limit int) (*buf, error) {
 	b := getClass(0)
-	pos := headroom
+	pos := head
 	for {
 		if pos == len(b.b) {
 			if b.class == len(sizeClasses)-1 {
@@ -95,11 +108,11 @@ func readMessage(r io.Reader) (*buf, error) {
 		n, err := r.Read(b.b[pos:])
 		pos += n
 		if err == io.EOF {
-			if pos-headroom > wire.MaxMessageSize {
+			if pos-head > limit {
 				putBuf(b)
 				return nil, errMessageTooBig
 			}
-			b.off, b.end = headroom, pos
+			b.off, b.end = head, pos
 			return b, nil
 		}
 		if err != nil {

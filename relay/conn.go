@@ -15,8 +15,9 @@ import (
 // backlog instead. Above the soft bound (512 frames or 1 MiB) the
 // slow-receiver clock runs, and a receiver still above it after the
 // deadline is disconnected; reaching the hard bound (4096 frames or 8 MiB)
-// disconnects at once. A healthy receiver that falls behind for a burst
-// and catches up within the deadline loses nothing.
+// disconnects at once. Bytes are the memory the queue pins: the pooled
+// buffers' capacity, not the frames' length. A healthy receiver that falls
+// behind for a burst and catches up within the deadline loses nothing.
 const (
 	softQueueFrames = 512
 	softQueueBytes  = 1 << 20
@@ -54,11 +55,15 @@ const (
 	reasonQueueOverflow             // the send queue hit its hard bound
 	reasonWriteError                // a write failed
 	reasonShutdown                  // the relay is going away (1012)
+	reasonUpstream                  // forwarded: the holder closed the link; its close code is passed on
+	reasonUpstreamLost              // forwarded: the link to the holder dropped without a close frame
+	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "text_frame",
-	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown"}
+	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
+	"upstream_closed", "upstream_lost", "client_left"}
 
 func (r closeReason) String() string { return reasonNames[r] }
 
@@ -66,7 +71,8 @@ func (r closeReason) String() string { return reasonNames[r] }
 // the peer is gone or not reading, so nothing could be delivered anyway.
 func (r closeReason) abrupt() bool {
 	switch r {
-	case reasonPeerClosed, reasonAuthTimeout, reasonSlowReceiver, reasonQueueOverflow, reasonWriteError, reasonTooBig:
+	case reasonPeerClosed, reasonAuthTimeout, reasonSlowReceiver, reasonQueueOverflow, reasonWriteError, reasonTooBig,
+		reasonUpstreamLost:
 		return true
 	}
 	return false
@@ -117,14 +123,28 @@ type conn struct {
 	role role
 	room *room
 
+	// link is static: true for the upstream side of a forwarded connection
+	// (forward.go), a queue and writer toward the holder machine that is no
+	// connection of this relay (not in the tables, not in the metrics).
+	link bool
+
 	// closing mirrors reason != reasonNone for lock-free checks on the hot path.
 	closing atomic.Bool
 
 	mu        sync.Mutex
 	q         []*buf      // guarded by mu: frames waiting for the writer, FIFO
-	qBytes    int         // guarded by mu
+	qBytes    int         // guarded by mu: the queued buffers' capacity (buf.weight), what the queue pins
 	fullSince time.Time   // guarded by mu: first refusal since the writer last drained; zero if none
 	reason    closeReason // guarded by mu: set once by close
+	// upCode and upText are the holder's close status, passed on to a
+	// forwarded client (reasonUpstream); guarded by mu, set with reason.
+	upCode websocket.StatusCode
+	upText string
+	// grace drops the transport if a graceful close has not ended it within
+	// core.closeGrace; writerEnded says the writer is gone (no grace needed
+	// any more). Both guarded by mu.
+	grace       *time.Timer
+	writerEnded bool
 }
 
 // enqueue hands b to c's writer. It never blocks and never does I/O, so it
@@ -134,6 +154,7 @@ type conn struct {
 func (c *conn) enqueue(b *buf, dir int) bool {
 	m := c.core.m
 	n := b.len()
+	w := b.weight()
 	c.mu.Lock()
 	if c.reason != reasonNone {
 		c.mu.Unlock()
@@ -141,7 +162,7 @@ func (c *conn) enqueue(b *buf, dir int) bool {
 		m.drop(dropReceiverClosed)
 		return false
 	}
-	if len(c.q) >= hardQueueFrames || c.qBytes+n > hardQueueBytes {
+	if len(c.q) >= hardQueueFrames || c.qBytes+w > hardQueueBytes {
 		c.mu.Unlock()
 		putBuf(b)
 		m.drop(dropQueueOverflow)
@@ -149,7 +170,7 @@ func (c *conn) enqueue(b *buf, dir int) bool {
 		return false
 	}
 	c.q = append(c.q, b)
-	c.qBytes += n
+	c.qBytes += w
 	slow := false
 	if len(c.q) > softQueueFrames || c.qBytes > softQueueBytes {
 		now := c.core.clock.Now()
@@ -178,7 +199,7 @@ func (c *conn) takeBatch(dst []*buf) []*buf {
 	c.mu.Lock()
 	k := min(len(c.q), maxBatch)
 	for _, b := range c.q[:k] {
-		c.qBytes -= b.len()
+		c.qBytes -= b.weight()
 	}
 	dst = append(dst, c.q[:k]...)
 	rest := copy(c.q, c.q[k:])
@@ -199,6 +220,17 @@ func (c *conn) takeBatch(dst []*buf) []*buf {
 // that a writer blocked on a peer that does not read is released. It never
 // blocks. It reports whether this call closed c.
 func (c *conn) close(reason closeReason) bool {
+	return c.closeWith(reason, 0, "")
+}
+
+// closeUpstream closes a forwarded client with the status its holder
+// closed the link with, so the client sees exactly what a direct
+// connection would have seen.
+func (c *conn) closeUpstream(code websocket.StatusCode, text string) bool {
+	return c.closeWith(reasonUpstream, code, text)
+}
+
+func (c *conn) closeWith(reason closeReason, code websocket.StatusCode, text string) bool {
 	if reason == reasonNone {
 		reason = reasonPeerClosed
 	}
@@ -208,12 +240,17 @@ func (c *conn) close(reason closeReason) bool {
 		return false
 	}
 	c.reason = reason
+	c.upCode, c.upText = code, text
 	c.closing.Store(true)
 	c.mu.Unlock()
 	close(c.done)
-	c.core.m.disconnect[reason].Inc()
+	if !c.link {
+		c.core.m.disconnect[reason].Inc()
+	}
 	if reason.abrupt() && c.abort != nil {
 		c.core.goAbort(c.abort)
+	} else {
+		c.armCloseGrace()
 	}
 	return true
 }
@@ -223,6 +260,18 @@ func (c *conn) closeReason() closeReason {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reason
+}
+
+// closeStatus is the WebSocket close code and text for c's close reason:
+// the holder's own status for a forwarded client (reasonUpstream).
+func (c *conn) closeStatus() (closeReason, websocket.StatusCode, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reason == reasonUpstream {
+		return c.reason, c.upCode, c.upText
+	}
+	code, text := c.reason.wsCode()
+	return c.reason, code, text
 }
 
 // releaseQueue frees whatever is still queued (after close).
@@ -235,4 +284,31 @@ func (c *conn) releaseQueue() {
 	for _, b := range q {
 		putBuf(b)
 	}
+}
+
+// armCloseGrace starts the bound of a graceful close: the flush and the
+// close handshake need a peer that reads, and a writer blocked on one that
+// does not (full TCP window) would never return. Past core.closeGrace the
+// transport is dropped, which fails the blocked write and the parked read.
+// The writer disarms it when it ends (endWriter).
+func (c *conn) armCloseGrace() {
+	if c.abort == nil {
+		return
+	}
+	c.mu.Lock()
+	if !c.writerEnded && c.grace == nil {
+		c.grace = time.AfterFunc(c.core.closeGrace, c.abort)
+	}
+	c.mu.Unlock()
+}
+
+// endWriter records that c's writer has returned: the transport is closed
+// (or being dropped), so a pending close grace is disarmed.
+func (c *conn) endWriter() {
+	c.mu.Lock()
+	c.writerEnded = true
+	if c.grace != nil {
+		c.grace.Stop()
+	}
+	c.mu.Unlock()
 }

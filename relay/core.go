@@ -40,6 +40,7 @@ type core struct {
 	notify       notifier     // static after construction
 	emptyTimeout time.Duration
 	slowTimeout  time.Duration
+	closeGrace   time.Duration // static: a graceful close drops the transport if it has not ended by then (tests shorten it)
 
 	nextID   atomic.Uint32
 	rooms    roomTable
@@ -59,6 +60,7 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 		notify:       nopNotifier{},
 		emptyTimeout: DefaultEmptyRoomTimeout,
 		slowTimeout:  DefaultSlowReceiverTimeout,
+		closeGrace:   closeGrace,
 		idle:         make(chan struct{}, 1),
 	}
 	c.rooms.init()
@@ -85,6 +87,18 @@ func (c *core) newConn(abort func()) *conn {
 	return cn
 }
 
+// newLink returns the upstream queue of a forwarded connection (forward.go):
+// a conn that is in no table and counts in no connection metric.
+func (c *core) newLink(abort func()) *conn {
+	return &conn{
+		core:  c,
+		link:  true,
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+		abort: abort,
+	}
+}
+
 func (c *core) goAbort(abort func()) {
 	c.aborts.Go(abort)
 }
@@ -109,6 +123,11 @@ func (c *core) handle(cn *conn, b *buf) {
 	}
 }
 
+// maxClientPayload is the largest client payload forwarded to a host: its
+// [2][sender:4][payload] frame must fit one 65,535-byte message, the most
+// PurrNet's host socket (SimpleWebTransport) accepts.
+const maxClientPayload = wire.MaxMessageSize - 5
+
 // fromClient forwards a client's payload to its host as [2][sender][payload],
 // writing the header into the buffer's headroom (no copy). The enqueue
 // happens under the room lock, so a client that the host kicked (or whose
@@ -117,6 +136,13 @@ func (c *core) fromClient(cn *conn, b *buf) {
 	if b.len() <= 1 {
 		putBuf(b)
 		c.m.drop(dropSmallClient)
+		return
+	}
+	if b.len() > maxClientPayload {
+		// Legal from the client, but the host's socket could not take the
+		// framed packet: PurrLay's SendOne drops it too.
+		putBuf(b)
+		c.m.drop(dropTooLargeForHost)
 		return
 	}
 	b.off -= 5
@@ -342,6 +368,7 @@ func (c *core) hostLeft(cn *conn) {
 	if removed {
 		rem = r.removeLocked()
 	} else {
+		r.hostLeft = true // vacant: published with the count change below
 		r.changedLocked(c)
 	}
 	reason := reasonHostLeft
@@ -414,27 +441,42 @@ type allocation struct {
 }
 
 // allocate creates room name for allocID, or replays the allocation that
-// created it. A live room under another allocation id is ErrRoomTaken; an
-// empty allocID never matches, so it never replays.
+// created it. A live room under another allocation id is ErrRoomTaken,
+// unless it is vacant (its host left) and nobody is connected: then the new
+// allocation takes the name over, and the old incarnation is removed (its
+// epoch goes to the unregister outbox). A room whose host has not connected
+// yet stays reserved for its allocation. An empty allocID never matches,
+// so it never replays. A draining relay still replays (the answer may have
+// been lost) but creates nothing.
 func (c *core) allocate(name, allocID string) (allocation, error) {
-	if c.draining.Load() {
-		return allocation{}, wire.ErrDraining
-	}
 	mu, m := c.rooms.shard(name)
 	mu.Lock()
 	defer mu.Unlock()
 	if r := m[name]; r != nil {
 		r.mu.Lock()
 		if !r.removed {
-			defer r.mu.Unlock()
 			if allocID != "" && r.allocationID == allocID {
+				defer r.mu.Unlock()
 				return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked(), replayed: true}, nil
 			}
-			return allocation{}, wire.ErrRoomTaken
+			if !r.vacantLocked() || r.countLocked() > 0 || c.draining.Load() {
+				r.mu.Unlock()
+				return allocation{}, wire.ErrRoomTaken
+			}
+			// Take the vacant room over. The shard lock is held, so the
+			// table is updated here rather than through dropRoom.
+			rem := r.removeLocked()
+			r.mu.Unlock()
+			c.notify.roomRemoved(rem)
+			c.log.Info("vacant room taken over by a new allocation", "room", name, "old_epoch", rem.Epoch)
+		} else {
+			r.mu.Unlock()
 		}
-		r.mu.Unlock()
 		delete(m, name)
 		c.rooms.n.Add(-1)
+	}
+	if c.draining.Load() {
+		return allocation{}, wire.ErrDraining
 	}
 	r := &room{
 		name:         name,

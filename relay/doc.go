@@ -30,6 +30,15 @@
 // the receiver's queue: no copy, no allocation (BenchmarkForward*, and
 // TestForwardingAllocatesNothing asserts zero allocations per packet).
 //
+// Nothing the relay sends is longer than 65,535 bytes: PurrNet's host
+// socket (SimpleWebTransport) ends the connection, and so the room, on a
+// longer message. A client payload of up to 65,535 bytes is legal, but one
+// over 65,530 would make a longer [2][sender:4][payload] frame, so it is
+// dropped and counted (too_large_for_host; PurrLay's SendOne drops it too)
+// and the client stays connected. SEND_ONE and pipe frames only shrink or
+// keep their length, and a host's "clients connected" list is bounded by
+// the room's client limit.
+//
 // There is no global lock on this path. The sender's reader takes its
 // room's small mutex to look up the peer (the host, or the target client in
 // the room's map) and enqueue; enqueueing takes the receiver's queue mutex
@@ -41,7 +50,9 @@
 // Each connection has a bounded queue. PurrNet treats its WebSocket as a
 // reliable, ordered stream, so a live receiver never loses a frame (unlike
 // derp, which carries datagrams and may drop): the queue absorbs bursts up
-// to a hard bound (4096 frames or 8 MiB). Once the backlog passes the soft
+// to a hard bound (4096 frames or 8 MiB of pinned buffers: a queued frame
+// counts its pooled buffer's capacity, not its length, since that is the
+// memory it holds). Once the backlog passes the soft
 // bound (512 frames or 1 MiB) the slow-receiver clock runs; a receiver
 // still above it after the deadline (2 s) is disconnected (slow_receiver),
 // and one that reaches the hard bound is disconnected at once
@@ -51,6 +62,15 @@
 // system call per frame is the current cost (frame-level writes are issue
 // 7's measurement to make). Buffers are held only while queued or being
 // written, never by an idle connection.
+//
+// An abrupt close (peer gone, slow receiver, overflow, write error) drops
+// the socket at once. A graceful one (kicked, host left, auth failed,
+// shutdown) flushes what is queued and sends a close frame, which needs a
+// peer that reads: a writer blocked on one whose TCP window is full would
+// never return, and its connection, goroutines, socket and queue would
+// stay forever. So a graceful close arms a grace (closeGrace, 5 s) after
+// which the socket is dropped, failing the blocked write and the parked
+// read; the writer disarms it when it ends.
 //
 // Every dropped packet is counted by reason in
 // purrfly_relay_dropped_packets_total and every ended connection by
@@ -84,11 +104,25 @@
 // host and client secrets. The same allocation_id for the same live room
 // replays it (same secrets, same epoch, the room's current revision); a
 // different id, or none, for a live or still reserved room is
-// room_name_taken; a draining relay answers draining. The room's count
-// (host included, as PurrLay counts it) changes bump the revision and are
+// room_name_taken. A draining relay still replays (the answer may have
+// been lost) but creates nothing: a new room is draining.
+//
+// A room whose host has connected and left is vacant (published with
+// wire.Publication.Vacant). PurrNet reuses one room name per scene with a
+// fresh allocation_id on every Play, so a vacant room with no connection
+// at all is taken over by an allocation with another id: the old
+// incarnation is removed (its epoch goes to the unregister outbox) and a
+// new one is created with a new epoch and fresh credentials, so the old
+// ones no longer authenticate. A room whose host has not connected yet
+// stays reserved for its allocation, and a vacant room a client is still
+// (or again) connected to is room_name_taken. Host migration, when it
+// lands, will reserve a vacant room while a claim is in progress.
+//
+// The room's count (host included, as PurrLay counts it) changes bump the
+// revision and are
 // published promptly. The host leaving disconnects every client (close
 // code 1000, no in-band message); a room that had clients stays with count
-// 0 for host migration, an otherwise empty room is removed at once. Empty
+// 0 (vacant) for host migration, an otherwise empty room is removed at once. Empty
 // rooms expire EmptyRoomTimeout after they became empty, checked on a
 // cleanup tick of the injected clock; republishing never resets that.
 //
@@ -119,7 +153,90 @@
 // Options.Router is consulted before every WebSocket upgrade (session from
 // ?s=) and before allocation (the room name). When it does not serve here
 // the relay answers 421 Misdirected Request with "Fly-Replay:
-// instance=<id>" and a JSON error, and does not upgrade or allocate.
+// instance=<id>" and a JSON error, and does not upgrade or allocate. An
+// allocation whose wire.HeaderTargetBoot names this boot skips the Router:
+// the balancer chose this machine and called it directly.
+//
+// # Multi-machine apps (Options.MultiMachine; mesh.go, locate.go, forward.go)
+//
+// A relay app may run several machines. A room lives in one machine's
+// memory, so the rule is simple: a room stays on the machine that holds it
+// (sticky ownership), and every request or connection for it is brought
+// to that machine. Hashing only guesses; the balancer knows.
+//
+// Registration and placement. Each machine registers on its own (its own
+// boot, machine id and region) under its own Endpoint, an address the
+// balancer reaches directly (on Fly its 6PN address, http://[FLY_PRIVATE_IP]:PORT;
+// 127.0.0.x under flysim), and advertises the app's public host, port and
+// PublicEndpoint (/servers lists the app once per region under it). The
+// balancer treats the machines as separate relays: it picks one (region,
+// then least loaded) and calls it directly, naming the chosen boot in
+// wire.HeaderTargetBoot, so the room is created there and the balancer's
+// record of the room points at that machine. We chose this over letting
+// the app hash the room to its owner with Fly-Replay: the balancer already
+// proves which boot answered an allocation (an answer from another boot is
+// indeterminate), a direct call saves the proxy hop, placement can follow
+// load (a new machine fills up at once instead of taking 1/N of new
+// rooms), and with sticky ownership the hash owner would stop meaning
+// anything as soon as the machine set changes.
+//
+// How a machine learns where a room lives. It holds its own rooms in its
+// table; for any other room it asks the balancer
+// (wire.PathRoomLocation: holder boot, machine id, endpoint, public host
+// and port), through a small cache (LocateTTL, 1 s; "no such room" for at
+// most 250 ms) with concurrent lookups of one room shared. The balancer
+// answers only for routes of current registrations, so a stopped or failed
+// machine's rooms are "not found" as soon as the balancer drops it.
+//
+// Hinted requests (the Go client's ?s=) are routed before the upgrade by
+// mesh.route: a local room or no hint is served here; a request that was
+// replayed already (Fly-Replay-Src) is served here and forwarded after
+// its authentication (one replay hop, never a loop); a room the balancer
+// places on another machine of this app (same public host and port, a
+// machine id) is answered "Fly-Replay: instance=<holder>"; a room the
+// balancer does not know, or a balancer that cannot be asked, falls back
+// to Options.Router (rendezvous hashing on Fly), else is served here.
+//
+// Hintless connections (PurrNet's own client: ws://host:port, empty path)
+// can only be placed after their first message. The reader parses the
+// authentication message; if it names a room that is not local and the
+// balancer places on another machine, the edge opens a link to the
+// holder: a WebSocket to the holder's Endpoint at wire.PathForward, with
+// the shared secret and wire.HeaderForwardedBy (so the holder never
+// routes or forwards it again), bounded by ForwardTimeout, with TCP
+// keepalive (about 11 s to notice a holder that vanished without closing
+// its sockets). The authentication message is replayed on the link and
+// from then on frames are piped both ways DERP-mesh style, never inline on
+// a reader: the client's reader queues each frame on the link's queue
+// (drained by the link's writer), and the link's reader queues the
+// holder's frames on the client's queue (drained by the client's writer).
+// Both are ordinary conn queues with their bounds and slow-receiver rules,
+// and frames are moved, not copied. The holder serves the link as an
+// ordinary connection, so a forwarded peer sees the holder's own frames,
+// ids and notices, and the same limits apply (the edge reads the client
+// with the same size limit, text-frame rule and close reasons as a direct
+// reader). A close frame from the holder is passed on with its code and
+// text after the frames queued before it ([4] then 1008, 1000 kicked or
+// host left, 1012 when the holder drains); a link that drops without one
+// (the holder died) drops the client at once, exactly as a direct
+// connection to a dead machine drops. A client that leaves closes its link
+// with 1000, so the holder sees it leave. When the edge itself shuts down
+// it closes its forwarded clients with 1012 like its direct ones. A
+// connection the balancer cannot place, or whose holder cannot be
+// reached, is answered by the local core, i.e. [4] for an unknown room.
+//
+// Failure handling. A stopped machine drains (draining heartbeat, 1012,
+// unregistered rooms); a killed one stops answering the balancer's health
+// probe and is removed with every route it held. Either way its rooms are
+// reported gone (/join: room_not_found) rather than half-alive, and the
+// links to it end, closing the forwarded clients. Machines that join
+// register and take new rooms; rooms never move.
+//
+// Cost: a forwarded connection is one more hop and two more goroutines
+// (the link's reader and writer) on the edge. purrfly_relay_mesh_* count
+// lookups, route decisions, forwards by outcome, link dial time and the
+// forwarded connections open; purrfly_relay_forwarded_*{dir="mesh_out",
+// dir="mesh_in"} count the frames and bytes carried.
 //
 // Shutdown stops new rooms, sends a draining heartbeat, waits for the
 // connections to go (DrainTimeout, on the injected clock, or ctx), closes

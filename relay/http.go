@@ -25,6 +25,7 @@ func (s *Server) mainHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/ping", wire.Handler(s.handlePing))
 	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
+	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
 	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
 	mux.Handle("/metrics", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -84,7 +85,10 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if s.replayed(w, r, wire.SessionID(name)) {
+	// The balancer names the boot it chose; when that is this one it
+	// reached this machine directly (its own endpoint), so the room is
+	// created here whatever the Router would say.
+	if r.Header.Get(wire.HeaderTargetBoot) != s.opts.BootID && s.replayed(w, r, wire.SessionID(name), s.opts.Router) {
 		return nil
 	}
 	a, err := s.core.allocate(name, allocID)
@@ -122,14 +126,14 @@ func errCode(err error) string {
 	return "internal"
 }
 
-// replayed asks the Router where sid is served. When it is not here, it
+// replayed asks router where sid is served. When it is not here, it
 // answers "Fly-Replay: instance=<id>" (no upgrade, no allocation) and
 // reports true.
-func (s *Server) replayed(w http.ResponseWriter, r *http.Request, sid wire.SessionID) bool {
-	if s.opts.Router == nil {
+func (s *Server) replayed(w http.ResponseWriter, r *http.Request, sid wire.SessionID, router Router) bool {
+	if router == nil {
 		return false
 	}
-	rr := s.opts.Router(sid, r)
+	rr := router(sid, r)
 	if rr.Serve {
 		return false
 	}

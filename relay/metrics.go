@@ -19,10 +19,14 @@ const (
 	dropTruncated      = "truncated_packet" // SEND_ONE/KICK/pipe shorter than its header
 	dropUnknown        = "unknown_packet"   // unknown host packet type
 	dropSenderClosed   = "sender_closed"    // a packet read after its sender was told to go
+	// dropTooLargeForHost: a client packet over wire.MaxMessageSize-5 bytes,
+	// whose [2][sender:4][payload] frame would pass the 65,535 bytes the
+	// host's socket takes (PurrNet drops the host's connection beyond).
+	dropTooLargeForHost = "too_large_for_host"
 )
 
 var dropReasons = []string{dropQueueOverflow, dropReceiverClosed, dropSmallClient, dropNoHost,
-	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed}
+	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed, dropTooLargeForHost}
 
 // Forwarding directions for purrfly_relay_forwarded_*{dir}.
 const (
@@ -30,9 +34,11 @@ const (
 	dirToClient = 1
 	dirPipe     = 2
 	dirControl  = 3
+	dirMeshOut  = 4 // a forwarded client's frames, toward the holder machine
+	dirMeshIn   = 5 // the holder machine's frames, toward a forwarded client
 )
 
-var dirNames = [...]string{"to_host", "to_client", "pipe", "control"}
+var dirNames = [...]string{"to_host", "to_client", "pipe", "control", "mesh_out", "mesh_in"}
 
 // metrics holds every collector of one Server; all are registered on the
 // Options.Metrics registerer. Counters used on the hot path are resolved

@@ -25,6 +25,12 @@ const (
 	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
 	// New shortens it to EmptyRoomTimeout when that is smaller.
 	DefaultCleanupInterval = 30 * time.Second
+	// DefaultLocateTTL is how long a room location learned from the
+	// balancer is reused (multi-machine apps).
+	DefaultLocateTTL = time.Second
+	// DefaultForwardTimeout bounds locating a room's holder and opening
+	// the link to it for a forwarded connection.
+	DefaultForwardTimeout = 5 * time.Second
 )
 
 // Options configures a relay Server. The comments name the environment
@@ -37,11 +43,26 @@ type Options struct {
 	WSPort       int    // dedicated WebSocket listener, default 6942 by caller; 0 = ephemeral; -1 = disabled
 	PublicHost   string // HOST_DOMAIN: host clients connect to (advertised); "" = ListenHost, or 127.0.0.1 for a wildcard
 	PublicWSPort int    // advertised WebSocket port (443 behind Fly TLS); 0 = the actual WS listener port (or HTTP port when WSPort is -1)
-	Endpoint     string // HOST_ENDPOINT: apiEndpoint URL; "" = http(s)://PublicHost:<actual HTTP port>
+	Endpoint     string // HOST_ENDPOINT: apiEndpoint URL; "" = http(s)://PublicHost:<actual HTTP port> (MultiMachine: http://ListenHost:<port> when it binds one address)
 	Region       string // HOST_REGION
 	SSL          bool   // HOST_SSL
 	UDPPort      int    // advertised only; 0 = 7777
 	UDPPortV2    int    // advertised only; 0 = 7778
+
+	// PublicEndpoint is the API endpoint clients ping (the balancer lists it
+	// as apiEndpoint in /servers) when it differs from Endpoint: a machine
+	// of a multi-machine app registers its private address as Endpoint and
+	// the app's public URL here. "" = Endpoint.
+	PublicEndpoint string
+	// MultiMachine makes this relay one machine of a relay app that runs
+	// several (see the package doc, "Multi-machine apps"): requests and
+	// connections for rooms another machine holds reach the holder (a
+	// Fly-Replay before the upgrade, or one forwarding hop after the
+	// authentication message). It needs BalancerURL, which it asks where
+	// rooms live.
+	MultiMachine   bool
+	LocateTTL      time.Duration // default 1s: reuse of a room location learned from the balancer
+	ForwardTimeout time.Duration // default 5s: locate the holder and open the link to it
 
 	HeartbeatInterval time.Duration // default 30s
 	EmptyRoomTimeout  time.Duration // default 300s
@@ -68,11 +89,23 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("invalid relay options: balancer URL %q must be an http(s) URL", o.BalancerURL)
 		}
 	}
-	if o.Endpoint != "" {
-		u, err := url.Parse(o.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return o, fmt.Errorf("invalid relay options: endpoint %q must be an http(s) URL", o.Endpoint)
+	for _, e := range []string{o.Endpoint, o.PublicEndpoint} {
+		if e == "" {
+			continue
 		}
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return o, fmt.Errorf("invalid relay options: endpoint %q must be an http(s) URL", e)
+		}
+	}
+	if o.MultiMachine && o.BalancerURL == "" {
+		return o, errors.New("invalid relay options: a multi-machine relay needs a balancer URL (it asks the balancer where rooms live)")
+	}
+	if o.LocateTTL <= 0 {
+		o.LocateTTL = DefaultLocateTTL
+	}
+	if o.ForwardTimeout <= 0 {
+		o.ForwardTimeout = DefaultForwardTimeout
 	}
 	switch {
 	case o.HTTPPort < 0 || o.HTTPPort > 65535:

@@ -202,13 +202,34 @@ func TestTextFrameCloses(t *testing.T) {
 func TestMessageSizeLimit(t *testing.T) {
 	s := startRelay(t, Options{})
 	host, client, id := hostWithClient(t, s, "room")
-	big := bytes.Repeat([]byte{7}, wire.MaxMessageSize)
-	client.send(big)
-	pk := host.expectToHost(wire.ToHostData)
-	if pk.IDs[0] != id || len(pk.Payload) != wire.MaxMessageSize {
-		t.Fatalf("largest message: got %d bytes", len(pk.Payload))
+	// The host's socket takes at most 65,535 bytes (PurrNet's
+	// SimpleWebTransport drops the connection beyond): a 65,530-byte
+	// payload arrives as a 65,535-byte [2][sender:4][payload] frame.
+	fits := bytes.Repeat([]byte{6}, wire.MaxMessageSize-5)
+	client.send(fits)
+	if b := host.recv(); len(b) != wire.MaxMessageSize || b[0] != wire.ToHostData || idOf(b[1:]) != id ||
+		!bytes.Equal(b[5:], fits) {
+		t.Fatalf("largest forwardable message: host got a %d-byte frame", len(b))
 	}
-	// One byte more ends the connection.
+	// Up to 65,535 bytes is still a legal client message, but it would make
+	// a frame the host cannot take: dropped and counted, nobody disconnected.
+	dropped := s.m.drops[dropTooLargeForHost]
+	for n := wire.MaxMessageSize - 4; n <= wire.MaxMessageSize; n++ {
+		client.send(bytes.Repeat([]byte{7}, n))
+	}
+	client.send([]byte("sentinel"))
+	if pk := host.expectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "sentinel") {
+		t.Fatalf("after the oversized ones the host got %d bytes, want the sentinel", len(pk.Payload))
+	}
+	if got := counterValue(dropped); got != 5 {
+		t.Fatalf("too_large_for_host drops %v, want 5", got)
+	}
+	host.send(sendOne(id, "still here"))
+	if got := client.recv(); !equal(got, "still here") {
+		t.Fatalf("client got %q after its oversized messages", got)
+	}
+	big := bytes.Repeat([]byte{7}, wire.MaxMessageSize)
+	// One byte more than a message ends the connection.
 	if err := client.ws.Write(t.Context(), websocket.MessageBinary, append(big, 7)); err != nil {
 		t.Fatal(err)
 	}

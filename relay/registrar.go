@@ -173,6 +173,9 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 		Draining:    g.core.draining.Load(),
 		Connections: int(g.core.conns.n.Load()),
 		Rooms:       int(g.core.rooms.n.Load()),
+		// Whole seconds, rounded up: the balancer's expiry must never be
+		// shorter than three of our heartbeats.
+		HeartbeatSeconds: int((g.interval + time.Second - 1) / time.Second),
 	}
 	var resp wire.RegisterResponse
 	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {

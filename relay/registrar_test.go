@@ -45,6 +45,9 @@ func TestRegistrationHeartbeatAndSnapshot(t *testing.T) {
 		info.Endpoint != s.HTTPURL() || info.Port == 0 || info.UDPPortV2 != DefaultUDPPortV2 || reg.Draining {
 		t.Fatalf("register %+v", reg)
 	}
+	if reg.HeartbeatSeconds != 30 { // the balancer expires it after 3 of them at the least
+		t.Fatalf("register reports a %d s heartbeat, want 30", reg.HeartbeatSeconds)
+	}
 	fb.mu.Lock()
 	proof := fb.pingProofs[0]
 	fb.mu.Unlock()

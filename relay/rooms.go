@@ -23,6 +23,7 @@ type room struct {
 	host         *conn                 // guarded by mu; nil when no host is connected
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
+	hostLeft     bool                  // guarded by mu; a host connected and left: the room is vacant (no host)
 	removed      bool                  // guarded by mu; set once, the room is then out of the table
 }
 
@@ -68,8 +69,14 @@ func (r *room) publicationLocked() wire.Publication {
 		Connections:  r.countLocked(),
 		ClientSecret: r.clientSecret,
 		AllocationID: r.allocationID,
+		Vacant:       r.vacantLocked(),
 	}
 }
+
+// vacantLocked reports whether the room's host has left (and no new host
+// is connected). Such a room with no connection at all may be taken over by
+// a new allocation (core.allocate).
+func (r *room) vacantLocked() bool { return r.hostLeft && r.host == nil }
 
 const numShards = 32
 

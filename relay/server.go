@@ -33,6 +33,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	core     *core
 	reg      *registrar // nil when standalone
+	mesh     *mesh      // nil unless Options.MultiMachine
 
 	authTimeout     time.Duration // static; tests may shorten it before Start
 	cleanupInterval time.Duration // static
@@ -84,6 +85,11 @@ func New(opts Options) (*Server, error) {
 		s.reg = newRegistrar(s)
 		s.core.notify = s.reg
 	}
+	if o.MultiMachine {
+		if s.mesh, err = newMesh(s); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -111,6 +117,9 @@ func (s *Server) Start() error {
 	s.started = true
 	s.completeAddresses()
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if s.mesh != nil {
+		s.mesh.loc.ctx = s.ctx
+	}
 
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	newSrv := func(h http.Handler) *http.Server {
@@ -159,27 +168,33 @@ func (s *Server) completeAddresses() {
 		}
 	}
 	if s.opts.Endpoint == "" {
-		scheme := "http"
+		scheme, host := "http", s.opts.PublicHost
 		if s.opts.SSL {
 			scheme = "https"
 		}
-		s.opts.Endpoint = (&url.URL{Scheme: scheme, Host: net.JoinHostPort(s.opts.PublicHost, strconv.Itoa(httpPort))}).String()
+		// Every machine of a multi-machine app shares the public host:
+		// its own endpoint is its own address (when it binds one).
+		if ip := net.ParseIP(s.opts.ListenHost); s.opts.MultiMachine && s.opts.ListenHost != "" && (ip == nil || !ip.IsUnspecified()) {
+			scheme, host = "http", s.opts.ListenHost
+		}
+		s.opts.Endpoint = (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(httpPort))}).String()
 	}
 }
 
 func (s *Server) relayInfo() wire.RelayInfo {
 	return wire.RelayInfo{
-		BootID:    s.opts.BootID,
-		Endpoint:  s.opts.Endpoint,
-		Host:      s.opts.PublicHost,
-		Region:    s.opts.Region,
-		Port:      s.advertisedWSPort,
-		UDPPort:   s.opts.UDPPort,
-		UDPPortV2: s.opts.UDPPortV2,
-		SSL:       s.opts.SSL,
-		MachineID: s.opts.MachineID,
-		ImageRef:  s.opts.ImageRef,
-		Version:   s.opts.Version,
+		BootID:         s.opts.BootID,
+		Endpoint:       s.opts.Endpoint,
+		Host:           s.opts.PublicHost,
+		Region:         s.opts.Region,
+		Port:           s.advertisedWSPort,
+		UDPPort:        s.opts.UDPPort,
+		UDPPortV2:      s.opts.UDPPortV2,
+		SSL:            s.opts.SSL,
+		MachineID:      s.opts.MachineID,
+		PublicEndpoint: s.opts.PublicEndpoint,
+		ImageRef:       s.opts.ImageRef,
+		Version:        s.opts.Version,
 	}
 }
 
@@ -336,6 +351,9 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 	s.cancel(errors.New("relay closed"))
 	s.bg.Wait()
 	s.core.aborts.Wait()
+	if s.mesh != nil {
+		s.mesh.close()
+	}
 	s.log.Info("relay stopped")
 }
 

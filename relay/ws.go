@@ -16,6 +16,14 @@ import (
 // is closed gracefully (the [4] of a failed auth, a kick, a shutdown).
 const flushTimeout = 2 * time.Second
 
+// closeGrace bounds a graceful close (kicked, host left, shutdown, ...)
+// from the close to the end of the transport: the flush and the close
+// handshake. A writer blocked on a peer that stopped reading (a full TCP
+// window) would otherwise never return, and its connection, goroutines,
+// socket and queue would stay forever; past the grace the transport is
+// dropped (conn.armCloseGrace).
+const closeGrace = 5 * time.Second
+
 var errMessageTooBig = errors.New("message larger than 65,535 bytes")
 
 var errUpgradeRequired = &wire.Error{Code: "upgrade_required", Message: "this port only takes WebSocket upgrades",
@@ -36,15 +44,24 @@ func (s *Server) wsHandler() http.Handler {
 	}))
 }
 
-// serveWS routes, upgrades and runs one WebSocket connection. The handler
-// goroutine becomes the connection's reader.
+// serveWS routes, upgrades and runs one WebSocket connection from a
+// client. The handler goroutine becomes the connection's reader.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
-	sid, err := wire.ParseSessionHint(r.URL.Query().Get(wire.SessionQueryParam))
-	if err != nil {
-		return err
-	}
-	if s.replayed(w, r, sid) {
-		return nil
+	return s.acceptWS(w, r, false)
+}
+
+// acceptWS upgrades and runs one WebSocket connection. A forwarded one
+// (a link from another machine of the app, wire.PathForward) is neither
+// routed before the upgrade nor forwarded after its authentication.
+func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool) error {
+	if !forwarded {
+		sid, err := wire.ParseSessionHint(r.URL.Query().Get(wire.SessionQueryParam))
+		if err != nil {
+			return err
+		}
+		if s.replayed(w, r, sid, s.wsRouter()) {
+			return nil
+		}
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -64,26 +81,38 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
 	}
 	raw, _ := r.Context().Value(rawConnKey{}).(net.Conn)
 	defer s.raw.forget(raw)
-	s.runWS(ws)
+	s.runWS(ws, forwarded)
 	return nil
+}
+
+// wsRouter is the Router consulted before an upgrade: the sticky router
+// of a multi-machine relay, else Options.Router.
+func (s *Server) wsRouter() Router {
+	if s.mesh != nil {
+		return s.mesh.route
+	}
+	return s.opts.Router
 }
 
 // runWS is the life of one WebSocket connection: this goroutine reads and
 // routes, a second one writes; it returns when both are done.
-func (s *Server) runWS(ws *websocket.Conn) {
+func (s *Server) runWS(ws *websocket.Conn, forwarded bool) {
 	ws.SetReadLimit(wire.MaxMessageSize)
 	c := s.core.newConn(func() { _ = ws.CloseNow() })
 	writerDone := make(chan struct{})
 	go s.wsWriter(ws, c, writerDone)
-	reason := s.wsReadLoop(ws, c)
+	reason := s.wsReadLoop(ws, c, forwarded)
 	s.core.leave(c)
 	c.close(reason)
 	<-writerDone
 }
 
 // wsReadLoop reads messages into pooled buffers and hands them to the core
-// until the connection ends; it returns why.
-func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn) closeReason {
+// until the connection ends; it returns why. On a multi-machine relay, a
+// connection whose first message names a room held by another machine
+// (and that is not itself forwarded) is carried to that machine instead
+// (forward.go).
+func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn, forwarded bool) closeReason {
 	authCtx, cancel := context.WithTimeout(context.Background(), s.authTimeout)
 	defer cancel()
 	ctx, authed := authCtx, false
@@ -105,6 +134,11 @@ func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn) closeReason {
 			// arming a timer per read.
 			cancel()
 			ctx, authed = context.Background(), true
+			if s.mesh != nil && !forwarded {
+				if up := s.mesh.openLink(b.frame()); up != nil {
+					return s.mesh.runForwarded(ws, c, up, b)
+				}
+			}
 		}
 		s.core.handle(c, b)
 		if c.closing.Load() {
@@ -128,6 +162,7 @@ func readFailure(err error, authCtx context.Context) closeReason {
 // close frame and returns.
 func (s *Server) wsWriter(ws *websocket.Conn, c *conn, done chan<- struct{}) {
 	defer close(done)
+	defer c.endWriter()
 	var batch []*buf
 	for {
 		select {
@@ -157,7 +192,7 @@ func (s *Server) wsWriter(ws *websocket.Conn, c *conn, done chan<- struct{}) {
 // when the reason allows (bounded by flushTimeout), then sends the close
 // frame, or drops the socket for abrupt reasons.
 func (s *Server) wsClose(ws *websocket.Conn, c *conn, batch []*buf) {
-	reason := c.closeReason()
+	reason, code, text := c.closeStatus()
 	if reason.flush() {
 		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 		for ok := true; ok; {
@@ -174,7 +209,6 @@ func (s *Server) wsClose(ws *websocket.Conn, c *conn, batch []*buf) {
 		_ = ws.CloseNow()
 		return
 	}
-	code, text := reason.wsCode()
 	_ = ws.Close(code, text)
 }
 

@@ -34,8 +34,32 @@ package wire
 //	                 allocation_id, returns the same room: exact replay) and
 //	                 answers the host capability plus the room's publication,
 //	                 which the balancer commits as the room's registration.
-//	                 A different allocation_id for a live room: ErrRoomTaken.
+//	                 A different allocation_id for a live room: ErrRoomTaken,
+//	                 unless the room is vacant and empty (Publication.Vacant):
+//	                 then it creates a new incarnation of the name.
+//	                 The call carries HeaderTargetBoot, the boot the balancer
+//	                 chose: a relay of that boot creates the room on itself
+//	                 without consulting its Router (the balancer reached the
+//	                 machine directly, not through Fly's proxy).
 //	/ping            GET, public; proves the boot id (Ping).
+//
+// Relay -> balancer, multi-machine relay apps (added within version 2):
+//
+//	PathRoomLocation GET ?name=<room>, secret -> RoomLocation, or
+//	                 room_not_found. Which registered relay (boot, machine,
+//	                 endpoint) holds a live room: a machine of a relay app
+//	                 asks it for a room it does not hold, to hand a
+//	                 connection to the holder.
+//
+// Relay -> relay (same shared secret):
+//
+//	PathForward      WebSocket upgrade on a relay's HTTP port, with the
+//	                 secret and HeaderForwardedBy. A machine that received a
+//	                 connection for a room held by another machine opens one
+//	                 of these to the holder per connection, replays the
+//	                 client's authentication message on it and pipes frames
+//	                 both ways. The holder serves it as an ordinary
+//	                 connection but never routes or forwards it again.
 const InternalProtocolVersion = 2
 
 // Internal paths.
@@ -44,6 +68,19 @@ const (
 	PathPublish       = "/internal/v2/publish"
 	PathUnregister    = "/internal/v2/unregister"
 	PathRelayAllocate = "/internal/v2/allocate"
+	PathRoomLocation  = "/internal/v2/room"
+	PathForward       = "/internal/v2/forward"
+)
+
+// Headers of the multi-machine additions.
+const (
+	// HeaderTargetBoot names the relay boot the balancer chose for an
+	// allocation (PathRelayAllocate).
+	HeaderTargetBoot = "purr-target-boot"
+	// HeaderForwardedBy marks a PathForward connection and names the
+	// forwarding relay's boot (for logs); a forwarded connection is never
+	// forwarded again.
+	HeaderForwardedBy = "purr-forwarded-by"
 )
 
 // RelayInfo is a relay's routing metadata, immutable within one boot.
@@ -58,6 +95,12 @@ type RelayInfo struct {
 	UDPPort   int  `json:"udpPort"`
 	UDPPortV2 int  `json:"udpPortV2"`
 	SSL       bool `json:"ssl"`
+	// PublicEndpoint is the HTTP base URL clients ping (the apiEndpoint of
+	// /servers) when it differs from Endpoint: every machine of a
+	// multi-machine relay app registers its own Endpoint (its private
+	// address, which the balancer reaches directly) and the app's shared
+	// public URL here. Empty means Endpoint.
+	PublicEndpoint string `json:"publicEndpoint,omitempty"`
 	// Process facts (informational; not part of the immutable metadata).
 	MachineID string `json:"machineId,omitempty"`
 	ImageRef  string `json:"imageRef,omitempty"`
@@ -77,6 +120,10 @@ type RegisterRequest struct {
 	Draining    bool      `json:"draining"`
 	Connections int       `json:"connections"`
 	Rooms       int       `json:"rooms"`
+	// HeartbeatSeconds is the relay's heartbeat interval (added within
+	// version 2; 0 = not said). The balancer expires a relay after
+	// max(RelayExpiry, 3 x HeartbeatSeconds) without a heartbeat.
+	HeartbeatSeconds int `json:"heartbeatSeconds,omitempty"`
 }
 
 // RegisterResponse answers a heartbeat.
@@ -104,6 +151,13 @@ type Publication struct {
 	Connections  int    `json:"connections"`
 	ClientSecret string `json:"clientSecret"`
 	AllocationID string `json:"allocationId,omitempty"`
+	// Vacant is true once the room's host has left (added within version 2;
+	// older relays omit it). Such a room with no connection may be taken
+	// over by an allocation with another allocation_id, so the balancer
+	// forwards one to the relay, which decides, instead of answering
+	// room_name_taken itself. Host migration will reserve a vacant room
+	// while a claim is in progress.
+	Vacant bool `json:"vacant,omitempty"`
 }
 
 // PublishRequest carries publications of one relay boot.
@@ -185,4 +239,16 @@ type RelayAllocation struct {
 	Publication Publication `json:"publication"`
 	BootID      string      `json:"bootId"`
 	Replayed    bool        `json:"replayed"`
+}
+
+// RoomLocation answers PathRoomLocation: the registered relay that holds a
+// live room.
+type RoomLocation struct {
+	Name      string `json:"name"`
+	BootID    string `json:"bootId"`
+	MachineID string `json:"machineId,omitempty"`
+	Endpoint  string `json:"endpoint"` // the holder's own HTTP base URL (PathForward is dialled there)
+	Host      string `json:"host"`     // public host and port clients use: same app when they match
+	Port      int    `json:"port"`
+	Region    string `json:"region"`
 }

@@ -1,0 +1,56 @@
+package balancer
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// internalGet wraps a read-only relay -> balancer route: GET (or HEAD), the
+// shared secret, and the protocol version on every answer.
+func (s *Server) internalGet(h wire.Handler) http.Handler {
+	return wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			return wire.ErrMethodNotAllowed
+		}
+		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+			return err
+		}
+		return h(w, r)
+	})
+}
+
+// handleRoomLocation answers which registered relay holds a live room
+// (wire.PathRoomLocation, ?name=). The machines of a multi-machine relay
+// app ask it for rooms they do not hold, to hand a connection to the
+// holder. Like /join it reads the route without the lease and answers
+// room_not_found for a route whose registration was replaced or removed
+// (a stopped or failed machine): such a room is gone, not half-alive.
+func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) error {
+	name := r.URL.Query().Get("name")
+	if name == "" || len(name) > wire.MaxSessionIDLen {
+		return wire.ErrBadRequest.WithMessage("name must be a room name of 1 to 128 bytes")
+	}
+	e := s.rooms.get(name)
+	if e == nil {
+		return wire.ErrRoomNotFound
+	}
+	rec := e.live.Load()
+	if rec == nil || !s.reg.isCurrent(rec.relay) {
+		return wire.ErrRoomNotFound
+	}
+	i := rec.relay.info
+	wire.WriteJSON(w, http.StatusOK, wire.RoomLocation{
+		Name:      name,
+		BootID:    i.BootID,
+		MachineID: i.MachineID,
+		Endpoint:  i.Endpoint,
+		Host:      i.Host,
+		Port:      i.Port,
+		Region:    i.Region,
+	})
+	return nil
+}

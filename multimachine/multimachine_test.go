@@ -1,0 +1,330 @@
+package multimachine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// TestMultiMachineRelayApp is issue 6's "must hold", against real
+// processes behind flysim's proxy, in one fleet and in order:
+//
+//  1. /servers lists the three-machine app once, under its public URL;
+//  2. 30 rooms allocated through the balancer spread over the machines;
+//  3. every room's host and two clients, without the hint (so on random
+//     machines), exchange packets both ways with the right ids and notices,
+//     and some of them were forwarded, some not; clients with the hint that
+//     reach the wrong machine are replayed to the holder (Fly-Replay);
+//  4. scale 3 -> 4 through the Machines API: every room keeps working on
+//     its connections, new clients landing on the new machine join, and new
+//     rooms land on the new machine;
+//  5. scale 4 -> 2 (the new machine stopped, gracefully; an original one
+//     killed): the survivors' rooms keep working, the stopped machines'
+//     rooms are gone at the balancer (/join: room_not_found), their
+//     forwarded connections are closed promptly (1012 from the drained
+//     one, dropped at once for the killed one), and a client that went
+//     through the drained machine to a surviving room gets 1012 while its
+//     room carries on.
+func TestMultiMachineRelayApp(t *testing.T) {
+	began := time.Now()
+	f := startFleet(t)
+	machines := f.relayMachines("started")
+	if len(machines) != 3 {
+		t.Fatalf("the relay app runs %d machines, want 3", len(machines))
+	}
+	f.waitMachines(machines)
+	t.Logf("fleet up in %v (machines %v)", time.Since(began).Round(time.Millisecond), machines)
+
+	var games []*game
+	t.Cleanup(func() {
+		for _, g := range games {
+			g.closeNow()
+		}
+	})
+	ctx := f.ctx(80 * time.Second)
+
+	if !t.Run("servers list the app once", func(t *testing.T) {
+		servers, err := f.api.Servers(f.ctx(10 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range servers {
+			if s.APIEndpoint == f.relayURL {
+				n++
+				if s.Region != region {
+					t.Errorf("app listed in region %q", s.Region)
+				}
+			}
+		}
+		if n != 1 || len(servers) != 1 {
+			t.Fatalf("/servers = %+v, want the app once (apiEndpoint %s)", servers, f.relayURL)
+		}
+	}) {
+		return
+	}
+
+	if !t.Run("30 rooms spread over the machines", func(t *testing.T) {
+		perMachine := map[string]int{}
+		for i := range 30 {
+			g := f.allocate(fmt.Sprintf("room-%02d", i))
+			games = append(games, g)
+			perMachine[g.holder]++
+		}
+		for _, m := range machines {
+			if perMachine[m] == 0 {
+				t.Fatalf("machine %s holds no room: %v", m, perMachine)
+			}
+		}
+		t.Logf("rooms per machine: %v", perMachine)
+	}) {
+		return
+	}
+
+	if !t.Run("hintless hosts and clients on random machines", func(t *testing.T) {
+		err := each(ctx, games, func(ctx context.Context, g *game) error {
+			if err := f.connectHost(ctx, g, ""); err != nil {
+				return err
+			}
+			for range 2 {
+				if err := f.addClient(ctx, g, ""); err != nil {
+					return err
+				}
+			}
+			return g.exchange(ctx, 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forwarded := 0.0
+		for _, m := range machines {
+			forwarded += f.metric(m, "purrfly_relay_mesh_forwards_total", `result="ok"`)
+		}
+		// 90 connections on random machines of three: about 60 forwarded.
+		if forwarded < 10 || forwarded > 85 {
+			t.Fatalf("%v of 90 connections were forwarded; want most but not all", forwarded)
+		}
+		t.Logf("%v of 90 hintless connections were forwarded to their room's machine", forwarded)
+	}) {
+		return
+	}
+
+	if !t.Run("hinted clients are replayed to the holder", func(t *testing.T) {
+		// The Go client's ?s= hint, sent to a machine that does not hold
+		// the room: Fly-Replay to the holder before the upgrade, no
+		// forwarding.
+		sum := func(name, label string) float64 {
+			n := 0.0
+			for _, m := range machines {
+				n += f.metric(m, name, label)
+			}
+			return n
+		}
+		replays := sum("purrfly_relay_mesh_routes_total", `decision="replay"`)
+		forwards := sum("purrfly_relay_mesh_forwards_total", `result="ok"`)
+		some := games[:6]
+		err := each(ctx, some, func(ctx context.Context, g *game) error {
+			other := machines[0]
+			if other == g.holder {
+				other = machines[1]
+			}
+			if err := f.addClientWith(ctx, g, f.hintedOpts(other)); err != nil {
+				return err
+			}
+			return g.exchange(ctx, 2)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum("purrfly_relay_mesh_routes_total", `decision="replay"`) - replays; got != float64(len(some)) {
+			t.Fatalf("%v Fly-Replay decisions for %d hinted clients on the wrong machine", got, len(some))
+		}
+		if got := sum("purrfly_relay_mesh_forwards_total", `result="ok"`) - forwards; got != 0 {
+			t.Fatalf("%v hinted clients were forwarded instead of replayed", got)
+		}
+	}) {
+		return
+	}
+
+	var added string
+	if !t.Run("scale 3 to 4", func(t *testing.T) {
+		added = f.launch(machines[0])
+		f.waitMachines(append(slices.Clone(machines), added))
+		err := each(ctx, games, func(ctx context.Context, g *game) error {
+			if err := g.exchange(ctx, 2); err != nil {
+				return fmt.Errorf("existing connections after scale-up: %w", err)
+			}
+			if err := f.addClient(ctx, g, added); err != nil { // lands on the new machine, no hint
+				return err
+			}
+			return g.exchange(ctx, 3)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fresh []*game
+		for i := range 8 {
+			fresh = append(fresh, f.allocate(fmt.Sprintf("after-up-%d", i)))
+		}
+		games = append(games, fresh...)
+		onNew := 0
+		for _, g := range fresh {
+			if g.holder == added {
+				onNew++
+			}
+		}
+		if onNew == 0 {
+			t.Fatal("no new room landed on the new machine")
+		}
+		t.Logf("%d of 8 new rooms landed on the new machine %s", onNew, added)
+		err = each(ctx, fresh, func(ctx context.Context, g *game) error {
+			if err := f.connectHost(ctx, g, ""); err != nil {
+				return err
+			}
+			if err := f.addClient(ctx, g, ""); err != nil {
+				return err
+			}
+			return g.exchange(ctx, 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}) {
+		return
+	}
+
+	t.Run("scale 4 to 2", func(t *testing.T) {
+		killed, drained := machines[0], added
+		survivors := []string{machines[1], machines[2]}
+		// Every connection is moved onto the survivors first (still without
+		// the hint), so "keeps working" is about rooms, not about
+		// connections whose own machine is stopped.
+		err := each(ctx, games, func(ctx context.Context, g *game) error {
+			if err := g.leave(ctx); err != nil {
+				return err
+			}
+			if err := f.connectHost(ctx, g, survivors[0]); err != nil {
+				return err
+			}
+			if err := f.addClient(ctx, g, survivors[1]); err != nil {
+				return err
+			}
+			return g.exchange(ctx, 4)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byHolder := map[string][]*game{}
+		for _, g := range games {
+			byHolder[g.holder] = append(byHolder[g.holder], g)
+		}
+		if len(byHolder[killed]) == 0 || len(byHolder[drained]) == 0 {
+			t.Fatalf("the machines to stop hold no room: %v", byHolder)
+		}
+		// One client of a surviving room goes through the machine that
+		// will drain.
+		via := byHolder[survivors[0]][0]
+		if err := f.addClient(ctx, via, drained); err != nil {
+			t.Fatal(err)
+		}
+		viaID := via.ids[len(via.ids)-1]
+		viaClient := via.clients[len(via.clients)-1]
+
+		// Watch every connection of the doomed rooms.
+		type ended struct {
+			g      *game
+			status int
+			at     time.Time
+			err    error
+		}
+		var mu sync.Mutex
+		var ends []ended
+		var wg sync.WaitGroup
+		for _, m := range []string{killed, drained} {
+			for _, g := range byHolder[m] {
+				wg.Go(func() {
+					st, at, err := closedWithin(f.ctx(20*time.Second), g.host)
+					mu.Lock()
+					ends = append(ends, ended{g, st, at, err})
+					mu.Unlock()
+				})
+			}
+		}
+		stopAt := time.Now()
+		f.stop(killed, "SIGKILL")
+		f.stop(drained, "")
+		wg.Wait()
+		for _, e := range ends {
+			switch {
+			case e.err != nil:
+				t.Errorf("room %s on stopped machine %s: host connection %v", e.g.name, e.g.holder, e.err)
+			case e.g.holder == killed && (e.status != -1 || e.at.Sub(stopAt) > 3*time.Second):
+				t.Errorf("room %s on the killed machine: forwarded host closed with %d after %v, want dropped within 3s",
+					e.g.name, e.status, e.at.Sub(stopAt))
+			case e.g.holder == drained && e.status != client.StatusServiceRestart:
+				t.Errorf("room %s on the drained machine: forwarded host closed with %d, want 1012", e.g.name, e.status)
+			}
+		}
+		var slowest time.Duration
+		for _, e := range ends {
+			if e.g.holder == killed {
+				slowest = max(slowest, e.at.Sub(stopAt))
+			}
+		}
+		t.Logf("forwarded connections of the killed machine closed within %v", slowest.Round(time.Millisecond))
+		if _, err := viaClient.Recv(f.ctx(10 * time.Second)); client.CloseStatus(err) != client.StatusServiceRestart {
+			t.Errorf("client through the drained machine: %v, want close 1012", err)
+		}
+		f.waitStopped(killed)
+		f.waitStopped(drained)
+		f.waitMachines(survivors)
+
+		for _, m := range []string{killed, drained} {
+			for _, g := range byHolder[m] {
+				waitFor(t, 10*time.Second, "room "+g.name+" of a stopped machine to be gone", func() bool {
+					_, err := f.api.Join(f.ctx(5*time.Second), g.name)
+					return errors.Is(err, wire.ErrRoomNotFound) && f.locate(g.name) == ""
+				})
+			}
+		}
+		list, err := f.api.List(f.ctx(5*time.Second), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := len(byHolder[survivors[0]]) + len(byHolder[survivors[1]])
+		if list.Total != live {
+			t.Errorf("/list total %d, want the %d rooms of the survivors", list.Total, live)
+		}
+
+		survivorGames := append(slices.Clone(byHolder[survivors[0]]), byHolder[survivors[1]]...)
+		err = each(ctx, survivorGames, func(ctx context.Context, g *game) error {
+			if g == via {
+				if err := g.expectLeft(ctx, viaID); err != nil {
+					return err
+				}
+			}
+			if err := g.exchange(ctx, 5); err != nil {
+				return fmt.Errorf("surviving room after scale-down: %w", err)
+			}
+			if err := f.addClient(ctx, g, ""); err != nil { // a random survivor, no hint
+				return err
+			}
+			return g.exchange(ctx, 6)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers, err := f.api.Servers(f.ctx(5 * time.Second))
+		if err != nil || len(servers) != 1 {
+			t.Fatalf("/servers after scale-down = %+v, %v", servers, err)
+		}
+	})
+	t.Logf("whole scenario took %v", time.Since(began).Round(time.Millisecond))
+}

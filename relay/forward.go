@@ -1,0 +1,201 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// linkGrace bounds how long a forwarded connection waits for its link's
+// close handshake with the holder before dropping the link outright.
+const linkGrace = flushTimeout + time.Second
+
+// openLink decides, from a connection's first (authentication) message,
+// whether it belongs to a room another machine holds, and if so opens a
+// link to that machine (wire.PathForward). It returns nil when the
+// connection is to be served here: a pipe, a malformed message, a local
+// room, or a room the balancer does not know (the core then answers as
+// usual, [4] for an unknown room). It runs on the connection's reader
+// before any frame of it is routed, bounded by ForwardTimeout.
+func (m *mesh) openLink(first []byte) *websocket.Conn {
+	a, err := wire.ParseAuth(first)
+	if err != nil || a.Pipe || m.local(a.RoomName) {
+		return nil
+	}
+	loc, found, err := m.loc.locate(a.RoomName)
+	switch {
+	case err != nil:
+		m.m.forwards.WithLabelValues("unreachable").Inc()
+		m.s.log.Warn("failed to locate a room held elsewhere", "room", a.RoomName, "err", err)
+		return nil
+	case !found:
+		m.m.forwards.WithLabelValues("not_found").Inc()
+		return nil
+	case loc.BootID == m.s.opts.BootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.s.opts.Endpoint, "/"):
+		m.m.forwards.WithLabelValues("self").Inc()
+		return nil
+	}
+	target := linkURL(loc.Endpoint)
+	if target == "" {
+		m.m.forwards.WithLabelValues("unreachable").Inc()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(m.s.ctx, m.s.opts.ForwardTimeout)
+	defer cancel()
+	h := http.Header{}
+	h.Set(wire.HeaderInternalSecret, m.s.opts.Secret)
+	h.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	h.Set(wire.HeaderForwardedBy, m.s.opts.BootID)
+	start := time.Now()
+	up, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
+		HTTPClient:      m.dial,
+		HTTPHeader:      h,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		m.loc.forget(a.RoomName)
+		m.m.forwards.WithLabelValues("unreachable").Inc()
+		m.s.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
+			"holder", loc.MachineID, "endpoint", loc.Endpoint, "err", err)
+		return nil
+	}
+	m.m.dialSeconds.Observe(time.Since(start).Seconds())
+	m.m.forwards.WithLabelValues("ok").Inc()
+	up.SetReadLimit(wire.MaxMessageSize + headroom)
+	return up
+}
+
+// linkURL is the PathForward WebSocket URL of a holder's endpoint.
+func linkURL(endpoint string) string {
+	switch {
+	case strings.HasPrefix(endpoint, "http://"):
+		return "ws://" + strings.TrimPrefix(endpoint, "http://") + wire.PathForward
+	case strings.HasPrefix(endpoint, "https://"):
+		return "wss://" + strings.TrimPrefix(endpoint, "https://") + wire.PathForward
+	}
+	return ""
+}
+
+// runForwarded carries client connection c (its WebSocket ws) over link
+// up to the machine holding its room, starting with the authentication
+// message first, and returns why the client side ended. It is the
+// forwarding path, DERP-mesh style: nothing is written inline by a
+// reader.
+//
+//	client reader (this goroutine) --enqueue--> link queue --> link writer --> holder
+//	holder --> link reader --enqueue--> c's queue --> c's writer --> client
+//
+// Both queues are ordinary conn queues with their bounds and slow-receiver
+// rules. The holder serves the link as an ordinary connection, so the
+// client sees the holder's own frames, notices and close status: a close
+// frame from the holder is passed on with its code and text after the
+// frames queued before it (1000 kicked or host left, 1008 [4] then
+// authentication failed, 1012 shutdown); a link that drops without a close
+// frame (the holder died) drops the client at once, as a direct
+// connection to a dead machine would drop. A client that leaves closes the
+// link normally, so the holder sees it leave.
+func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *websocket.Conn, first *buf) closeReason {
+	link := m.s.core.newLink(func() { _ = up.CloseNow() })
+	m.m.active.Inc()
+	defer m.m.active.Dec()
+	writerDone := make(chan struct{})
+	var readerWG sync.WaitGroup
+	go m.s.wsWriter(up, link, writerDone)
+	readerWG.Go(func() { m.linkReader(up, c, link) })
+	link.enqueue(first, dirMeshOut)
+
+	reason := m.pumpClient(ws, c, link)
+	c.close(reason) // no-op when the holder's close came first
+	link.close(reasonClientLeft)
+	t := time.NewTimer(linkGrace)
+	select {
+	case <-writerDone:
+	case <-t.C:
+		_ = up.CloseNow()
+		<-writerDone
+	}
+	t.Stop()
+	_ = up.CloseNow() // the reader ends once the handshake is over or given up
+	readerWG.Wait()
+	return reason
+}
+
+// pumpClient reads the forwarded client's messages, exactly as the direct
+// reader does (same limits, same reasons), and queues them on the link.
+func (m *mesh) pumpClient(ws *websocket.Conn, c *conn, link *conn) closeReason {
+	ctx := context.Background()
+	for {
+		typ, rd, err := ws.Reader(ctx)
+		if err != nil {
+			return readFailure(err, ctx)
+		}
+		if typ != websocket.MessageBinary {
+			return reasonTextFrame
+		}
+		b, err := readMessage(rd)
+		if err != nil {
+			return readFailure(err, ctx)
+		}
+		if c.closing.Load() {
+			putBuf(b)
+			m.s.core.m.drop(dropSenderClosed)
+			return reasonNone
+		}
+		link.enqueue(b, dirMeshOut)
+	}
+}
+
+// linkReader reads the holder's frames into c's queue until the link
+// ends, then closes c the way the holder closed the link, and stops the
+// link's writer.
+func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn) {
+	defer link.close(reasonPeerClosed)
+	for {
+		typ, rd, err := up.Reader(context.Background())
+		if err == nil && typ != websocket.MessageBinary {
+			err = errors.New("the holder sent a text message")
+		}
+		var b *buf
+		if err == nil {
+			b, err = readInto(rd, 0, wire.MaxMessageSize+headroom)
+		}
+		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				c.closeUpstream(ce.Code, ce.Reason)
+			} else {
+				c.close(reasonUpstreamLost)
+			}
+			return
+		}
+		c.enqueue(b, dirMeshIn)
+	}
+}
+
+// handleForward is wire.PathForward on the HTTP port: a link from another
+// machine of the app, carrying one client connection of a room held here.
+// It is served as an ordinary connection that is never routed or
+// forwarded again.
+func (s *Server) handleForward(w http.ResponseWriter, r *http.Request) error {
+	if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+		return err
+	}
+	if !isUpgrade(r) {
+		return errUpgradeRequired
+	}
+	if s.mesh != nil {
+		s.mesh.m.accepted.Inc()
+	}
+	return s.acceptWS(w, r, true)
+}

@@ -1,0 +1,161 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// maxLocateCache bounds the cached room locations; past it the expired
+// ones are dropped, and if that is not enough the cache starts over.
+const maxLocateCache = 4096
+
+// negativeLocateTTL is how long "no such room" is remembered (at most
+// LocateTTL): a room is known to the balancer before anyone has its
+// credentials, so this only damps repeated lookups of a bad name.
+const negativeLocateTTL = 250 * time.Millisecond
+
+// errLocateUnavailable wraps every failure to get an answer from the
+// balancer (as opposed to its answer "no such room").
+var errLocateUnavailable = errors.New("room location unavailable")
+
+// locator asks the balancer which machine holds a room
+// (wire.PathRoomLocation) and caches the answers briefly. Concurrent
+// lookups of one room share one request. It never holds its lock across
+// I/O.
+type locator struct {
+	base    string          // static: balancer base URL, no trailing slash
+	secret  string          // static
+	client  *http.Client    // static
+	clock   clock.Clock     // static
+	ttl     time.Duration   // static
+	timeout time.Duration   // static: per request
+	ctx     context.Context // set by Start (the relay's life), before anything is served
+	m       *meshMetrics    // static
+
+	sf singleflight.Group
+
+	mu    sync.Mutex
+	cache map[string]locEntry // guarded by mu
+}
+
+type locEntry struct {
+	loc   wire.RoomLocation
+	found bool
+	until time.Time
+}
+
+// locate returns where room lives: found is false when the balancer says
+// no live room has that name. An error means the balancer could not be
+// asked (it wraps errLocateUnavailable). A lookup is bounded by the
+// locator's timeout and shared by every concurrent caller for the room (on
+// the caller's goroutine: no goroutine outlives it).
+func (l *locator) locate(room string) (loc wire.RoomLocation, found bool, err error) {
+	now := l.clock.Now()
+	l.mu.Lock()
+	e, ok := l.cache[room]
+	l.mu.Unlock()
+	if ok && now.Before(e.until) {
+		l.m.lookups.WithLabelValues("cached").Inc()
+		return e.loc, e.found, nil
+	}
+	v, err, _ := l.sf.Do(room, func() (any, error) { return l.fetch(room) })
+	if err != nil {
+		return wire.RoomLocation{}, false, err
+	}
+	e = v.(locEntry)
+	return e.loc, e.found, nil
+}
+
+// forget drops room's cached location (its holder turned out unreachable).
+func (l *locator) forget(room string) {
+	l.mu.Lock()
+	delete(l.cache, room)
+	l.mu.Unlock()
+}
+
+// fetch asks the balancer once and caches the answer. It is bounded by the
+// locator's timeout and by the relay's life.
+func (l *locator) fetch(room string) (locEntry, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
+	defer cancel()
+	start := l.clock.Now()
+	e, err := l.get(ctx, room)
+	result := "found"
+	switch {
+	case err != nil:
+		result = "error"
+	case !e.found:
+		result = "not_found"
+	}
+	l.m.lookups.WithLabelValues(result).Inc()
+	l.m.lookupSeconds.Observe(l.clock.Now().Sub(start).Seconds())
+	if err != nil {
+		return e, err
+	}
+	ttl := l.ttl
+	if !e.found {
+		ttl = min(ttl, negativeLocateTTL)
+	}
+	e.until = l.clock.Now().Add(ttl)
+	l.mu.Lock()
+	if len(l.cache) >= maxLocateCache {
+		now := l.clock.Now()
+		for k, v := range l.cache {
+			if !now.Before(v.until) {
+				delete(l.cache, k)
+			}
+		}
+		if len(l.cache) >= maxLocateCache {
+			clear(l.cache)
+		}
+	}
+	l.cache[room] = e
+	l.mu.Unlock()
+	return e, nil
+}
+
+func (l *locator) get(ctx context.Context, room string) (locEntry, error) {
+	u := l.base + wire.PathRoomLocation + "?name=" + url.QueryEscape(room)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return locEntry{}, fmt.Errorf("%w: failed to build the request: %w", errLocateUnavailable, err)
+	}
+	req.Header.Set(wire.HeaderInternalSecret, l.secret)
+	req.Header.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return locEntry{}, fmt.Errorf("%w: failed to ask the balancer: %w", errLocateUnavailable, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return locEntry{}, fmt.Errorf("%w: failed to read the balancer's answer: %w", errLocateUnavailable, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		if e := wire.DecodeError(resp.StatusCode, body); errors.Is(e, wire.ErrRoomNotFound) {
+			return locEntry{}, nil
+		} else {
+			return locEntry{}, fmt.Errorf("%w: the balancer refused: %w", errLocateUnavailable, e)
+		}
+	}
+	var loc wire.RoomLocation
+	if err := json.Unmarshal(body, &loc); err != nil || loc.BootID == "" || loc.Name != room {
+		return locEntry{}, fmt.Errorf("%w: the balancer answered a malformed location", errLocateUnavailable)
+	}
+	loc.Endpoint = strings.TrimRight(loc.Endpoint, "/")
+	return locEntry{loc: loc, found: true}, nil
+}

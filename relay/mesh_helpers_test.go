@@ -1,0 +1,116 @@
+package relay
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// meshBalancer is the part of a balancer the machines of a multi-machine
+// app talk to: it accepts every registration, publication and removal,
+// and answers room locations from what the test placed.
+type meshBalancer struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	rooms   map[string]wire.RoomLocation // guarded by mu
+	lookups int                          // guarded by mu
+}
+
+func newMeshBalancer(t testing.TB) *meshBalancer {
+	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+wire.PathRegister, func(w http.ResponseWriter, r *http.Request) {
+		wire.WriteJSON(w, http.StatusOK, wire.RegisterResponse{BalancerBoot: "mesh-balancer"})
+	})
+	mux.HandleFunc("POST "+wire.PathPublish, func(w http.ResponseWriter, r *http.Request) {
+		var req wire.PublishRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		resp := wire.PublishResponse{Results: []wire.PublicationResult{}}
+		for _, p := range req.Rooms {
+			resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: wire.PubApplied})
+		}
+		wire.WriteJSON(w, http.StatusOK, resp)
+	})
+	mux.HandleFunc("POST "+wire.PathUnregister, func(w http.ResponseWriter, r *http.Request) {
+		var req wire.UnregisterRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		resp := wire.UnregisterResponse{Results: []wire.RemovalResult{}}
+		for _, rem := range req.Rooms {
+			resp.Results = append(resp.Results, wire.RemovalResult{Name: rem.Name, Epoch: rem.Epoch, Status: wire.RemApplied})
+		}
+		wire.WriteJSON(w, http.StatusOK, resp)
+	})
+	mux.HandleFunc("GET "+wire.PathRoomLocation, func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.lookups++
+		loc, ok := b.rooms[r.URL.Query().Get("name")]
+		b.mu.Unlock()
+		if !ok {
+			wire.WriteError(w, wire.ErrRoomNotFound)
+			return
+		}
+		wire.WriteJSON(w, http.StatusOK, loc)
+	})
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(wire.HeaderInternalSecret) != testSecret {
+			wire.WriteError(w, wire.ErrUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// place records s as the holder of room.
+func (b *meshBalancer) place(room string, s *Server) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rooms[room] = wire.RoomLocation{Name: room, BootID: s.BootID(), MachineID: s.opts.MachineID,
+		Endpoint: s.opts.Endpoint, Host: s.opts.PublicHost, Port: s.advertisedWSPort, Region: s.opts.Region}
+}
+
+func (b *meshBalancer) lookupCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lookups
+}
+
+// startMachine starts one machine of a multi-machine app: every machine
+// advertises the app's public host app.test:443, as the machines of one
+// Fly app do.
+func startMachine(t testing.TB, b *meshBalancer, id string) *Server {
+	t.Helper()
+	return startRelay(t, Options{
+		BalancerURL:  b.srv.URL,
+		MultiMachine: true,
+		MachineID:    id,
+		PublicHost:   "app.test",
+		PublicWSPort: 443,
+		Region:       "ams",
+	})
+}
+
+// allocateOn creates room on s as the balancer does, naming s's boot.
+func allocateOn(t testing.TB, s *Server, room string) (hostSecret, clientSecret string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.HTTPURL()+wire.PathRelayAllocate+"?s="+wire.SessionID(room).Hint(), nil)
+	req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	req.Header.Set(wire.HeaderName, room)
+	req.Header.Set(wire.HeaderAllocationID, "alloc-"+room)
+	req.Header.Set(wire.HeaderTargetBoot, s.BootID())
+	resp, body := do(t, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("allocate %s: %d %s", room, resp.StatusCode, body)
+	}
+	var a wire.RelayAllocation
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.Capability.Secret, a.Publication.ClientSecret
+}
