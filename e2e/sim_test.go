@@ -47,19 +47,21 @@ func testSimCommand(t *testing.T, bin string) {
 		t.Fatalf("state file %s: %v\n%s", state, err, b)
 	}
 	if st.MachinesAPI != stateURLs["machines_api"] || st.DNS != stateURLs["dns"] || st.Token == "" ||
-		st.Apps["purrfly-balancer"].URL != stateURLs["purrfly-balancer"] || len(st.Apps) != 3 {
+		st.Apps["purrfly-balancer"].URL != stateURLs["purrfly-balancer"] || len(st.Apps) != 4 {
 		t.Fatalf("state = %+v, want %v", st, stateURLs)
 	}
-	for _, app := range []string{"purrfly-balancer", "purrfly-relay-a", "purrfly-relay-b"} {
+	for _, app := range []string{"purrfly-balancer", "purrfly-relay-a", "purrfly-relay-b", "purrfly-relay-multi"} {
 		if !strings.Contains(sim.output(), app) {
 			t.Fatalf("the table does not list %s:\n%s", app, sim.output())
 		}
 	}
 	bal := st.Apps["purrfly-balancer"].URL
 	// Relays register within a retry or two of their checks passing.
-	waitFor(t, 30*time.Second, "both relays registered", func() bool {
+	// /servers lists each relay app once per region: relay-a (ams), relay-b
+	// (sea) and the three-machine relay-multi (ams).
+	waitFor(t, 30*time.Second, "every relay registered", func() bool {
 		s, err := client.NewBalancer(bal).Servers(t.Context())
-		return err == nil && len(s) == 2
+		return err == nil && len(s) == 3
 	})
 	for _, region := range []string{"ams", "sea"} {
 		smoke := exec.CommandContext(tctx(t), bin, "smoke", "--balancer", bal, "--region", region, "--strict-region", "--timeout", "10s")
@@ -68,8 +70,8 @@ func testSimCommand(t *testing.T, bin string) {
 			t.Fatalf("purrctl smoke in %s through the sim's proxy: %v\n%s\nsim output:\n%s", region, err, out, sim.output())
 		}
 	}
-	if running := processesWith(t, "PURRFLY_E2E_MARK="+mark); len(running) != 3 {
-		t.Fatalf("found %d marked machine processes while the sim runs, want 3 (the check below would prove nothing)", len(running))
+	if running := processesWith(t, "PURRFLY_E2E_MARK="+mark); len(running) != 6 {
+		t.Fatalf("found %d marked machine processes while the sim runs, want 6 (the check below would prove nothing)", len(running))
 	}
 	sim.interrupt(t, 45*time.Second)
 	if left := processesWith(t, "PURRFLY_E2E_MARK="+mark); len(left) > 0 {
@@ -94,8 +96,8 @@ func simConfig(t *testing.T, mark string) (string, map[string]string) {
 	cfg["machine_ip_base"] = base + "10"
 	want := map[string]string{"machines_api": "http://" + base + "1:4280", "dns": base + "1:5353"}
 	apps, _ := cfg["apps"].([]map[string]any)
-	if len(apps) != 3 {
-		t.Fatalf("fly/sim.toml has %d apps, want the balancer and two relays", len(apps))
+	if len(apps) != 4 {
+		t.Fatalf("fly/sim.toml has %d apps, want the balancer, two relays and the multi-machine relay", len(apps))
 	}
 	for i, app := range apps {
 		name, _ := app["name"].(string)

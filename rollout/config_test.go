@@ -32,7 +32,8 @@ func TestLoadShippedConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sim.MachinesAPI != "http://127.0.0.1:4280" || sim.Token != "flysim-dev-token" || sim.Secret != "flysim-secret" ||
-		sim.Relays[0].URL != "http://127.0.0.1:4301" || sim.Relays[1].Name != "purrfly-relay-b" {
+		sim.Relays[0].URL != "http://127.0.0.1:4301" || sim.Relays[1].Name != "purrfly-relay-b" ||
+		len(sim.Relays) != 3 || sim.Relays[2].URL != "http://127.0.0.1:4303" {
 		t.Errorf("sim does not match fly/sim.toml: %+v", sim)
 	}
 	if _, err := f.Env("staging"); err == nil || !strings.Contains(err.Error(), "prod, sim") {

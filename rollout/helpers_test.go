@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ import (
 )
 
 const simSecret = "flysim-secret"
+
+// multiApp is fly/sim.toml's relay app with three machines.
+const multiApp = "purrfly-relay-multi"
 
 // fleet is a running flysim of fly/sim.toml with short intervals.
 type fleet struct {
@@ -40,12 +44,23 @@ type fleet struct {
 // proxies on .1 with the ports of the file, machines from .2) and a free
 // Machines API and DNS port, so parallel test binaries never collide, and
 // shortens heartbeat and drain. tweak may change the config further.
+//
+// The fleet leaves out fly/sim.toml's three-machine relay app, so that every
+// app has exactly one machine; startFullFleet keeps it.
 func startFleet(t *testing.T, tweak func(*flysim.Config)) *fleet {
+	return startFleetOf(t, tweak, false)
+}
+
+// startFullFleet is startFleet with every app of fly/sim.toml, including
+// the three-machine purrfly-relay-multi.
+func startFullFleet(t *testing.T) *fleet { return startFleetOf(t, nil, true) }
+
+func startFleetOf(t *testing.T, tweak func(*flysim.Config), multi bool) *fleet {
 	t.Helper()
 	var f *fleet
 	var err error
 	for try := 0; try < 3; try++ {
-		if f, err = tryFleet(t, tweak); err == nil {
+		if f, err = tryFleet(t, tweak, multi); err == nil {
 			return f
 		}
 		t.Logf("sim start failed (will retry on another address): %v", err)
@@ -54,10 +69,13 @@ func startFleet(t *testing.T, tweak func(*flysim.Config)) *fleet {
 	return nil
 }
 
-func tryFleet(t *testing.T, tweak func(*flysim.Config)) (*fleet, error) {
+func tryFleet(t *testing.T, tweak func(*flysim.Config), multi bool) (*fleet, error) {
 	cfg, err := flysim.LoadConfig("../fly/sim.toml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !multi {
+		cfg.Apps = slices.DeleteFunc(cfg.Apps, func(a *flysim.AppConfig) bool { return a.Name == multiApp })
 	}
 	prefix := fmt.Sprintf("127.%d.%d.", 200+rand.IntN(50), rand.IntN(250))
 	cfg.MachinesAPI, cfg.DNS = "127.0.0.1:0", "127.0.0.1:0"
@@ -123,6 +141,9 @@ func tryFleet(t *testing.T, tweak func(*flysim.Config)) (*fleet, error) {
 		},
 	}
 	f.apps = []string{"purrfly-relay-a", "purrfly-relay-b", "purrfly-balancer"}
+	if multi {
+		f.env.Relays = append(f.env.Relays, rollout.App{Name: multiApp, URL: sim.AppURL(multiApp)})
+	}
 	// The test's own flaps client reaches the sim through the same
 	// rewriting the rollout uses: FLY_FLAPS_BASE_URL is read by flaps only.
 	fc, err := flaps.NewWithOptions(context.Background(), flaps.NewClientOpts{
