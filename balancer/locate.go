@@ -34,13 +34,9 @@ func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) erro
 	if name == "" || len(name) > wire.MaxSessionIDLen {
 		return wire.ErrBadRequest.WithMessage("name must be a room name of 1 to 128 bytes")
 	}
-	e := s.rooms.get(name)
-	if e == nil {
-		return wire.ErrRoomNotFound
-	}
-	rec := e.live.Load()
-	if rec == nil || !s.reg.isCurrent(rec.relay) {
-		return wire.ErrRoomNotFound
+	rec, err := s.liveRoom(name)
+	if err != nil {
+		return err
 	}
 	i := rec.relay.info
 	wire.WriteJSON(w, http.StatusOK, wire.RoomLocation{
@@ -53,4 +49,19 @@ func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) erro
 		Region:    i.Region,
 	})
 	return nil
+}
+
+// liveRoom is the room's current route, or room_not_found when there is
+// none or its registration was replaced or removed (join and location
+// answer alike: such a room is gone, not half-alive).
+func (s *Server) liveRoom(name string) (*roomRecord, error) {
+	e := s.rooms.get(name)
+	if e == nil {
+		return nil, wire.ErrRoomNotFound
+	}
+	rec := e.live.Load()
+	if rec == nil || !s.reg.isCurrent(rec.relay) {
+		return nil, wire.ErrRoomNotFound
+	}
+	return rec, nil
 }

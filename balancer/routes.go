@@ -130,13 +130,9 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e := s.rooms.get(name)
-	if e == nil {
-		return wire.ErrRoomNotFound
-	}
-	rec := e.live.Load()
-	if rec == nil || !s.reg.isCurrent(rec.relay) {
-		return wire.ErrRoomNotFound
+	rec, err := s.liveRoom(name)
+	if err != nil {
+		return err
 	}
 	i := rec.relay.info
 	wire.WriteJSON(w, http.StatusOK, wire.Capability{
