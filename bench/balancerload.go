@@ -38,7 +38,7 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 	}}
 	defer hc.CloseIdleConnections()
 	bc := &client.Balancer{BaseURL: balCh.url, HTTP: hc}
-	if err := waitRegistered(ctx, bc, o.Secret, relayCh); err != nil {
+	if err := waitRegistered(ctx, bc, o.Secret, relayCh, 1); err != nil {
 		return nil, err
 	}
 	o.Logger.Info("balancer and relay children ready", "balancer", balCh.pid, "relay", relayCh.pid)

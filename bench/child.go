@@ -33,12 +33,19 @@ type ServerConfig struct {
 	Secret      string `json:"secret,omitempty"`
 	BalancerURL string `json:"balancer_url,omitempty"`
 	Region      string `json:"region,omitempty"`
+	// MultiMachine makes a relay child one machine of a multi-machine app
+	// (relay.Options.MultiMachine): it registers under its own HTTP URL
+	// and advertises PublicEndpoint, the app's shared one.
+	MultiMachine   bool   `json:"multi_machine,omitempty"`
+	PublicEndpoint string `json:"public_endpoint,omitempty"`
 }
 
 // ready is the one JSON line a child prints on stdout once it listens.
 type ready struct {
 	URL string `json:"url"` // WebSocket URL (ws://127.0.0.1:port)
 	PID int    `json:"pid"`
+	// HTTPURL is a relay child's main HTTP port (/metrics, /ping, links).
+	HTTPURL string `json:"http_url,omitempty"`
 }
 
 // child is a running server process. The parent owns it; stop kills it.
@@ -46,6 +53,7 @@ type child struct {
 	cmd   *exec.Cmd
 	stdin io.Closer // closing it tells the child to exit
 	url   string
+	http  string // relay children: the main HTTP port's URL
 	pid   int
 	done  chan struct{} // closed when Wait returned
 }
@@ -104,7 +112,7 @@ func startChild(ctx context.Context, o Options, cfg ServerConfig) (*child, error
 	select {
 	case r, ok := <-lines:
 		if ok && r.URL != "" {
-			c.url = r.URL
+			c.url, c.http = r.URL, r.HTTPURL
 			return c, nil
 		}
 		c.stop()

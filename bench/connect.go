@@ -19,11 +19,21 @@ import (
 
 // target is the server one side of the run talks to.
 type target struct {
-	name    string           // "relay" or "baseline"
-	pid     int              // process to measure; 0 = none
-	bal     *client.Balancer // relay: where rooms are allocated and joined
-	region  string           // relay: allocation region
-	echoURL string           // baseline: the echo server's ws:// URL
+	name     string           // "relay", "baseline", "forwarded" or "direct"
+	baseline bool             // its Side is Result.Baseline
+	pid      int              // process to measure; 0 = none
+	edgePID  int              // forwarding mode: the edge relay, measured too (0 = none)
+	children []*child         // checked to be alive after the run
+	bal      *client.Balancer // relay: where rooms are allocated and joined
+	region   string           // relay: allocation region
+	echoURL  string           // baseline: the echo server's ws:// URL
+
+	// Forwarding mode: hosts dial hostURL and clients clientURL, both
+	// without a session hint, as PurrNet's own client does; every room
+	// must be placed on the relay whose public port is holderPort.
+	hostURL, clientURL string
+	holderPort         int
+	edgeMetrics        string // the edge relay's /metrics URL
 }
 
 // conn is one load connection: a Host (relay rooms' hosts) or a Client
@@ -141,7 +151,10 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 	if err != nil {
 		return r, err
 	}
-	h, err := client.DialHost(ctx, hostCap, name, &client.DialOptions{HTTPClient: d.next()})
+	if t.holderPort != 0 && hostCap.Port != t.holderPort {
+		return r, fmt.Errorf("room %s was placed on port %d, not on the holder relay (port %d)", name, hostCap.Port, t.holderPort)
+	}
+	h, err := client.DialHost(ctx, hostCap, name, &client.DialOptions{HTTPClient: d.next(), URL: t.hostURL, NoSessionHint: t.hostURL != ""})
 	if err != nil {
 		return r, err
 	}
@@ -154,7 +167,7 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 		return r, err
 	}
 	for range clients {
-		c, err := client.DialClient(ctx, joinCap, name, &client.DialOptions{HTTPClient: d.next()})
+		c, err := client.DialClient(ctx, joinCap, name, &client.DialOptions{HTTPClient: d.next(), URL: t.clientURL, NoSessionHint: t.clientURL != ""})
 		if err != nil {
 			return r, err
 		}

@@ -24,6 +24,26 @@
 //     it. The baseline is an echo child (KindEcho).
 //   - Balancer mode: the balancer and a real relay are both children, and
 //     the load process allocates and joins.
+//   - Forwarding mode (Options.Forwarded, issue 6): what one mesh hop
+//     costs. The balancer runs in the load process and two relay children
+//     form one multi-machine app (relay.Options.MultiMachine, each
+//     registered under its own http://127.0.0.1:<port> Endpoint, both
+//     advertising one PublicEndpoint). Relay 1, the holder, is alone in
+//     the allocation region and the balancer places by region first, so
+//     every room lands on it (each allocation's port is checked). Hosts
+//     connect to relay 1; clients connect without a session hint, as
+//     PurrNet does, to relay 2, which reads their authentication message,
+//     asks the balancer where the room lives and forwards them over a link
+//     to relay 1 (/internal/v2/forward). With Baseline, the direct run is
+//     the same shape with the clients on relay 1 (no echo server), so the
+//     result's relay side is the forwarded run, its baseline side the
+//     direct one, and the ratios read forwarded/direct. Both runs measure
+//     both relay processes (CPU and RSS summed; relay 2 idles in the
+//     direct run), and read relay 2's /metrics to report how many
+//     connections it forwarded and how many frames crossed its links.
+//     Since both sides share those processes, every run after the first
+//     gets a fresh balancer and fresh relays: neither side inherits the
+//     other's rooms, heap or memory figures.
 //
 // The relay and the baseline run one after the other, never at once;
 // with Repeat they alternate which goes first, and the medians are kept.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -12,14 +13,19 @@ import (
 
 // measure connects the load to t, runs the traffic (or holds the idle
 // connections) and reads the server's CPU and memory around the measured
-// window. ch, when not nil, is checked to still be alive at the end.
-func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error) {
-	s := &Side{Server: t.name, ServerPID: t.pid}
+// window; in the forwarding mode the server is both relays, the holder
+// and the edge, and their figures are summed. t's children are checked to
+// still be alive at the end.
+func measure(ctx context.Context, o Options, t target) (*Side, error) {
+	s := &Side{Server: t.name, ServerPID: t.pid, EdgePID: t.edgePID}
 	if t.echoURL != "" {
 		s.Server = "echo"
 	}
-	m := meter{pid: t.pid}
-	s.RSSStartBytes = m.rss()
+	m, edge := meter{pid: t.pid}, meter{pid: t.edgePID}
+	s.RSSStartBytes = m.rss() + edge.rss()
+	mesh := newMeshMeter(t.edgeMetrics)
+	defer mesh.close()
+	mesh.read(ctx, 0)
 	start := time.Now()
 	rooms, err := connect(ctx, o, t)
 	if err != nil {
@@ -29,7 +35,7 @@ func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error)
 	for _, r := range rooms {
 		s.Connections += 1 + len(r.clients)
 	}
-	s.RSSConnectedBytes = m.rss()
+	s.RSSConnectedBytes = m.rss() + edge.rss()
 	if s.RSSStartBytes > 0 && s.Connections > 0 {
 		s.RSSPerConnBytes = round3(float64(s.RSSConnectedBytes-s.RSSStartBytes) / float64(s.Connections))
 	}
@@ -55,8 +61,9 @@ func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error)
 			return nil, err
 		}
 	}
+	mesh.read(ctx, 1)
 	self := meter{pid: pidSelf()}
-	cpu0, load0, busy0, t0 := m.cpu(), self.cpu(), busy(), time.Now()
+	cpu0, edge0, load0, busy0, t0 := m.cpu(), edge.cpu(), self.cpu(), busy(), time.Now()
 	if tr != nil {
 		tr.phase.Store(phaseMeasuring)
 	}
@@ -65,29 +72,35 @@ func measure(ctx context.Context, o Options, t target, ch *child) (*Side, error)
 		tr.phase.Store(phaseDone)
 	}
 	s.Seconds = round3(time.Since(t0).Seconds())
-	cpu1, load1, busy1 := m.cpu(), self.cpu(), busy()
-	s.RSSEndBytes = m.rss()
+	cpu1, edge1, load1, busy1 := m.cpu(), edge.cpu(), self.cpu(), busy()
+	s.RSSEndBytes = m.rss() + edge.rss()
+	mesh.read(ctx, 2)
 	stopAll()
 	if err != nil {
 		return nil, err
 	}
-	if ch != nil {
+	for _, ch := range t.children {
 		if err := ch.exited(); err != nil {
 			return nil, fmt.Errorf("%s server: %w", s.Server, err)
 		}
 	}
-	if m.err != nil {
-		return nil, m.err
+	if err := errors.Join(m.err, edge.err, mesh.err); err != nil {
+		return nil, err
 	}
-	s.CPUSeconds = round3((cpu1 - cpu0).Seconds())
+	server := cpu1 - cpu0 + edge1 - edge0
+	s.CPUSeconds = round3(server.Seconds())
 	if s.Seconds > 0 {
 		s.CPUCores = round3(s.CPUSeconds / s.Seconds)
+		if t.edgePID != 0 {
+			s.EdgeCPUCores = round3((edge1 - edge0).Seconds() / s.Seconds)
+		}
 		s.LoadCPUCores = round3((load1 - load0).Seconds() / s.Seconds)
-		s.OtherCPUCores = otherCores(busy1-busy0, cpu1-cpu0, load1-load0, s.Seconds)
+		s.OtherCPUCores = otherCores(busy1-busy0, server, load1-load0, s.Seconds)
 	}
 	if tr != nil {
 		tr.summarize(s)
 	}
+	s.MeshForwards, s.MeshPackets = mesh.forwards(), mesh.packetsInWindow()
 	return s, nil
 }
 
@@ -156,3 +169,33 @@ func otherCores(machine, server, load time.Duration, seconds float64) float64 {
 	}
 	return round3(max(0, (machine-server-load).Seconds()/seconds))
 }
+
+// meshMeter reads the edge relay's forwarding counters (scrapeMesh) before
+// the load connects, at the start of the measured window and at its end;
+// an empty URL reads nothing. The first error is kept.
+type meshMeter struct {
+	url string
+	hc  *http.Client
+	c   [3]meshCounters
+	err error
+}
+
+func newMeshMeter(metricsURL string) *meshMeter {
+	return &meshMeter{url: metricsURL, hc: &http.Client{Timeout: scrapeTimeout}}
+}
+
+func (m *meshMeter) read(ctx context.Context, i int) {
+	if m.url == "" || m.err != nil {
+		return
+	}
+	m.c[i], m.err = scrapeMesh(ctx, m.hc, m.url)
+}
+
+func (m *meshMeter) close() { m.hc.CloseIdleConnections() }
+
+// forwards is the connections the edge forwarded during the run.
+func (m *meshMeter) forwards() int64 { return int64(m.c[2].forwards - m.c[0].forwards) }
+
+// packetsInWindow is the frames the edge carried over its links in the
+// measured window.
+func (m *meshMeter) packetsInWindow() int64 { return int64(m.c[2].packets - m.c[1].packets) }

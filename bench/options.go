@@ -78,6 +78,16 @@ type Options struct {
 	// SkipRelay runs only the baseline (for calibrating the echo server).
 	SkipRelay bool
 
+	// Forwarded switches to the forwarding mode (issue 6): two relay
+	// children form one multi-machine app (relay.Options.MultiMachine);
+	// every room lives on the first (the holder), hosts connect to it
+	// directly, and clients connect without a session hint to the second
+	// (the edge), which forwards them over its mesh link to the holder.
+	// With Baseline the same shape runs direct (clients connect to the
+	// holder too) in place of the echo server, so the ratios read
+	// forwarded/direct.
+	Forwarded bool
+
 	// Idle > 0 switches to the idle mode: open Idle authenticated
 	// connections in rooms of one host and Clients clients, hold them for
 	// Duration, and report the server's RSS per connection. No traffic.
@@ -180,6 +190,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: the balancer mode runs alone (no idle, baseline or external balancer)", ErrInvalidOptions)
 	case o.SkipRelay && !o.Baseline:
 		return o, fmt.Errorf("%w: nothing to run without the relay and the baseline", ErrInvalidOptions)
+	case o.Forwarded && (o.Idle > 0 || o.BalancerLoad > 0 || o.BalancerURL != "" || o.SkipRelay):
+		return o, fmt.Errorf("%w: the forwarding mode runs traffic against its own relays (no idle, balancer mode, external balancer or baseline-only)", ErrInvalidOptions)
 	case o.ServerPID != 0 && o.BalancerURL == "":
 		return o, fmt.Errorf("%w: a server pid only goes with an external balancer", ErrInvalidOptions)
 	}

@@ -15,7 +15,9 @@ type Result struct {
 	// pairs, latencies those of a pair, CPU the balancer process's.
 	Balancer *Side `json:"balancer,omitempty"`
 	// RatioMsgs is relay/baseline forwarded messages per second (>= 1: the
-	// relay moves at least as many messages as the echo server).
+	// relay moves at least as many messages as the echo server). In the
+	// forwarding mode (Shape.Kind "forwarded") Relay is the forwarded run
+	// and Baseline the direct one, so every ratio reads forwarded/direct.
 	RatioMsgs float64 `json:"ratio_msgs,omitempty"`
 	// RatioCPU is relay/baseline messages per CPU second, i.e.
 	// baseline.cpu_us_per_msg / relay.cpu_us_per_msg (>= 1: the relay
@@ -32,7 +34,7 @@ type Result struct {
 
 // Shape is the load of the run, the same for the relay and the baseline.
 type Shape struct {
-	Kind        string  `json:"kind"` // "traffic" or "idle"
+	Kind        string  `json:"kind"` // "traffic", "idle", "balancer" or "forwarded"
 	Mode        Mode    `json:"mode,omitempty"`
 	Rooms       int     `json:"rooms"`
 	Clients     int     `json:"clients_per_room"`
@@ -51,8 +53,12 @@ type Shape struct {
 // Side is one server's numbers. CPU and memory are the server process's
 // (0 when it was not measured: an external balancer without ServerPID).
 type Side struct {
-	Server    string `json:"server"` // "relay" or "echo"
+	// Server is "relay" or "echo"; in the forwarding mode "forwarded" or
+	// "direct", whose CPU and memory figures are the sum of both relay
+	// processes (the holder, ServerPID, and the edge, EdgePID).
+	Server    string `json:"server"`
 	ServerPID int    `json:"server_pid,omitempty"`
+	EdgePID   int    `json:"edge_pid,omitempty"`
 
 	Messages     int64   `json:"messages,omitempty"` // received in the measured window
 	Seconds      float64 `json:"seconds"`
@@ -79,6 +85,18 @@ type Side struct {
 	OtherCPUCores float64 `json:"other_cpu_cores"`
 	// RelayCPUCores is the balancer mode's relay child CPU use.
 	RelayCPUCores float64 `json:"relay_cpu_cores,omitempty"`
+	// EdgeCPUCores is the forwarding mode's edge relay share of CPUCores
+	// (the rest is the holder's).
+	EdgeCPUCores float64 `json:"edge_cpu_cores,omitempty"`
+	// MeshForwards is how many connections the forwarding mode's edge
+	// relay forwarded to the holder during the run (its
+	// purrfly_relay_mesh_forwards_total{result="ok"}): every client in the
+	// forwarded run, none in the direct one.
+	MeshForwards int64 `json:"mesh_forwards,omitempty"`
+	// MeshPackets is the frames the edge carried over its links, both
+	// ways, in the measured window (purrfly_relay_forwarded_packets_total
+	// {dir="mesh_out"} plus {dir="mesh_in"}).
+	MeshPackets int64 `json:"mesh_packets,omitempty"`
 
 	Connections       int     `json:"connections"`
 	RSSStartBytes     int64   `json:"rss_start_bytes"`     // before the load connected
@@ -106,6 +124,9 @@ func newShape(o Options) Shape {
 	}
 	if o.BalancerURL != "" {
 		s.Balancer = o.BalancerURL
+	}
+	if o.Forwarded {
+		s.Kind = "forwarded"
 	}
 	return s
 }
@@ -179,6 +200,9 @@ func medianSide(sides []*Side) *Side {
 	m.MaxUs = med(func(s *Side) float64 { return s.MaxUs })
 	m.CPUSeconds = med(func(s *Side) float64 { return s.CPUSeconds })
 	m.CPUCores = med(func(s *Side) float64 { return s.CPUCores })
+	m.EdgeCPUCores = med(func(s *Side) float64 { return s.EdgeCPUCores })
+	m.MeshForwards = int64(med(func(s *Side) float64 { return float64(s.MeshForwards) }))
+	m.MeshPackets = int64(med(func(s *Side) float64 { return float64(s.MeshPackets) }))
 	m.CPUusPerMsg = med(func(s *Side) float64 { return s.CPUusPerMsg })
 	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })
 	m.OtherCPUCores = med(func(s *Side) float64 { return s.OtherCPUCores })

@@ -33,24 +33,38 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer srv.close()
+	defer func() { srv.close() }()
 	res := &Result{Shape: newShape(o)}
 	var relays, baselines []*Side
+	measured := 0
 	for rep := range o.Repeat {
-		order := []target{srv.relay, srv.echo}
+		order := []bool{false, true} // baseline side?
 		if rep%2 == 1 {
 			order[0], order[1] = order[1], order[0]
 		}
 		var pair Result
-		for _, t := range order {
+		for _, base := range order {
+			t := srv.pick(base)
 			if t.name == "" {
 				continue
 			}
-			side, err := measure(ctx, o, t, srv.child(t))
+			// The forwarding mode's two sides share the relay processes:
+			// each run gets fresh ones, so that neither inherits the
+			// other's rooms, heap or memory figures.
+			if o.Forwarded && measured > 0 {
+				srv.close()
+				if srv, err = startServers(ctx, o); err != nil {
+					srv = &servers{}
+					return nil, err
+				}
+				t = srv.pick(base)
+			}
+			measured++
+			side, err := measure(ctx, o, t)
 			if err != nil {
 				return nil, fmt.Errorf("%s run: %w", t.name, err)
 			}
-			if t.echoURL != "" {
+			if t.baseline {
 				pair.Baseline = side
 				baselines = append(baselines, side)
 			} else {
@@ -69,23 +83,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// servers are the processes under test, alive for the whole Run. A target
-// with an empty name is not run.
+// servers are the processes under test, alive for the whole Run (the
+// forwarding mode starts a fresh set for each run after the first). relay
+// goes into Result.Relay and base into Result.Baseline (the echo server,
+// or the direct run of the forwarding mode). A target with an empty name
+// is not run.
 type servers struct {
-	bal             *balancer.Server // in-process balancer, nil with an external one
-	relayCh, echoCh *child
-	relay, echo     target
+	bal                     *balancer.Server // in-process balancer, nil with an external one
+	relayCh, edgeCh, echoCh *child           // edgeCh: the forwarding mode's second relay
+	relay, base             target
 }
 
-func (s *servers) child(t target) *child {
-	if t.echoURL != "" {
-		return s.echoCh
+// pick returns the target of the baseline side, or of the relay side.
+func (s *servers) pick(baseline bool) target {
+	if baseline {
+		return s.base
 	}
-	return s.relayCh
+	return s.relay
 }
 
 // startServers starts the relay (a child registered with an in-process
-// balancer, unless o names an external balancer) and the echo child.
+// balancer, unless o names an external balancer) and the echo child, or
+// the forwarding mode's two relays (startForwarded).
 func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 	s := &servers{}
 	defer func() {
@@ -94,31 +113,25 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 		}
 	}()
 	switch {
+	case o.Forwarded:
+		return s, s.startForwarded(ctx, o)
 	case o.SkipRelay:
 	case o.BalancerURL != "":
 		s.relay = target{name: "relay", pid: o.ServerPID, bal: client.NewBalancer(o.BalancerURL), region: o.Region}
 	default:
-		s.bal, err = balancer.New(balancer.Options{
-			Secret: o.Secret, ListenHost: "127.0.0.1", Region: benchRegion, Version: "bench",
-			Logger: o.Logger.With("service", "balancer"),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("failed to configure the balancer: %w", err)
-		}
-		if err := s.bal.Start(); err != nil {
-			s.bal = nil
-			return nil, fmt.Errorf("failed to start the balancer: %w", err)
+		if err := s.startBalancer(o); err != nil {
+			return nil, err
 		}
 		s.relayCh, err = startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: s.bal.URL(), Region: benchRegion})
 		if err != nil {
 			return nil, err
 		}
 		bc := client.NewBalancer(s.bal.URL())
-		if err := waitRegistered(ctx, bc, o.Secret, s.relayCh); err != nil {
+		if err := waitRegistered(ctx, bc, o.Secret, s.relayCh, 1); err != nil {
 			return nil, err
 		}
 		o.Logger.Info("relay child ready", "pid", s.relayCh.pid, "ws", s.relayCh.url)
-		s.relay = target{name: "relay", pid: s.relayCh.pid, bal: bc, region: benchRegion}
+		s.relay = target{name: "relay", pid: s.relayCh.pid, bal: bc, region: benchRegion, children: []*child{s.relayCh}}
 	}
 	if o.Baseline {
 		s.echoCh, err = startChild(ctx, o, ServerConfig{Kind: KindEcho})
@@ -126,32 +139,47 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 			return nil, err
 		}
 		o.Logger.Info("echo child ready", "pid", s.echoCh.pid, "ws", s.echoCh.url)
-		s.echo = target{name: "baseline", pid: s.echoCh.pid, echoURL: s.echoCh.url}
+		s.base = target{name: "baseline", baseline: true, pid: s.echoCh.pid, echoURL: s.echoCh.url, children: []*child{s.echoCh}}
 	}
 	return s, nil
 }
 
+// startBalancer starts the in-process balancer.
+func (s *servers) startBalancer(o Options) error {
+	bal, err := balancer.New(balancer.Options{
+		Secret: o.Secret, ListenHost: "127.0.0.1", Region: benchRegion, Version: "bench",
+		Logger: o.Logger.With("service", "balancer"),
+	})
+	if err != nil {
+		return fmt.Errorf("failed to configure the balancer: %w", err)
+	}
+	if err := bal.Start(); err != nil {
+		return fmt.Errorf("failed to start the balancer: %w", err)
+	}
+	s.bal = bal
+	return nil
+}
+
 // close stops the children, then the balancer.
 func (s *servers) close() {
-	if s.relayCh != nil {
-		s.relayCh.stop()
-	}
-	if s.echoCh != nil {
-		s.echoCh.stop()
+	for _, c := range []*child{s.relayCh, s.edgeCh, s.echoCh} {
+		if c != nil {
+			c.stop()
+		}
 	}
 	if s.bal != nil {
 		_ = s.bal.Close()
 	}
 }
 
-// waitRegistered polls the balancer until the relay child is listed.
-func waitRegistered(ctx context.Context, bc *client.Balancer, secret string, ch *child) error {
+// waitRegistered polls the balancer until n relays are listed.
+func waitRegistered(ctx context.Context, bc *client.Balancer, secret string, ch *child, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if list, err := bc.Instances(ctx, secret); err == nil && len(list) > 0 {
+		if list, err := bc.Instances(ctx, secret); err == nil && len(list) >= n {
 			return nil
 		}
 		if err := ch.exited(); err != nil {

@@ -49,7 +49,12 @@ func ServeChild(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slo
 }
 
 func printReady(w io.Writer, url string) error {
-	b, _ := json.Marshal(ready{URL: url, PID: os.Getpid()})
+	return printReadyLine(w, ready{URL: url})
+}
+
+func printReadyLine(w io.Writer, r ready) error {
+	r.PID = os.Getpid()
+	b, _ := json.Marshal(r)
 	if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
 		return fmt.Errorf("failed to tell the parent we are ready: %w", err)
 	}
@@ -68,6 +73,11 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		Region:      cfg.Region,
 		Version:     "bench",
 		Logger:      log,
+		// A machine of a multi-machine app registers under its own HTTP
+		// URL (the relay derives http://127.0.0.1:<port> from ListenHost)
+		// and advertises the app's public endpoint.
+		MultiMachine:   cfg.MultiMachine,
+		PublicEndpoint: cfg.PublicEndpoint,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to configure the relay: %w", err)
@@ -76,7 +86,7 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		return fmt.Errorf("failed to start the relay: %w", err)
 	}
 	defer srv.Close()
-	if err := printReady(stdout, srv.WSURL()); err != nil {
+	if err := printReadyLine(stdout, ready{URL: srv.WSURL(), HTTPURL: srv.HTTPURL()}); err != nil {
 		return err
 	}
 	<-ctx.Done()

@@ -19,7 +19,11 @@ func benchCommand() *cli.Command {
 		Usage: "load a relay with rooms of PurrNet clients and compare it with a plain WebSocket echo server",
 		Description: "Starts a balancer in this process and the relay (and, with --baseline, the echo server) as\n" +
 			"child processes of this binary on loopback, so their CPU time and memory are measured alone.\n" +
-			"Closed loop by default (--window messages in flight per client); --rate switches to open loop.",
+			"Closed loop by default (--window messages in flight per client); --rate switches to open loop.\n" +
+			"--forwarded measures a multi-machine relay app instead: two relay children, rooms on the first,\n" +
+			"hosts on the first and clients (no session hint, as PurrNet connects) on the second, which\n" +
+			"forwards them to the first; with --baseline the same shape also runs direct (clients on the\n" +
+			"first) and the ratios read forwarded/direct. CPU and memory are both relays' sums.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "rooms", Value: bench.DefaultRooms, Usage: "rooms"},
 			&cli.IntFlag{Name: "clients", Value: bench.DefaultClients, Usage: "clients per room (each room also has a host)"},
@@ -29,9 +33,10 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "duration", Value: bench.DefaultDuration, Usage: "measured window (idle mode: how long the connections are held)"},
 			&cli.DurationFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "traffic before the measured window"},
 			&cli.StringFlag{Name: "mode", Value: string(bench.FanIn), Usage: "fan-in (clients to host), fan-out (host to clients) or both"},
-			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server and print relay/baseline ratios"},
+			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server and print relay/baseline ratios (with --forwarded: the same shape direct, ratios forwarded/direct)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run relay and baseline this many times, alternating, and report medians"},
 			&cli.BoolFlag{Name: "baseline-only", Usage: "run only the echo baseline"},
+			&cli.BoolFlag{Name: "forwarded", Usage: "forwarding mode: clients reach their room through a second relay of a multi-machine app (with --baseline: versus the same shape direct)"},
 			&cli.IntFlag{Name: "idle", Usage: "idle mode: open this many authenticated connections (rooms of one host and --clients clients), no traffic, report RSS per connection"},
 			&cli.IntFlag{Name: "balancer-load", Usage: "balancer mode: this many workers allocate and join fresh rooms back to back against a balancer child (relay child behind it); reports pairs/s and p99"},
 			&cli.StringFlag{Name: "balancer", Usage: "existing balancer URL to allocate and join through (default: in-process balancer, relay child)"},
@@ -67,6 +72,7 @@ func runBench(c *cli.Context) error {
 		Mode:     bench.Mode(c.String("mode")),
 		Baseline: c.Bool("baseline") || c.Bool("baseline-only"), SkipRelay: c.Bool("baseline-only"),
 		Repeat:       c.Int("repeat"),
+		Forwarded:    c.Bool("forwarded"),
 		Idle:         c.Int("idle"),
 		BalancerLoad: c.Int("balancer-load"),
 		BalancerURL:  c.String("balancer"), Region: c.String("region"), ServerPID: c.Int("server-pid"),
@@ -118,6 +124,11 @@ func printBench(w io.Writer, r *bench.Result) {
 	}
 	fmt.Fprintf(w, "%s: %d rooms x %d clients (%d connections), %d-byte payloads, %s, %gs measured after %gs warmup\n",
 		s.Mode, s.Rooms, s.Clients, s.Connections, s.Size, loop, s.DurationSec, s.WarmupSec)
+	names := "relay/baseline"
+	if s.Kind == "forwarded" {
+		names = "forwarded/direct"
+		fmt.Fprintf(w, "forwarded: hosts on relay 1, clients without a session hint on relay 2 (one mesh hop); direct: all on relay 1; CPU and RSS are both relays'\n")
+	}
 	fmt.Fprintf(w, "%-9s %12s %10s %9s %9s %9s %10s %9s %9s %9s %10s\n",
 		"server", "msgs/s", "MB/s", "p50 us", "p99 us", "p999 us", "cpu us/msg", "cpu cores", "load cpu", "RSS MiB", "RSS B/conn")
 	for _, sd := range []*bench.Side{r.Relay, r.Baseline} {
@@ -133,13 +144,17 @@ func printBench(w io.Writer, r *bench.Result) {
 		if sd.Errors > 0 || sd.CreditStalls > 0 {
 			fmt.Fprintf(w, "          (%d errors, %d lost-message stalls)\n", sd.Errors, sd.CreditStalls)
 		}
+		if s.Kind == "forwarded" {
+			fmt.Fprintf(w, "          (relay 2: %.2f cores, %d connections forwarded, %d frames over the mesh)\n",
+				sd.EdgeCPUCores, sd.MeshForwards, sd.MeshPackets)
+		}
 	}
 	if r.Relay != nil && r.Baseline != nil {
 		if n := len(r.Runs); n > 0 {
 			fmt.Fprintf(w, "(medians of %d alternating runs; --json lists each)\n", n)
 		}
-		fmt.Fprintf(w, "relay/baseline: msgs/s %.3f  msgs per CPU-s %.3f  p99 %.3f  RSS/conn %.3f\n",
-			r.RatioMsgs, r.RatioCPU, r.RatioP99, r.RatioRSSPerConn)
+		fmt.Fprintf(w, "%s: msgs/s %.3f  msgs per CPU-s %.3f  p99 %.3f  RSS/conn %.3f\n",
+			names, r.RatioMsgs, r.RatioCPU, r.RatioP99, r.RatioRSSPerConn)
 	}
 }
 
