@@ -111,7 +111,7 @@ func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *websocket.Conn, fir
 	defer m.m.active.Dec()
 	writerDone := make(chan struct{})
 	var readerWG sync.WaitGroup
-	go m.s.wsWriter(up, link, writerDone)
+	go m.s.wsWriter(up, nil, link, writerDone)
 	readerWG.Go(func() { m.linkReader(up, c, link) })
 	link.enqueue(first, dirMeshOut)
 

@@ -72,7 +72,8 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 	s.mu.Unlock()
 	defer s.sessions.Done()
 
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	hw := &hijackWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // WebGL builds connect from any origin
 		CompressionMode:    websocket.CompressionDisabled,
 	})
@@ -81,7 +82,11 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 	}
 	raw, _ := r.Context().Value(rawConnKey{}).(net.Conn)
 	defer s.raw.forget(raw)
-	s.runWS(ws, forwarded)
+	if hw.fc == nil { // cannot happen: Accept succeeded, so it hijacked
+		_ = ws.CloseNow()
+		return nil
+	}
+	s.runWS(ws, hw.fc, forwarded)
 	return nil
 }
 
@@ -95,12 +100,13 @@ func (s *Server) wsRouter() Router {
 }
 
 // runWS is the life of one WebSocket connection: this goroutine reads and
-// routes, a second one writes; it returns when both are done.
-func (s *Server) runWS(ws *websocket.Conn, forwarded bool) {
+// routes, a second one writes (its data frames through fc, frameconn.go);
+// it returns when both are done.
+func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool) {
 	ws.SetReadLimit(wire.MaxMessageSize)
 	c := s.core.newConn(func() { _ = ws.CloseNow() })
 	writerDone := make(chan struct{})
-	go s.wsWriter(ws, c, writerDone)
+	go s.wsWriter(ws, fc, c, writerDone)
 	reason := s.wsReadLoop(ws, c, forwarded)
 	s.core.leave(c)
 	c.close(reason)
@@ -159,15 +165,17 @@ func readFailure(err error, authCtx context.Context) closeReason {
 
 // wsWriter is the connection's only writer: it drains the queue in batches
 // and, once the conn is closed, flushes (when the reason allows), sends the
-// close frame and returns.
-func (s *Server) wsWriter(ws *websocket.Conn, c *conn, done chan<- struct{}) {
+// close frame and returns. An accepted connection writes each batch
+// through fc in one system call; a link to a holder machine (a client
+// WebSocket, fc nil) writes through coder/websocket, one message at a time.
+func (s *Server) wsWriter(ws *websocket.Conn, fc *frameConn, c *conn, done chan<- struct{}) {
 	defer close(done)
 	defer c.endWriter()
 	var batch []*buf
 	for {
 		select {
 		case <-c.done:
-			s.wsClose(ws, c, batch)
+			s.wsClose(ws, fc, c, batch)
 			return
 		default:
 		}
@@ -182,7 +190,7 @@ func (s *Server) wsWriter(ws *websocket.Conn, c *conn, done chan<- struct{}) {
 			}
 			continue
 		}
-		if !writeBatch(context.Background(), ws, batch) {
+		if !writeBatch(context.Background(), ws, fc, batch) {
 			c.close(reasonWriteError)
 		}
 	}
@@ -191,21 +199,24 @@ func (s *Server) wsWriter(ws *websocket.Conn, c *conn, done chan<- struct{}) {
 // wsClose ends a closed conn's transport: it flushes what is still queued
 // when the reason allows (bounded by flushTimeout), then sends the close
 // frame, or drops the socket for abrupt reasons.
-func (s *Server) wsClose(ws *websocket.Conn, c *conn, batch []*buf) {
+func (s *Server) wsClose(ws *websocket.Conn, fc *frameConn, c *conn, batch []*buf) {
 	reason, code, text := c.closeStatus()
+	ok := true
 	if reason.flush() {
 		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		for ok := true; ok; {
+		for ok {
 			batch = c.takeBatch(batch[:0])
 			if len(batch) == 0 {
 				break
 			}
-			ok = writeBatch(ctx, ws, batch)
+			ok = writeBatch(ctx, ws, fc, batch)
 		}
 		cancel()
 	}
 	c.releaseQueue()
-	if reason.abrupt() {
+	// A flush that failed (timed out) may have left half a frame on the
+	// wire: no close frame can follow it.
+	if reason.abrupt() || !ok {
 		_ = ws.CloseNow()
 		return
 	}
@@ -213,8 +224,13 @@ func (s *Server) wsClose(ws *websocket.Conn, c *conn, batch []*buf) {
 }
 
 // writeBatch writes every frame of batch in order and releases them; on the
-// first error it releases the rest and reports false.
-func writeBatch(ctx context.Context, ws *websocket.Conn, batch []*buf) bool {
+// first error it releases the rest and reports false. With fc the whole
+// batch goes out in one system call, bounded by ctx's deadline.
+func writeBatch(ctx context.Context, ws *websocket.Conn, fc *frameConn, batch []*buf) bool {
+	if fc != nil {
+		deadline, _ := ctx.Deadline()
+		return fc.writeBatch(batch, deadline) == nil
+	}
 	ok := true
 	for i, b := range batch {
 		if ok && ws.Write(ctx, websocket.MessageBinary, b.frame()) != nil {

@@ -1,0 +1,151 @@
+package relay
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Frame-level writes on the server side (issue 7). coder/websocket flushes
+// every message, so a writer draining 64 queued frames made 64 write
+// system calls. A relay's accepted connection keeps coder/websocket for
+// the upgrade, reading, ping/pong and the close handshake, but its data
+// frames are encoded here (RFC 6455 server frames are unmasked: a 2 to 10
+// byte header and the payload) into one pooled buffer per batch and
+// written with one system call.
+//
+// Both writers meet in frameConn, the net.Conn coder/websocket is handed
+// at the hijack: its mutex serialises a batch of ours against
+// coder/websocket's own frames. coder/websocket only ever writes control
+// frames on a server connection (pong, close: at most 127 bytes, fully
+// buffered in its 4 KiB bufio.Writer and flushed at once), so each of its
+// Write calls here is one whole frame and frames never interleave.
+
+// batchBufSize is the pooled buffer a batch is encoded into; a frame that
+// does not fit an empty one is written as its header and payload.
+const batchBufSize = 32 << 10
+
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBufSize); return &b }}
+
+// frameConn is the hijacked TCP connection of one accepted WebSocket.
+// Static after the hijack except closeSent, guarded by mu with the
+// socket's write side.
+type frameConn struct {
+	net.Conn
+	mu        sync.Mutex
+	closeSent bool // guarded by mu: a close frame went out, no data may follow
+}
+
+// Write is coder/websocket's path to the socket (its control frames).
+func (f *frameConn) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(p) > 0 && p[0]&0x0f == 0x8 {
+		f.closeSent = true
+	}
+	return f.Conn.Write(p)
+}
+
+// writeBatch writes every frame of batch as a binary message, in order,
+// with as few system calls as the pooled buffer allows (one for a batch
+// of game packets), and releases the frames. deadline, when not zero,
+// bounds the writes.
+func (f *frameConn) writeBatch(batch []*buf, deadline time.Time) error {
+	bp := batchBufs.Get().(*[]byte)
+	out := (*bp)[:0]
+	f.mu.Lock()
+	err := f.encodeAndWrite(batch, out, deadline)
+	f.mu.Unlock()
+	*bp = out[:0]
+	batchBufs.Put(bp)
+	for i, b := range batch {
+		putBuf(b)
+		batch[i] = nil
+	}
+	return err
+}
+
+// encodeAndWrite does writeBatch's work with f.mu held.
+func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time) error {
+	if f.closeSent {
+		return net.ErrClosed
+	}
+	if !deadline.IsZero() {
+		if err := f.Conn.SetWriteDeadline(deadline); err != nil {
+			return fmt.Errorf("failed to set the write deadline: %w", err)
+		}
+		defer func() { _ = f.Conn.SetWriteDeadline(time.Time{}) }()
+	}
+	for _, b := range batch {
+		p := b.frame()
+		if len(out)+maxFrameHeader+len(p) > cap(out) && len(out) > 0 {
+			if _, err := f.Conn.Write(out); err != nil {
+				return fmt.Errorf("failed to write frames: %w", err)
+			}
+			out = out[:0]
+		}
+		out = appendFrameHeader(out, len(p))
+		if len(out)+len(p) <= cap(out) {
+			out = append(out, p...)
+			continue
+		}
+		// Larger than the whole buffer: header, then the payload as is.
+		if _, err := f.Conn.Write(out); err != nil {
+			return fmt.Errorf("failed to write a frame header: %w", err)
+		}
+		out = out[:0]
+		if _, err := f.Conn.Write(p); err != nil {
+			return fmt.Errorf("failed to write a frame: %w", err)
+		}
+	}
+	if len(out) > 0 {
+		if _, err := f.Conn.Write(out); err != nil {
+			return fmt.Errorf("failed to write frames: %w", err)
+		}
+	}
+	return nil
+}
+
+// maxFrameHeader is the longest unmasked frame header.
+const maxFrameHeader = 10
+
+// appendFrameHeader appends the header of one unmasked, final, binary
+// frame carrying n bytes (RFC 6455 section 5.2).
+func appendFrameHeader(out []byte, n int) []byte {
+	const finBinary = 0x80 | 0x2
+	switch {
+	case n < 126:
+		return append(out, finBinary, byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(out, finBinary, 126), uint16(n))
+	}
+	return binary.BigEndian.AppendUint64(append(out, finBinary, 127), uint64(n))
+}
+
+// hijackWriter hands coder/websocket a frameConn at the hijack, so that
+// the relay's writer can write frames on the same socket.
+type hijackWriter struct {
+	http.ResponseWriter
+	fc *frameConn // set by Hijack
+}
+
+func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil {
+		_ = nc.Close()
+		return nil, nil, fmt.Errorf("failed to flush the upgrade: %w", err)
+	}
+	h.fc = &frameConn{Conn: nc}
+	brw.Writer.Reset(h.fc)
+	return h.fc, brw, nil
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (h *hijackWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
