@@ -46,7 +46,8 @@ type locator struct {
 	ctx     context.Context // set by Start (the relay's life), before anything is served
 	m       *meshMetrics    // static
 
-	sf singleflight.Group
+	sf    singleflight.Group
+	slots chan struct{} // static: bounds lookups in flight (maxLocateInflight)
 
 	mu    sync.Mutex
 	cache map[string]locEntry // guarded by mu
@@ -87,9 +88,24 @@ func (l *locator) forget(room string) {
 	l.mu.Unlock()
 }
 
+// maxLocateInflight bounds concurrent lookups at the balancer. Lookups are
+// triggered by unauthenticated upgrades (any ?s= hint) and first messages,
+// so past this the relay answers as if the balancer were unreachable
+// (hash routing, or serve here) instead of flooding it.
+const maxLocateInflight = 32
+
 // fetch asks the balancer once and caches the answer. It is bounded by the
-// locator's timeout and by the relay's life.
+// locator's timeout, by the relay's life and by maxLocateInflight.
 func (l *locator) fetch(room string) (locEntry, error) {
+	if l.slots != nil {
+		select {
+		case l.slots <- struct{}{}:
+			defer func() { <-l.slots }()
+		default:
+			l.m.lookups.WithLabelValues("busy").Inc()
+			return locEntry{}, fmt.Errorf("%w: too many lookups in flight", errLocateUnavailable)
+		}
+	}
 	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
 	defer cancel()
 	start := l.clock.Now()

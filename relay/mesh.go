@@ -96,13 +96,14 @@ func newMesh(s *Server) (*mesh, error) {
 	}
 	dialer := &net.Dialer{
 		Timeout: s.opts.ForwardTimeout,
+		Control: linkSocketControl,
 		KeepAliveConfig: net.KeepAliveConfig{
 			Enable: true, Idle: linkKeepIdle, Interval: linkKeepInterval, Count: linkKeepCount,
 		},
 	}
 	lookupClient := &http.Client{
 		Timeout:   s.opts.RequestTimeout,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second},
+		Transport: &http.Transport{MaxIdleConnsPerHost: 8, MaxConnsPerHost: maxLocateInflight, IdleConnTimeout: 90 * time.Second},
 	}
 	return &mesh{
 		s: s,
@@ -117,6 +118,7 @@ func newMesh(s *Server) (*mesh, error) {
 			ctx:     context.Background(), // replaced by Start
 			m:       m,
 			cache:   make(map[string]locEntry),
+			slots:   make(chan struct{}, maxLocateInflight),
 		},
 		// Links are hijacked by the WebSocket library: the transport never
 		// pools them, so it needs no idle limits.

@@ -1,0 +1,47 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Lookups are triggered by unauthenticated requests, so a relay bounds
+// how many it has in flight at the balancer: past the bound it answers as
+// if the balancer were unreachable, without asking it.
+func TestLocateBoundsLookupsInFlight(t *testing.T) {
+	var asked atomic.Int32
+	bal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		wire.WriteError(w, wire.ErrRoomNotFound)
+	}))
+	defer bal.Close()
+	m, err := newMeshMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &locator{
+		base: bal.URL, secret: testSecret, client: bal.Client(), clock: clock.Real{},
+		ttl: time.Second, timeout: 2 * time.Second, ctx: context.Background(), m: m,
+		cache: map[string]locEntry{}, slots: make(chan struct{}, 1),
+	}
+	if _, found, err := l.locate("a"); err != nil || found {
+		t.Fatalf("locate with a free slot = found %v, %v; want not found from the balancer", found, err)
+	}
+	l.slots <- struct{}{} // every slot taken by lookups in flight
+	if _, _, err := l.locate("b"); !errors.Is(err, errLocateUnavailable) {
+		t.Fatalf("locate with no free slot = %v, want errLocateUnavailable", err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the balancer was asked %d times, want once (the busy lookup must not reach it)", n)
+	}
+}
