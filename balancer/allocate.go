@@ -154,7 +154,9 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		return indeterminate()
 	case errors.Is(err, wire.ErrRoomTaken):
 		return none, wire.ErrRoomTaken
-	case errors.Is(err, wire.ErrDraining):
+	case errors.Is(err, wire.ErrDraining), errors.Is(err, wire.ErrStaleBoot):
+		// Draining, or (multi-machine) the machine no longer runs the boot
+		// we chose: it certainly took no room.
 		return none, errTryNext
 	case errors.Is(err, wire.ErrRelayBadAnswer):
 		return none, wire.ErrRelayBadAnswer

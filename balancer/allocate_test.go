@@ -252,6 +252,11 @@ func TestPlacement(t *testing.T) {
 	if got := placedOn("r7", "eu"); got != eu2.info.Endpoint {
 		t.Fatal("a relay that refused as draining was not skipped")
 	}
+	// A machine that no longer runs the chosen boot is skipped too.
+	eu1.set(func(f *fakeRelay) { f.allocMode = allocStaleBoot })
+	if got := placedOn("r7b", "eu"); got != eu2.info.Endpoint {
+		t.Fatal("a relay that refused with stale_boot was not skipped")
+	}
 	// An unreachable relay is skipped (the request never left).
 	eu1.srv.Close()
 	if got := placedOn("r8", "eu"); got != eu2.info.Endpoint {

@@ -186,6 +186,7 @@ const (
 	allocMalformed = "malformed"  // answer a capability with no usable port
 	allocGarbage   = "garbage"    // answer 200 with a body that is not JSON
 	allocDraining  = "draining"   // answer wire.ErrDraining
+	allocStaleBoot = "stale-boot" // answer wire.ErrStaleBoot (another boot runs there now)
 	allocNewEpoch  = "new-epoch"  // answer a replay with a fresh epoch
 	allocStallOnce = "stall-once" // create the room, then answer nothing until the caller gives up
 )
@@ -308,9 +309,13 @@ func (f *fakeRelay) handleAllocate(w http.ResponseWriter, r *http.Request) {
 	if mode == allocLoseOnce || mode == allocStallOnce {
 		f.allocMode = allocNormal
 	}
-	if mode == allocDraining {
+	if mode == allocDraining || mode == allocStaleBoot {
 		f.mu.Unlock()
-		wire.WriteError(w, wire.ErrDraining)
+		if mode == allocStaleBoot {
+			wire.WriteError(w, wire.ErrStaleBoot)
+		} else {
+			wire.WriteError(w, wire.ErrDraining)
+		}
 		return
 	}
 	room, replayed := f.rooms[name], true

@@ -87,8 +87,18 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The balancer names the boot it chose; when that is this one it
 	// reached this machine directly (its own endpoint), so the room is
-	// created here whatever the Router would say.
-	if r.Header.Get(wire.HeaderTargetBoot) != s.opts.BootID && s.replayed(w, r, wire.SessionID(name), s.opts.Router) {
+	// created here whatever the Router would say. A machine of a
+	// multi-machine app is only ever called on its own address, so another
+	// boot there means the chosen process is gone (the machine restarted
+	// and kept its address): refuse with stale_boot, which the balancer
+	// takes as "place it elsewhere", rather than a Fly-Replay it cannot
+	// follow.
+	target := r.Header.Get(wire.HeaderTargetBoot)
+	if s.opts.MultiMachine && target != "" && target != s.opts.BootID {
+		s.m.allocations.WithLabelValues(errCode(wire.ErrStaleBoot)).Inc()
+		return wire.ErrStaleBoot.WithMessage("this machine does not run the boot the balancer chose")
+	}
+	if target != s.opts.BootID && s.replayed(w, r, wire.SessionID(name), s.opts.Router) {
 		return nil
 	}
 	a, err := s.core.allocate(name, allocID)

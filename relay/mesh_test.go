@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -323,5 +324,30 @@ func TestMeshOptions(t *testing.T) {
 	info := s.relayInfo()
 	if info.PublicEndpoint != "https://app.test" || info.Endpoint != s.HTTPURL() {
 		t.Fatalf("registered endpoint %q, public %q; want the machine's own address and the app's URL", info.Endpoint, info.PublicEndpoint)
+	}
+}
+
+// TestMeshRefusesAStaleTargetBoot: a machine of a multi-machine app asked to
+// allocate for a boot it does not run (it restarted on the same address)
+// refuses with stale_boot, which the balancer takes as "try another", and
+// creates nothing.
+func TestMeshRefusesAStaleTargetBoot(t *testing.T) {
+	b := newMeshBalancer(t)
+	s := startMachine(t, b, "m1")
+	req, _ := http.NewRequest(http.MethodPost, s.HTTPURL()+wire.PathRelayAllocate+"?s="+wire.SessionID("room").Hint(), nil)
+	req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	req.Header.Set(wire.HeaderName, "room")
+	req.Header.Set(wire.HeaderAllocationID, "alloc-room")
+	req.Header.Set(wire.HeaderTargetBoot, "an-earlier-boot")
+	resp, body := do(t, req)
+	var e wire.Error
+	if err := json.Unmarshal(body, &e); err != nil || resp.StatusCode != http.StatusConflict || e.Code != wire.ErrStaleBoot.Code {
+		t.Fatalf("allocate for another boot: %d %s, want 409 stale_boot", resp.StatusCode, body)
+	}
+	if resp.Header.Get(wire.HeaderFlyReplay) != "" {
+		t.Fatal("answered with Fly-Replay, which the balancer cannot follow")
+	}
+	if st := s.Stats(); st.Rooms != 0 {
+		t.Fatalf("a room was created: %+v", st)
 	}
 }
