@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,26 +31,46 @@ func (m *mesh) openLink(first []byte) *websocket.Conn {
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
 	}
-	loc, found, err := m.loc.locate(a.RoomName)
-	switch {
-	case err != nil:
-		m.m.forwards.WithLabelValues("unreachable").Inc()
-		m.s.log.Warn("failed to locate a room held elsewhere", "room", a.RoomName, "err", err)
-		return nil
-	case !found:
-		m.m.forwards.WithLabelValues("not_found").Inc()
-		return nil
-	case loc.BootID == m.s.opts.BootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.s.opts.Endpoint, "/"):
-		m.m.forwards.WithLabelValues("self").Inc()
-		return nil
-	}
-	target := linkURL(loc.Endpoint)
-	if target == "" {
-		m.m.forwards.WithLabelValues("unreachable").Inc()
-		return nil
-	}
+	// One ForwardTimeout bounds the whole decision. A holder that cannot be
+	// dialed may be a stale cached answer (it died, the name moved): its
+	// location is forgotten and looked up once more before giving up.
 	ctx, cancel := context.WithTimeout(m.s.ctx, m.s.opts.ForwardTimeout)
 	defer cancel()
+	for attempt := 0; ; attempt++ {
+		loc, found, err := m.loc.locate(a.RoomName)
+		switch {
+		case err != nil:
+			m.m.forwards.WithLabelValues("unreachable").Inc()
+			m.s.log.Warn("failed to locate a room held elsewhere", "room", a.RoomName, "err", err)
+			return nil
+		case !found:
+			m.m.forwards.WithLabelValues("not_found").Inc()
+			return nil
+		case loc.BootID == m.s.opts.BootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.s.opts.Endpoint, "/"):
+			m.m.forwards.WithLabelValues("self").Inc()
+			return nil
+		}
+		up, err := m.dialLink(ctx, loc)
+		if err == nil {
+			m.m.forwards.WithLabelValues("ok").Inc()
+			return up
+		}
+		m.loc.forget(a.RoomName)
+		m.s.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
+			"holder", loc.MachineID, "endpoint", loc.Endpoint, "attempt", attempt+1, "err", err)
+		if attempt > 0 || ctx.Err() != nil {
+			m.m.forwards.WithLabelValues("unreachable").Inc()
+			return nil
+		}
+	}
+}
+
+// dialLink opens the link to the holder at loc (wire.PathForward).
+func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*websocket.Conn, error) {
+	target := linkURL(loc.Endpoint)
+	if target == "" {
+		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
+	}
 	h := http.Header{}
 	h.Set(wire.HeaderInternalSecret, m.s.opts.Secret)
 	h.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
@@ -64,16 +85,11 @@ func (m *mesh) openLink(first []byte) *websocket.Conn {
 		resp.Body.Close()
 	}
 	if err != nil {
-		m.loc.forget(a.RoomName)
-		m.m.forwards.WithLabelValues("unreachable").Inc()
-		m.s.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
-			"holder", loc.MachineID, "endpoint", loc.Endpoint, "err", err)
-		return nil
+		return nil, fmt.Errorf("failed to dial the holder: %w", err)
 	}
 	m.m.dialSeconds.Observe(time.Since(start).Seconds())
-	m.m.forwards.WithLabelValues("ok").Inc()
 	up.SetReadLimit(wire.MaxMessageSize + headroom)
-	return up
+	return up, nil
 }
 
 // linkURL is the PathForward WebSocket URL of a holder's endpoint.

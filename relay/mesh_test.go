@@ -351,3 +351,30 @@ func TestMeshRefusesAStaleTargetBoot(t *testing.T) {
 		t.Fatalf("a room was created: %+v", st)
 	}
 }
+
+// TestMeshRelocatesAfterAFailedDial: a cached holder that cannot be dialed
+// (it died; the name now lives on another machine) is forgotten and the
+// room looked up once more, so a valid client still joins instead of being
+// refused with [4].
+func TestMeshRelocatesAfterAFailedDial(t *testing.T) {
+	b := newMeshBalancer(t)
+	edge := startMachine(t, b, "edge")
+	gone := startMachine(t, b, "gone")
+	holder := startMachine(t, b, "holder")
+	hs, cs := allocateOn(t, holder, "room")
+	b.place("room", gone)
+	if loc, found, err := edge.mesh.loc.locate("room"); err != nil || !found || loc.BootID != gone.BootID() {
+		t.Fatalf("priming the edge's cache: %+v %v %v", loc, found, err)
+	}
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b.place("room", holder)
+	host := join(t, holder, "room", hs)
+	fwd := join(t, edge, "room", cs) // the cached answer names the closed machine
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	fwd.send([]byte("hello"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "hello" {
+		t.Fatalf("forwarded payload after relocating: %+v", p)
+	}
+}
