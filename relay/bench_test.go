@@ -191,34 +191,40 @@ func BenchmarkRelayLoopback(b *testing.B) {
 			b.SetBytes(int64(sz.size))
 			b.ReportAllocs()
 			b.ResetTimer()
-			// A window of 128 messages in flight: the relay bounds each
-			// receiver's backlog and disconnects one that falls too far
-			// behind, so an unbounded sender would measure that instead.
-			window := make(chan struct{}, 128)
-			errc := make(chan error, 1)
-			go func() {
-				ctx, cancel := contextWithTimeout(time.Minute)
-				defer cancel()
-				for range b.N {
-					window <- struct{}{}
-					if err := client.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
-						errc <- err
-						return
-					}
-				}
-				errc <- nil
-			}()
-			ctx, cancel := contextWithTimeout(time.Minute)
-			defer cancel()
-			for range b.N {
-				if _, _, err := host.ws.Read(ctx); err != nil {
-					b.Fatal(err)
-				}
-				<-window
-			}
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
+			pipelineToHost(b, client, host, msg)
 		})
+	}
+}
+
+// pipelineToHost sends b.N copies of msg from client to host with a window
+// of 128 messages in flight, and reads them all at the host. The relay
+// bounds each receiver's backlog and disconnects one that falls too far
+// behind, so an unbounded sender would measure that instead.
+func pipelineToHost(b *testing.B, client, host *peer, msg []byte) {
+	b.Helper()
+	window := make(chan struct{}, 128)
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := contextWithTimeout(time.Minute)
+		defer cancel()
+		for range b.N {
+			window <- struct{}{}
+			if err := client.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	ctx, cancel := contextWithTimeout(time.Minute)
+	defer cancel()
+	for range b.N {
+		if _, _, err := host.ws.Read(ctx); err != nil {
+			b.Fatal(err)
+		}
+		<-window
+	}
+	if err := <-errc; err != nil {
+		b.Fatal(err)
 	}
 }

@@ -74,31 +74,7 @@ func BenchmarkMeshThroughput(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			b.ReportAllocs()
 			b.ResetTimer()
-			window := make(chan struct{}, 128)
-			errc := make(chan error, 1)
-			go func() {
-				ctx, cancel := contextWithTimeout(time.Minute)
-				defer cancel()
-				for range b.N {
-					window <- struct{}{}
-					if err := client.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
-						errc <- err
-						return
-					}
-				}
-				errc <- nil
-			}()
-			ctx, cancel := contextWithTimeout(time.Minute)
-			defer cancel()
-			for range b.N {
-				if _, _, err := host.ws.Read(ctx); err != nil {
-					b.Fatal(err)
-				}
-				<-window
-			}
-			if err := <-errc; err != nil {
-				b.Fatal(err)
-			}
+			pipelineToHost(b, client, host, msg)
 		})
 	}
 }
