@@ -6,23 +6,23 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/purrfly/purrfly/wire"
 )
 
-// internalHandler wraps a relay -> balancer route: POST only, the shared
-// secret, and the protocol version on every answer (errors included).
-func (s *Server) internalHandler(h wire.Handler) http.Handler {
-	return wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
-		if r.Method != http.MethodPost {
-			return wire.ErrMethodNotAllowed
-		}
+// internal wraps a relay -> balancer route: the allowed methods, the
+// shared secret, and the protocol version on every answer (errors
+// included).
+func (s *Server) internal(allowed []string, h wire.Handler) http.Handler {
+	checked := methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
 		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
 			return err
 		}
 		return h(w, r)
+	})
+	return wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
+		wire.SetInternalVersion(w.Header())
+		return checked(w, r)
 	})
 }
 

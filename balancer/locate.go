@@ -2,26 +2,9 @@ package balancer
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/purrfly/purrfly/wire"
 )
-
-// internalGet wraps a read-only relay -> balancer route: GET (or HEAD), the
-// shared secret, and the protocol version on every answer.
-func (s *Server) internalGet(h wire.Handler) http.Handler {
-	return wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			return wire.ErrMethodNotAllowed
-		}
-		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
-			return err
-		}
-		return h(w, r)
-	})
-}
 
 // handleRoomLocation answers which registered relay holds a live room
 // (wire.PathRoomLocation, ?name=). The machines of a multi-machine relay

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -94,8 +93,7 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 	h.Set(wire.HeaderName, name)
 	h.Set(wire.HeaderRegion, region)
 	h.Set(wire.HeaderAllocationID, allocationID)
-	h.Set(wire.HeaderInternalSecret, s.opts.Secret)
-	h.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	wire.SetInternal(h, s.opts.Secret)
 	h.Set("Idempotency-Key", allocationID)
 	h.Set(wire.HeaderTargetBoot, boot)
 

@@ -26,6 +26,7 @@ var errNotImplemented = &wire.Error{
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	get := []string{http.MethodGet, http.MethodHead}
+	post := []string{http.MethodPost}
 	mux.Handle("/ping", methods(get, s.handlePing))
 	mux.Handle("/servers", methods(get, s.handleServers))
 	mux.Handle("/allocate_ws", methods([]string{http.MethodGet, http.MethodPost}, s.handleAllocate))
@@ -35,13 +36,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/migration/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return errNotImplemented }))
 	mux.Handle("/metrics", s.metricsHandler())
 
-	mux.Handle(wire.PathRegister, s.internalHandler(s.handleRegister))
-	mux.Handle(wire.PathPublish, s.internalHandler(s.handlePublish))
-	mux.Handle(wire.PathUnregister, s.internalHandler(s.handleUnregister))
-	mux.Handle(wire.PathRoomLocation, s.internalGet(s.handleRoomLocation))
+	mux.Handle(wire.PathRegister, s.internal(post, s.handleRegister))
+	mux.Handle(wire.PathPublish, s.internal(post, s.handlePublish))
+	mux.Handle(wire.PathUnregister, s.internal(post, s.handleUnregister))
+	mux.Handle(wire.PathRoomLocation, s.internal(get, s.handleRoomLocation))
 
 	mux.Handle(wire.PathInstances, s.admin(get, s.handleInstances))
-	mux.Handle(fmt.Sprintf(wire.PathDrainFmt, "{id}"), s.admin([]string{http.MethodPost}, s.handleDrain))
+	mux.Handle(fmt.Sprintf(wire.PathDrainFmt, "{id}"), s.admin(post, s.handleDrain))
 
 	mux.Handle("/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound }))
 	return wire.Common(mux)

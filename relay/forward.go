@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -72,8 +71,7 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*websocket.
 		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
 	}
 	h := http.Header{}
-	h.Set(wire.HeaderInternalSecret, m.s.opts.Secret)
-	h.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	wire.SetInternal(h, m.s.opts.Secret)
 	h.Set(wire.HeaderForwardedBy, m.s.opts.BootID)
 	start := time.Now()
 	up, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/purrfly/purrfly/wire"
@@ -40,9 +39,8 @@ func (s *Server) mainHandler() http.Handler {
 		}
 		return wire.ErrNotFound
 	}))
-	version := strconv.Itoa(wire.InternalProtocolVersion)
 	return wire.Common(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(wire.HeaderInternalVersion, version)
+		wire.SetInternalVersion(w.Header())
 		mux.ServeHTTP(w, r)
 	}))
 }

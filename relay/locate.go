@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,8 +149,7 @@ func (l *locator) get(ctx context.Context, room string) (locEntry, error) {
 	if err != nil {
 		return locEntry{}, fmt.Errorf("%w: failed to build the request: %w", errLocateUnavailable, err)
 	}
-	req.Header.Set(wire.HeaderInternalSecret, l.secret)
-	req.Header.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	wire.SetInternal(req.Header, l.secret)
 	resp, err := l.client.Do(req)
 	if err != nil {
 		return locEntry{}, fmt.Errorf("%w: failed to ask the balancer: %w", errLocateUnavailable, err)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -353,8 +352,7 @@ func (g *registrar) post(ctx context.Context, op, path string, in, out any) (err
 		return fmt.Errorf("failed to build %s request: %w", op, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(wire.HeaderInternalSecret, g.secret)
-	req.Header.Set(wire.HeaderInternalVersion, strconv.Itoa(wire.InternalProtocolVersion))
+	wire.SetInternal(req.Header, g.secret)
 	resp, err := g.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("failed to send %s request: %w", op, err)

@@ -80,3 +80,17 @@ func TestCapabilityValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestSetInternalPassesCheckInternal(t *testing.T) {
+	req := httptest.NewRequest(http.MethodPost, PathRegister, nil)
+	SetInternal(req.Header, "s3cret")
+	if err := CheckInternal(req, "s3cret"); err != nil {
+		t.Fatalf("CheckInternal after SetInternal: %v", err)
+	}
+	if err := CheckInternal(req, "other"); err == nil {
+		t.Fatal("CheckInternal accepted another secret")
+	}
+	if got := req.Header.Get(HeaderInternalVersion); got != "2" {
+		t.Fatalf("version header %q, want 2", got)
+	}
+}

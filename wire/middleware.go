@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"strconv"
 )
 
 // Handler is an HTTP handler that returns its error; Handle turns it into an
@@ -51,6 +52,21 @@ func SecretEqual(a, b string) bool {
 	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
+
+// SetInternal marks an outgoing internal request (relay <-> balancer, or a
+// relay's link to another machine): the shared secret and this side's
+// protocol version. CheckInternal is the receiving side.
+func SetInternal(h http.Header, secret string) {
+	h.Set(HeaderInternalSecret, secret)
+	SetInternalVersion(h)
+}
+
+// SetInternalVersion puts this side's internal protocol version on a
+// request or an answer.
+func SetInternalVersion(h http.Header) { h.Set(HeaderInternalVersion, internalVersion) }
+
+// internalVersion is InternalProtocolVersion as a header value.
+var internalVersion = strconv.Itoa(InternalProtocolVersion)
 
 // CheckInternal verifies the internal shared secret of a request.
 func CheckInternal(r *http.Request, secret string) error {
