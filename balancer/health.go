@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // maxParallelProbes bounds the health probes in flight at once.
@@ -11,16 +13,7 @@ const maxParallelProbes = 16
 
 // healthLoop probes every relay each HealthInterval until ctx ends.
 func (s *Server) healthLoop(ctx context.Context) {
-	t := s.clock.NewTicker(s.opts.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			s.checkRelays(ctx)
-		}
-	}
+	clock.Every(ctx, s.clock, s.opts.HealthInterval, func() { s.checkRelays(ctx) })
 }
 
 // checkRelays runs one health round. Each relay's (registration, liveness
@@ -76,16 +69,7 @@ func (s *Server) relayRemoved(snap relaySnap, reason string) {
 
 // cleanupLoop runs cleanup each CleanupInterval until ctx ends.
 func (s *Server) cleanupLoop(ctx context.Context) {
-	t := s.clock.NewTicker(s.opts.CleanupInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			s.cleanup()
-		}
-	}
+	clock.Every(ctx, s.clock, s.opts.CleanupInterval, s.cleanup)
 }
 
 // cleanup deletes, under each room's lease, the tombstones older than

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -200,16 +201,7 @@ func (s *Server) relayInfo() wire.RelayInfo {
 
 // cleanupLoop is the empty-room tick, driven by the injected clock.
 func (s *Server) cleanupLoop() {
-	t := s.clock.NewTicker(s.cleanupInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C():
-			s.core.expire()
-		}
-	}
+	clock.Every(s.ctx, s.clock, s.cleanupInterval, s.core.expire)
 }
 
 // HTTPURL is http://<listen addr>:<port> of the main port ("" before Start).

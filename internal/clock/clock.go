@@ -177,3 +177,18 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 		return context.Cause(ctx)
 	}
 }
+
+// Every calls fn every d on clock c (nil: the wall clock) until ctx ends.
+// The first call is one interval after the start.
+func Every(ctx context.Context, c Clock, d time.Duration, fn func()) {
+	t := OrReal(c).NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			fn()
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -68,5 +69,36 @@ func TestOrReal(t *testing.T) {
 	f := NewFake(time.Unix(0, 0))
 	if OrReal(f) != Clock(f) {
 		t.Fatal("OrReal replaced a given clock")
+	}
+}
+
+func TestEveryRunsOnTheClockUntilCancelled(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Every(ctx, f, time.Second, func() { calls <- struct{}{} })
+	}()
+	for deadline := time.Now().Add(5 * time.Second); f.Waiters() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("Every never armed its ticker")
+		}
+		time.Sleep(time.Millisecond) // polling for the goroutine to arm its ticker
+	}
+	select {
+	case <-calls:
+		t.Fatal("called before the first interval")
+	default:
+	}
+	f.Advance(time.Second)
+	<-calls
+	f.Advance(time.Second)
+	<-calls
+	cancel()
+	<-done
+	if f.Waiters() != 0 {
+		t.Fatal("the ticker outlived Every")
 	}
 }
