@@ -184,11 +184,8 @@ func authenticate(ctx context.Context, rawURL string, auth []byte, opts *DialOpt
 	if opts == nil {
 		opts = &DialOptions{}
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultDialTimeout)
-		defer cancel()
-	}
+	ctx, cancel := dialContext(ctx)
+	defer cancel()
 	ws, err := dialWS(ctx, rawURL, opts, ReadLimit)
 	if err != nil {
 		return nil, nil, err
@@ -305,3 +302,12 @@ func le32(b []byte) wire.ConnID { return wire.ConnID(binary.LittleEndian.Uint32(
 
 // drain reads r to its end (bounded by the connection's read limit).
 func drain(r io.Reader) { _, _ = io.Copy(io.Discard, r) }
+
+// dialContext bounds a dial by DefaultDialTimeout when ctx has no deadline
+// of its own.
+func dialContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultDialTimeout)
+}

@@ -28,11 +28,8 @@ func DialRaw(ctx context.Context, url string, opts *DialOptions) (*Raw, error) {
 	if opts == nil {
 		opts = &DialOptions{}
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultDialTimeout)
-		defer cancel()
-	}
+	ctx, cancel := dialContext(ctx)
+	defer cancel()
 	ws, err := dialWS(ctx, url, opts, RawReadLimit)
 	if err != nil {
 		return nil, err
