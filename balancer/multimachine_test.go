@@ -170,3 +170,52 @@ func TestPublicEndpointValidated(t *testing.T) {
 		wantCode(t, err, "bad_request")
 	}
 }
+
+// TestHandoverPublication: a room handed over between machines of one app
+// (wire.PathHandover) moves at the balancer only when the new publication
+// names the exact live incarnation it replaced; the old incarnation is then
+// fenced, so its late removal and late publications change nothing.
+func TestHandoverPublication(t *testing.T) {
+	h := newHarness(t, nil)
+	const public = "https://relay-app.example"
+	from, to := appMachine(t, h, "ams", public), appMachine(t, h, "ams", public)
+	other := newFakeRelay(t, "ams") // another relay app
+	other.register(h)
+
+	wantStatuses(t, from.publish(h, pub("room", "f1", 1, 0)), wire.PubApplied)
+	moved := func(epoch, fromBoot, fromEpoch string) wire.Publication {
+		p := pub("room", epoch, 1, 1)
+		p.MovedFrom = &wire.Incarnation{BootID: fromBoot, Epoch: fromEpoch}
+		return p
+	}
+	// Not the live incarnation, or not the same app: a conflict as before.
+	wantStatuses(t, to.publish(h, moved("t1", from.boot(), "f0")), wire.PubConflict)
+	wantStatuses(t, to.publish(h, moved("t1", "some-other-boot", "f1")), wire.PubConflict)
+	wantStatuses(t, other.publish(h, moved("o1", from.boot(), "f1")), wire.PubConflict)
+	if loc, err := h.locate("room", internalAuth); err != nil || loc.BootID != from.boot() {
+		t.Fatalf("room moved on a refused handover: %+v %v", loc, err)
+	}
+
+	wantStatuses(t, to.publish(h, moved("t1", from.boot(), "f1")), wire.PubApplied)
+	loc, err := h.locate("room", internalAuth)
+	if err != nil || loc.BootID != to.boot() {
+		t.Fatalf("after the handover the room is at %+v (%v), want boot %s", loc, err, to.boot())
+	}
+	c, jerr := h.join("room")
+	noErr(t, jerr)
+	if c.Secret != "cs-room-t1" {
+		t.Fatalf("join after handover answers %+v", c)
+	}
+	// The old holder's removal and a late publication of its incarnation
+	// arrive after the move: nothing changes.
+	wantStatuses(t, from.unregister(h, wire.Removal{Name: "room", Epoch: "f1", Revision: 2}), wire.RemAlready)
+	wantStatuses(t, from.publish(h, pub("room", "f1", 3, 2)), wire.PubFenced)
+	// The new incarnation republishes with its MovedFrom (every publication
+	// carries it): just a count update.
+	p := moved("t1", from.boot(), "f1")
+	p.Revision, p.Connections = 2, 3
+	wantStatuses(t, to.publish(h, p), wire.PubApplied)
+	if l := h.list(0); l.Total != 1 || l.Results[0].ConnectedPlayers != 3 {
+		t.Fatalf("list after handover: %+v", l)
+	}
+}

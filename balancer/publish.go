@@ -13,7 +13,10 @@ import (
 //   - a live route of this boot and epoch:
 //     newer revision                                 -> PubApplied (count updated)
 //     same or older revision                         -> PubCurrent
-//   - a live route of another epoch or boot          -> PubConflict
+//   - a live route of another epoch or boot          -> PubConflict,
+//     unless the publication names that exact
+//     incarnation as the one it moved from (a
+//     handover between machines of one app)          -> PubApplied (moved)
 //   - no live route (unknown, released, or its
 //     registration was replaced/removed)             -> PubApplied (acquired)
 func (s *Server) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Publication) wire.PublicationStatus {
@@ -26,7 +29,16 @@ func (s *Server) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 	cur := e.live.Load()
 	if cur != nil && s.reg.isCurrent(cur.relay) {
 		if cur.relay != rel || cur.epoch != pub.Epoch {
-			return wire.PubConflict
+			if !movedOver(cur, rel, pub) {
+				return wire.PubConflict
+			}
+			// A handover (wire.PathHandover): the holder ended exactly this
+			// incarnation and gave the room to rel. Its removal may still be
+			// on its way; the tombstone makes it, and any late publication
+			// of the old incarnation, a no-op.
+			e.fence(cur.relay.info.BootID, cur.epoch, s.clock.Now())
+			e.setLive(recordOf(rel, pub))
+			return wire.PubApplied
 		}
 		if pub.Revision <= cur.revision {
 			return wire.PubCurrent
@@ -48,6 +60,16 @@ func (s *Server) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 	}
 	e.setLive(recordOf(rel, pub))
 	return wire.PubApplied
+}
+
+// movedOver reports whether pub, from rel, is the handover of exactly the
+// live incarnation cur to another machine of the same relay app (same
+// public host and port: clients reach both the same way).
+func movedOver(cur *roomRecord, rel *relayEntry, pub wire.Publication) bool {
+	from := pub.MovedFrom
+	return from != nil && cur.relay != rel &&
+		cur.relay.info.BootID == from.BootID && cur.epoch == from.Epoch &&
+		cur.relay.info.Host == rel.info.Host && cur.relay.info.Port == rel.info.Port
 }
 
 func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {

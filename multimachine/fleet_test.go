@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -264,6 +265,43 @@ func (f *fleet) locate(room string) string {
 		f.t.Fatalf("locate %s: %d %s", room, resp.StatusCode, body)
 	}
 	return loc.MachineID
+}
+
+// sumMetric is metric summed over machines.
+func (f *fleet) sumMetric(machines []string, name string, labels ...string) float64 {
+	f.t.Helper()
+	n := 0.0
+	for _, m := range machines {
+		n += f.metric(m, name, labels...)
+	}
+	return n
+}
+
+// settleHolders waits until the balancer's view of the games' holders
+// accounts for every room handover the machines report since handoversBefore
+// (each moved room moved exactly once), records the new holders and
+// returns how many rooms moved.
+func (f *fleet) settleHolders(t *testing.T, games []*game, machines []string, handoversBefore float64) int {
+	t.Helper()
+	moved := 0
+	holders := make([]string, len(games))
+	waitFor(t, 10*time.Second, "the balancer to agree with the machines' handovers", func() bool {
+		moved = 0
+		for i, g := range games {
+			holders[i] = f.locate(g.name)
+			if holders[i] != g.holder {
+				moved++
+			}
+		}
+		return float64(moved) == f.sumMetric(machines, "purrfly_relay_mesh_handovers_total", `result="ok"`)-handoversBefore
+	})
+	for i, g := range games {
+		if !slices.Contains(machines, holders[i]) {
+			t.Fatalf("room %s is held by %q, not a machine of the app", g.name, holders[i])
+		}
+		g.holder = holders[i]
+	}
+	return moved
 }
 
 // metric sums a relay machine's Prometheus series name{labels...} whose

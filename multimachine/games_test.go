@@ -198,11 +198,33 @@ func each(ctx context.Context, games []*game, fn func(ctx context.Context, g *ga
 	return eg.Wait()
 }
 
-// closedWithin reads from the host until its connection ends and returns
-// the close status (-1 for a dropped connection) and when it ended.
-func closedWithin(ctx context.Context, h *client.Host) (int, time.Time, error) {
+// expectLeftAny reads the host's next packets, which must be the
+// disconnect notices of exactly ids (in any order), and forgets those
+// clients.
+func (g *game) expectLeftAny(ctx context.Context, ids ...wire.ConnID) error {
+	left := slices.Clone(ids)
+	for len(left) > 0 {
+		p, err := g.host.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("room %s: waiting for disconnect notices of %v: %w", g.name, left, err)
+		}
+		if p.Type != wire.ToHostDisconnected || len(p.IDs) != 1 || !slices.Contains(left, p.IDs[0]) {
+			return fmt.Errorf("room %s: host got %+v, want a disconnect notice of one of %v", g.name, p, left)
+		}
+		left = slices.DeleteFunc(left, func(id wire.ConnID) bool { return id == p.IDs[0] })
+		i := slices.Index(g.ids, p.IDs[0])
+		g.ids = slices.Delete(g.ids, i, i+1)
+		g.clients = slices.Delete(g.clients, i, i+1)
+	}
+	return nil
+}
+
+// closedWithin calls next (one read of a connection) until the
+// connection ends and returns the close status (-1 for a dropped
+// connection) and when it ended.
+func closedWithin(ctx context.Context, next func(context.Context) error) (int, time.Time, error) {
 	for {
-		_, err := h.Next(ctx)
+		err := next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, time.Time{}, errors.New("still open")

@@ -48,6 +48,9 @@ func (m *mesh) openLink(first []byte) *websocket.Conn {
 		case loc.BootID == m.s.opts.BootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.s.opts.Endpoint, "/"):
 			m.m.forwards.WithLabelValues("self").Inc()
 			return nil
+		case attempt == 0 && m.claim(ctx, loc, a):
+			// The room follows its host (handover.go): served here.
+			return nil
 		}
 		up, err := m.dialLink(ctx, loc)
 		if err == nil {

@@ -25,6 +25,7 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle("/ping", wire.Handler(s.handlePing))
 	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
 	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
+	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))
 	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
 	mux.Handle("/metrics", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -43,6 +43,7 @@ type meshMetrics struct {
 	lookupSeconds prometheus.Histogram
 	routes        *prometheus.CounterVec // {decision}: local, replay, serve, fallback
 	forwards      *prometheus.CounterVec // {result}: ok, not_found, self, unreachable
+	handovers     *prometheus.CounterVec // {result}: ok, refused, error, raced (asked); given, declined (answered)
 	dialSeconds   prometheus.Histogram
 	accepted      prometheus.Counter // links accepted from other machines
 	active        prometheus.Gauge   // forwarded connections open on this machine (as the edge)
@@ -67,6 +68,10 @@ func newMeshMetrics(reg prometheus.Registerer) (*meshMetrics, error) {
 			Name: "purrfly_relay_mesh_forwards_total",
 			Help: "Connections for rooms held elsewhere, by outcome (ok, not_found, self, unreachable).",
 		}, []string{"result"}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_relay_mesh_handovers_total",
+			Help: "Room handovers to the machine its host reached, by result: asked (ok, refused, error, raced) and answered (given, declined).",
+		}, []string{"result"}),
 		dialSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "purrfly_relay_mesh_link_dial_duration_seconds",
 			Help:    "Time to open a link to the holder machine (upgrade included).",
@@ -81,7 +86,7 @@ func newMeshMetrics(reg prometheus.Registerer) (*meshMetrics, error) {
 			Help: "Connections this machine forwards to another machine right now.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.lookups, m.lookupSeconds, m.routes, m.forwards, m.dialSeconds, m.accepted, m.active} {
+	for _, c := range []prometheus.Collector{m.lookups, m.lookupSeconds, m.routes, m.forwards, m.handovers, m.dialSeconds, m.accepted, m.active} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay mesh metrics: %w", err)
 		}

@@ -19,12 +19,19 @@ type meshBalancer struct {
 	mu      sync.Mutex
 	rooms   map[string]wire.RoomLocation // guarded by mu
 	lookups int                          // guarded by mu
+	relays  map[string]wire.RelayInfo    // guarded by mu: registered boots
+	moves   []wire.Publication           // guarded by mu: publications with MovedFrom
 }
 
 func newMeshBalancer(t testing.TB) *meshBalancer {
-	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}}
+	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}, relays: map[string]wire.RelayInfo{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+wire.PathRegister, func(w http.ResponseWriter, r *http.Request) {
+		var req wire.RegisterRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		b.mu.Lock()
+		b.relays[req.Relay.BootID] = req.Relay
+		b.mu.Unlock()
 		wire.WriteJSON(w, http.StatusOK, wire.RegisterResponse{BalancerBoot: "mesh-balancer"})
 	})
 	mux.HandleFunc("POST "+wire.PathPublish, func(w http.ResponseWriter, r *http.Request) {
@@ -32,6 +39,16 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		resp := wire.PublishResponse{Results: []wire.PublicationResult{}}
 		for _, p := range req.Rooms {
+			if p.MovedFrom != nil {
+				// A handover: the room now lives with the publisher.
+				b.mu.Lock()
+				b.moves = append(b.moves, p)
+				if info, ok := b.relays[req.BootID]; ok {
+					b.rooms[p.Name] = wire.RoomLocation{Name: p.Name, BootID: info.BootID, MachineID: info.MachineID,
+						Endpoint: info.Endpoint, Host: info.Host, Port: info.Port, Region: info.Region}
+				}
+				b.mu.Unlock()
+			}
 			resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: wire.PubApplied})
 		}
 		wire.WriteJSON(w, http.StatusOK, resp)
@@ -73,6 +90,13 @@ func (b *meshBalancer) place(room string, s *Server) {
 	defer b.mu.Unlock()
 	b.rooms[room] = wire.RoomLocation{Name: room, BootID: s.BootID(), MachineID: s.opts.MachineID,
 		Endpoint: s.opts.Endpoint, Host: s.opts.PublicHost, Port: s.advertisedWSPort, Region: s.opts.Region}
+}
+
+// movedPublications returns the publications that named a handover.
+func (b *meshBalancer) movedPublications() []wire.Publication {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]wire.Publication(nil), b.moves...)
 }
 
 func (b *meshBalancer) lookupCount() int {

@@ -37,8 +37,9 @@ func newMeshRoom(t *testing.T) meshRoom {
 // the largest messages; the edge keeps nothing of the room.
 func TestMeshForwardsHintlessConnections(t *testing.T) {
 	m := newMeshRoom(t)
-	host := join(t, m.edge, "room", m.hostSecret) // forwarded
 	direct := join(t, m.holder, "room", m.clientSecr)
+	// Forwarded: the room is in use, so it stays where it is (handover.go).
+	host := join(t, m.edge, "room", m.hostSecret)
 	idDirect := host.expectToHost(wire.ToHostConnected).IDs[0]
 	fwd := join(t, m.edge, "room", m.clientSecr) // forwarded
 	idFwd := host.expectToHost(wire.ToHostConnected).IDs[0]
@@ -214,7 +215,7 @@ func TestMeshRoutesHintedUpgrades(t *testing.T) {
 		PublicHost: "app.test", PublicWSPort: 443, Region: "ams",
 		Router: func(sid wire.SessionID, r *http.Request) RouteResult { return RouteResult{Instance: "m-hashed"} },
 	})
-	hs, _ := allocateOn(t, holder, "room")
+	_, cs := allocateOn(t, holder, "room")
 	b.place("room", holder)
 	base := edge.HTTPURL() + "/?s="
 
@@ -235,11 +236,11 @@ func TestMeshRoutesHintedUpgrades(t *testing.T) {
 	}
 	p := &peer{tb: t, ws: ws}
 	t.Cleanup(func() { _ = ws.CloseNow() })
-	if got := p.auth("room", hs); got != wire.Authenticated {
-		t.Fatalf("replayed then forwarded host: auth %d", got)
+	if got := p.auth("room", cs); got != wire.Authenticated {
+		t.Fatalf("replayed then forwarded client: auth %d", got)
 	}
 	if holder.Stats().Connections != 1 || edge.Stats().Rooms != 0 {
-		t.Fatal("the replayed host was not carried to the holder")
+		t.Fatal("the replayed client was not carried to the holder")
 	}
 	// A room the edge holds itself is served at once.
 	hsLocal, _ := allocateOn(t, edge, "local")

@@ -20,6 +20,7 @@ type room struct {
 	hostSecret   string                // guarded by mu
 	clientSecret string                // guarded by mu
 	allocationID string                // guarded by mu
+	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
 	host         *conn                 // guarded by mu; nil when no host is connected
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
@@ -70,6 +71,7 @@ func (r *room) publicationLocked() wire.Publication {
 		ClientSecret: r.clientSecret,
 		AllocationID: r.allocationID,
 		Vacant:       r.vacantLocked(),
+		MovedFrom:    r.movedFrom,
 	}
 }
 

@@ -62,6 +62,7 @@ var (
 	ErrBootNotProven    = newErr(http.StatusConflict, "boot_not_proven", true, "the endpoint does not report this boot id")
 	ErrMetadataChanged  = newErr(http.StatusConflict, "metadata_changed", false, "routing metadata is immutable within a boot; restart with a new boot id")
 	ErrUnknownRelay     = newErr(http.StatusConflict, "unknown_relay", true, "the balancer does not know this relay boot; register first")
+	ErrHandoverRefused  = newErr(http.StatusConflict, "handover_refused", false, "the room is not this machine's to hand over (in use, not here, or not the host's secret)")
 	ErrProtocolVersion  = newErr(http.StatusBadRequest, "unsupported_protocol", false, "unsupported internal protocol version")
 )
 

@@ -60,6 +60,20 @@ package wire
 //	                 client's authentication message on it and pipes frames
 //	                 both ways. The holder serves it as an ordinary
 //	                 connection but never routes or forwards it again.
+//	PathHandover     POST HandoverRequest -> HandoverResponse, or
+//	                 handover_refused. The room follows its host: a machine
+//	                 that received the first (authentication) message for a
+//	                 room held by another machine of its app asks the holder
+//	                 to hand the room over. The holder agrees only when the
+//	                 secret is the room's host secret and nobody is connected
+//	                 to the room (the host has not arrived yet, or left a
+//	                 vacant room); it then ends its incarnation (unregister
+//	                 outbox) and answers the room's credentials. The asker
+//	                 creates a new incarnation with them and publishes it
+//	                 with Publication.MovedFrom, which the balancer applies
+//	                 over the holder's live route (a compare-and-set on that
+//	                 exact incarnation). Any other answer: the asker
+//	                 forwards the connection (PathForward) as before.
 const InternalProtocolVersion = 2
 
 // Internal paths.
@@ -70,6 +84,7 @@ const (
 	PathRelayAllocate = "/internal/v2/allocate"
 	PathRoomLocation  = "/internal/v2/room"
 	PathForward       = "/internal/v2/forward"
+	PathHandover      = "/internal/v2/handover"
 )
 
 // Headers of the multi-machine additions.
@@ -158,6 +173,38 @@ type Publication struct {
 	// room_name_taken itself. Host migration will reserve a vacant room
 	// while a claim is in progress.
 	Vacant bool `json:"vacant,omitempty"`
+	// MovedFrom names the incarnation this one replaced by a handover
+	// (PathHandover; added within version 2). The balancer applies the
+	// publication over a live route only when that route is exactly this
+	// incarnation of a machine of the same app, and tombstones it. Sent with
+	// every publication of the new incarnation: once applied it is moot.
+	MovedFrom *Incarnation `json:"movedFrom,omitempty"`
+}
+
+// Incarnation names one room incarnation: the relay boot and the epoch.
+type Incarnation struct {
+	BootID string `json:"bootId"`
+	Epoch  string `json:"epoch"`
+}
+
+// HandoverRequest asks the holder of a room to hand it over (PathHandover).
+// Secret is the secret of the authentication message that reached the
+// asker: the holder hands the room over only for its host secret.
+type HandoverRequest struct {
+	Name   string `json:"name"`
+	Secret string `json:"secret"`
+	BootID string `json:"bootId"` // the asker's boot (for logs)
+}
+
+// HandoverResponse carries a handed-over room's credentials and the
+// incarnation that ended on the holder.
+type HandoverResponse struct {
+	Name         string      `json:"name"`
+	HostSecret   string      `json:"hostSecret"`
+	ClientSecret string      `json:"clientSecret"`
+	AllocationID string      `json:"allocationId,omitempty"`
+	Vacant       bool        `json:"vacant,omitempty"`
+	From         Incarnation `json:"from"`
 }
 
 // PublishRequest carries publications of one relay boot.

@@ -1,0 +1,138 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// TestMeshRoomFollowsItsHost: a host that reaches a machine not holding
+// its (empty) room takes the room with it: the holder hands it over, the
+// host is served directly (never forwarded, so its game depends on one
+// machine only), the new incarnation is published as moved from the old
+// one with the same credentials, later clients anywhere reach it, and a
+// replay of the original allocation still answers the same host secret.
+func TestMeshRoomFollowsItsHost(t *testing.T) {
+	m := newMeshRoom(t)
+	host := join(t, m.edge, "room", m.hostSecret)
+
+	if st := m.edge.Stats(); st.Rooms != 1 || st.Connections != 1 {
+		t.Fatalf("edge stats %+v, want the room and its host", st)
+	}
+	if st := m.holder.Stats(); st.Rooms != 0 {
+		t.Fatalf("old holder stats %+v, want no room", st)
+	}
+	if n := counterValue(m.edge.mesh.m.forwards.WithLabelValues("ok")); n != 0 {
+		t.Fatalf("the host was forwarded (%v)", n)
+	}
+	if ok, given := counterValue(m.edge.mesh.m.handovers.WithLabelValues("ok")),
+		counterValue(m.holder.mesh.m.handovers.WithLabelValues("given")); ok != 1 || given != 1 {
+		t.Fatalf("handovers: asked ok %v, given %v; want 1 and 1", ok, given)
+	}
+	var moved wire.Publication
+	waitFor(t, "the moved room's publication", func() bool {
+		ps := m.b.movedPublications()
+		if len(ps) > 0 {
+			moved = ps[len(ps)-1]
+		}
+		return len(ps) > 0
+	})
+	if moved.Name != "room" || moved.ClientSecret != m.clientSecr || moved.AllocationID != "alloc-room" ||
+		moved.MovedFrom.BootID != m.holder.BootID() || moved.MovedFrom.Epoch == moved.Epoch || moved.MovedFrom.Epoch == "" {
+		t.Fatalf("moved publication %+v (from %+v)", moved, moved.MovedFrom)
+	}
+
+	// A client that lands on the old holder is forwarded to the new one; a
+	// client on the new holder is direct.
+	viaOld := join(t, m.holder, "room", m.clientSecr)
+	idOld := host.expectToHost(wire.ToHostConnected).IDs[0]
+	direct := join(t, m.edge, "room", m.clientSecr)
+	idDirect := host.expectToHost(wire.ToHostConnected).IDs[0]
+	viaOld.send([]byte("from old"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != idOld || string(p.Payload) != "from old" {
+		t.Fatalf("host got %v", p)
+	}
+	host.send(sendOne(idOld, "back"))
+	if got := viaOld.recv(); !equal(got, "back") {
+		t.Fatalf("forwarded client got %q", got)
+	}
+	host.send(sendOne(idDirect, "yo"))
+	if got := direct.recv(); !equal(got, "yo") {
+		t.Fatalf("direct client got %q", got)
+	}
+	if n := counterValue(m.holder.mesh.m.forwards.WithLabelValues("ok")); n != 1 {
+		t.Fatalf("old holder forwarded %v clients, want 1", n)
+	}
+
+	// The host's allocation retried (its answer was lost): the same room.
+	if hs, cs := allocateOn(t, m.edge, "room"); hs != m.hostSecret || cs != m.clientSecr {
+		t.Fatal("a replay of the allocation answered other credentials after the handover")
+	}
+}
+
+// TestMeshHandoverRefused: a room stays where it is unless the host
+// arrives to an empty room: a client's secret, a wrong secret or a room in
+// use are declined and the connection is forwarded as before; the route
+// wants the internal secret, POST and a well-formed body.
+func TestMeshHandoverRefused(t *testing.T) {
+	m := newMeshRoom(t)
+	third := startMachine(t, m.b, "m-third")
+
+	// A client first, on the edge: declined (not the host's secret).
+	cl := join(t, m.edge, "room", m.clientSecr)
+	// The host on a third machine: declined (the room is in use).
+	host := join(t, third, "room", m.hostSecret)
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	cl.send([]byte("hi"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "hi" {
+		t.Fatalf("host got %v", p)
+	}
+	if st := m.holder.Stats(); st.Rooms != 1 || st.Connections != 2 {
+		t.Fatalf("holder stats %+v, want the room with both connections", st)
+	}
+	if d := counterValue(m.holder.mesh.m.handovers.WithLabelValues("declined")); d != 2 {
+		t.Fatalf("holder declined %v handovers, want 2", d)
+	}
+	if r := counterValue(m.edge.mesh.m.handovers.WithLabelValues("refused")) +
+		counterValue(third.mesh.m.handovers.WithLabelValues("refused")); r != 2 {
+		t.Fatalf("%v refusals seen by the askers, want 2", r)
+	}
+	if len(m.b.movedPublications()) != 0 {
+		t.Fatal("a refused handover was published")
+	}
+
+	post := func(body string, secret bool, method string) (int, string) {
+		req, _ := http.NewRequest(method, m.holder.HTTPURL()+wire.PathHandover, strings.NewReader(body))
+		if secret {
+			req.Header.Set(wire.HeaderInternalSecret, testSecret)
+		}
+		resp, b := do(t, req)
+		var e struct{ Code string }
+		_ = json.Unmarshal(b, &e)
+		if bytes.Contains(b, []byte(m.hostSecret)) {
+			t.Fatalf("a refusal leaked the host secret: %s", b)
+		}
+		return resp.StatusCode, e.Code
+	}
+	good := `{"name":"room","secret":"` + m.hostSecret + `"}`
+	for _, tc := range []struct {
+		body, method string
+		secret       bool
+		status       int
+		code         string
+	}{
+		{good, http.MethodPost, false, http.StatusUnauthorized, "unauthorized"},
+		{good, http.MethodGet, true, http.StatusMethodNotAllowed, "method_not_allowed"},
+		{`{"name":`, http.MethodPost, true, http.StatusBadRequest, "bad_request"},
+		{`{"name":"nope","secret":"x"}`, http.MethodPost, true, http.StatusConflict, "handover_refused"},
+		{good, http.MethodPost, true, http.StatusConflict, "handover_refused"}, // in use
+	} {
+		if st, code := post(tc.body, tc.secret, tc.method); st != tc.status || code != tc.code {
+			t.Errorf("%s %s: %d %s, want %d %s", tc.method, tc.body, st, code, tc.status, tc.code)
+		}
+	}
+}
