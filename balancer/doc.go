@@ -68,7 +68,12 @@
 //   - that exact incarnation (boot, epoch) is tombstoned: fenced;
 //   - a live route of the same boot and epoch: a newer revision updates the
 //     count (applied), the same or an older one is current;
-//   - a live route of another epoch or boot: conflict;
+//   - a live route of another epoch or boot: conflict, unless the
+//     publication's MovedFrom names exactly that incarnation and both
+//     relays are machines of one app (same public host and port): a room
+//     handed over to the machine its host reached (wire.PathHandover). The
+//     old incarnation is tombstoned and the new one applied; the old
+//     holder's removal, arriving before or after, changes nothing more;
 //   - no live route (unknown, released, tombstone expired or another
 //     epoch's tombstone, or a route of a replaced or removed registration):
 //     the name is acquired (applied).

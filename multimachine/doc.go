@@ -8,8 +8,10 @@
 // What they show: rooms allocated through the balancer spread over the
 // app's machines; hosts and clients connecting without a session hint (as
 // PurrNet's own client does) land on random machines and still reach
-// their room, with the right ids and notices, both ways; a scale-up keeps
-// every room and takes new ones; a scale-down keeps the survivors' rooms
+// their room, with the right ids and notices, both ways, and a room whose
+// host landed on another machine moved there; a scale-up keeps every room
+// and takes new ones; a scale-down keeps the survivors' rooms with their
+// hosts, closes only the clients that came in through a stopped machine,
 // and reports the stopped machines' rooms gone (/join: room_not_found);
 // a forwarded connection whose holder dies is closed at once.
 //

@@ -165,7 +165,7 @@
 // allocation whose wire.HeaderTargetBoot names this boot skips the Router:
 // the balancer chose this machine and called it directly.
 //
-// # Multi-machine apps (Options.MultiMachine; mesh.go, locate.go, forward.go)
+// # Multi-machine apps (Options.MultiMachine; mesh.go, locate.go, handover.go, forward.go)
 //
 // A relay app may run several machines. A room lives in one machine's
 // memory, so the rule is simple: a room stays on the machine that holds it
@@ -205,11 +205,23 @@
 // balancer does not know, or a balancer that cannot be asked, falls back
 // to Options.Router (rendezvous hashing on Fly), else is served here.
 //
-// Hintless connections (PurrNet's own client: ws://host:port, empty path)
-// can only be placed after their first message. The reader parses the
-// authentication message; if it names a room that is not local and the
-// balancer places on another machine, the edge opens a link to the
-// holder: a WebSocket to the holder's Endpoint at wire.PathForward, with
+// The room follows its host (handover.go). Hintless connections
+// (PurrNet's own client: ws://host:port, empty path) land on any machine.
+// A host forwarded from there would tie its game to two machines, so when
+// a first message names a room another machine of the app holds, the edge
+// first asks the holder to hand it over (wire.PathHandover). The holder
+// agrees only for the room's host secret while nobody is connected (the
+// host arriving, or coming back to a vacant room): it ends its incarnation
+// and answers the credentials; the edge creates a new incarnation with
+// them and publishes it with wire.Publication.MovedFrom, which the
+// balancer applies over exactly the old incarnation (and tombstones it).
+// The host is then served directly. This is the one way a room moves, once,
+// before anyone is in it; membership changes never move rooms.
+//
+// Hintless clients can only be placed after their first message. The
+// reader parses the authentication message; if it names a room that is
+// not local and the balancer places on another machine (and the holder
+// declined the handover), the edge opens a link to the holder: a WebSocket to the holder's Endpoint at wire.PathForward, with
 // the shared secret and wire.HeaderForwardedBy (so the holder never
 // routes or forwards it again), bounded by ForwardTimeout, with TCP
 // keepalive (about 11 s to notice a holder that vanished without closing
@@ -237,8 +249,12 @@
 // unregistered rooms); a killed one stops answering the balancer's health
 // probe and is removed with every route it held. Either way its rooms are
 // reported gone (/join: room_not_found) rather than half-alive, and the
-// links to it end, closing the forwarded clients. Machines that join
-// register and take new rooms; rooms never move.
+// links to it end, closing the forwarded clients. A stopped edge closes
+// the clients it forwarded (1012 when it drains, dropped when killed):
+// their rooms, held elsewhere, lose those players and carry on, because
+// hosts are never forwarded once their room followed them. Machines that
+// join register and take new rooms; rooms do not move when the machine
+// set changes.
 //
 // Cost: a forwarded connection is one more hop and two more goroutines
 // (the link's reader and writer) on the edge. purrfly_relay_mesh_* count
