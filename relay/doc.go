@@ -221,7 +221,8 @@
 // Hintless clients can only be placed after their first message. The
 // reader parses the authentication message; if it names a room that is
 // not local and the balancer places on another machine (and the holder
-// declined the handover), the edge opens a link to the holder: a WebSocket to the holder's Endpoint at wire.PathForward, with
+// declined the handover), the edge opens a link to the holder: a
+// WebSocket to the holder's Endpoint at wire.PathForward, with
 // the shared secret and wire.HeaderForwardedBy (so the holder never
 // routes or forwards it again), bounded by ForwardTimeout, with TCP
 // keepalive (about 11 s to notice a holder that vanished without closing
@@ -251,8 +252,10 @@
 // reported gone (/join: room_not_found) rather than half-alive, and the
 // links to it end, closing the forwarded clients. A stopped edge closes
 // the clients it forwarded (1012 when it drains, dropped when killed):
-// their rooms, held elsewhere, lose those players and carry on, because
-// hosts are never forwarded once their room followed them. Machines that
+// their rooms, held elsewhere, lose those players and carry on. A host is
+// forwarded only when its room was in use before it arrived (clients
+// first) or its holder could not be asked; only then does a room depend
+// on a second machine. Machines that
 // join register and take new rooms; rooms do not move when the machine
 // set changes.
 //
