@@ -32,9 +32,13 @@ import (
 // before. Afterwards only clients are ever forwarded, and a room's fate is
 // its host's machine's.
 //
-// A client whose machine looked the room up in the second before the
-// handover may still reach the old holder and get [4] (the same as a room
-// that just ended); clients normally join after their host is in.
+// The new holder publishes the room before it serves the host, so a
+// client the host invites is sent to the new holder. Two narrow windows
+// remain, both before the host is in: a client that arrives between the
+// old holder's answer and that publication (milliseconds), or through a
+// machine that looked the room up in the second before the handover (its
+// cache), reaches the old holder and gets [4], as for a room that just
+// ended.
 
 // maxHandoverAnswer bounds the holder's answer.
 const maxHandoverAnswer = 16 << 10
@@ -59,14 +63,24 @@ func (m *mesh) claim(ctx context.Context, loc wire.RoomLocation, a wire.Auth) bo
 		return false
 	}
 	from := wire.Incarnation{BootID: loc.BootID, Epoch: h.From.Epoch}
-	if !m.s.core.adopt(h, from) {
+	r := m.s.core.adopt(h, from)
+	if r == nil {
 		// A room of that name appeared here meanwhile; the core decides.
 		m.m.handovers.WithLabelValues("raced").Inc()
 		return true
 	}
 	m.m.handovers.WithLabelValues("ok").Inc()
+	// The balancer learns of the move before the host is served (and so
+	// before anyone the host invites can look the room up). A failure
+	// here is repaired by the registrar's own publication of the room.
+	if m.s.reg != nil {
+		st, err := m.s.reg.publishNow(ctx, r)
+		if err != nil || st != wire.PubApplied {
+			m.s.log.Warn("failed to publish a handed-over room at once", "room", a.RoomName, "status", st, "err", err)
+		}
+	}
 	m.s.log.Info("room handed over to its host's machine", "room", a.RoomName,
-		"from_machine", loc.MachineID, "from_epoch", h.From.Epoch, "took", time.Since(start).Round(time.Microsecond))
+		"from_machine", loc.MachineID, "from_epoch", h.From.Epoch, "took", time.Since(start).Round(time.Microsecond).String())
 	return true
 }
 
@@ -161,8 +175,8 @@ func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
 // adopt creates a handed-over room here: a new incarnation with the old
 // one's credentials and allocation id (so a replay of its allocation still
 // answers the same host secret), published as moved from the old one. It
-// reports false when a live room of that name is already here.
-func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) bool {
+// returns nil when a live room of that name is already here.
+func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 	mu, m := c.rooms.shard(h.Name)
 	mu.Lock()
 	defer mu.Unlock()
@@ -171,7 +185,7 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) bool {
 		live := !r.removed
 		r.mu.Unlock()
 		if live {
-			return false
+			return nil
 		}
 	} else {
 		c.rooms.n.Add(1)
@@ -192,5 +206,5 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) bool {
 	r.mu.Lock()
 	c.notify.roomChanged(r)
 	r.mu.Unlock()
-	return true
+	return r
 }

@@ -277,6 +277,29 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 	}
 }
 
+// publishNow publishes one room at once from the caller's goroutine and
+// reports the balancer's verdict: a room handed over to this machine is
+// published before its host is served, so that the balancer sends its
+// clients here rather than to the machine that gave it up. It touches
+// none of the run goroutine's state; the room stays marked dirty, so the
+// loop publishes it as well (publications are idempotent).
+func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationStatus, error) {
+	r.mu.Lock()
+	p := r.publicationLocked()
+	r.mu.Unlock()
+	req := wire.PublishRequest{BootID: g.info.BootID, Endpoint: g.info.Endpoint, Rooms: []wire.Publication{p}}
+	var resp wire.PublishResponse
+	if err := g.post(ctx, "publish", wire.PathPublish, req, &resp); err != nil {
+		return "", err
+	}
+	if len(resp.Results) != 1 {
+		return "", fmt.Errorf("the balancer answered %d results for one publication", len(resp.Results))
+	}
+	st := resp.Results[0].Status
+	g.m.publications.WithLabelValues(string(st)).Inc()
+	return st, nil
+}
+
 // flushOutbox sends every unconfirmed removal; entries leave the outbox
 // only on a confirming answer (anything but RemRetry).
 func (g *registrar) flushOutbox(ctx context.Context) {
