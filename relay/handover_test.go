@@ -136,3 +136,24 @@ func TestMeshHandoverRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMeshDrainingMachineTakesNoRoom: a draining machine takes no new
+// rooms, so a host that reaches it is forwarded to its room's holder
+// instead of claiming the room; a draining holder still gives a room away
+// (the room leaves the machine that is going away).
+func TestMeshDrainingMachineTakesNoRoom(t *testing.T) {
+	m := newMeshRoom(t)
+	m.edge.core.draining.Store(true)
+	host := join(t, m.edge, "room", m.hostSecret)
+	if m.edge.Stats().Rooms != 0 || m.holder.Stats().Rooms != 1 || m.holder.Stats().Connections != 1 {
+		t.Fatalf("a draining edge claimed the room: edge %+v holder %+v", m.edge.Stats(), m.holder.Stats())
+	}
+	_ = host.ws.CloseNow()
+
+	m = newMeshRoom(t)
+	m.holder.core.draining.Store(true)
+	join(t, m.edge, "room", m.hostSecret)
+	if m.edge.Stats().Rooms != 1 || m.holder.Stats().Rooms != 0 {
+		t.Fatalf("a draining holder kept the room: edge %+v holder %+v", m.edge.Stats(), m.holder.Stats())
+	}
+}
