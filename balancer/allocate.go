@@ -35,19 +35,15 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	// from /servers, ignoring the answer's host: a legacy allocation must
 	// stay in the requested region when it has a relay.
 	c, err := s.allocate(r.Context(), name, region, allocationID, r.Method == http.MethodGet)
-	result := "ok"
 	if err != nil {
 		var we *wire.Error
 		if !errors.As(err, &we) {
-			err = wire.ErrInternal
 			we = wire.ErrInternal
 		}
-		result = we.Code
+		s.metrics.allocations.WithLabelValues(we.Code).Inc()
+		return we
 	}
-	s.metrics.allocations.WithLabelValues(result).Inc()
-	if err != nil {
-		return err
-	}
+	s.metrics.allocationsOK.Inc()
 	wire.WriteJSON(w, http.StatusOK, c)
 	return nil
 }

@@ -102,3 +102,24 @@ func BenchmarkJoin(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAllocateJoinLoopback is the same pair over real loopback HTTP:
+// a started balancer, a fake relay on its own server, keep-alive clients.
+// Its time and allocations are those of all three sides in one process.
+func BenchmarkAllocateJoinLoopback(b *testing.B) {
+	h := newHarness(b, nil)
+	r := newFakeRelay(b, "eu")
+	r.register(h)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		name := "room-" + strconv.Itoa(i)
+		if _, err := h.allocate(name, "eu", "id-"+name); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.join(name); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

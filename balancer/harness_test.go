@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -209,9 +210,11 @@ type fakeRelay struct {
 	rooms     map[string]*fakeRoom
 	seq       int
 	lastHint  string
+	lastHdr   http.Header       // headers of the last allocation call
 	targets   map[string]string // room name -> HeaderTargetBoot of its last allocation call
 
 	allocCalls atomic.Int32
+	conns      atomic.Int32 // TCP connections accepted
 }
 
 func newFakeRelay(t testing.TB, region string) *fakeRelay {
@@ -220,7 +223,13 @@ func newFakeRelay(t testing.TB, region string) *fakeRelay {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ping", f.handlePing)
 	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
-	f.srv = httptest.NewServer(mux)
+	f.srv = httptest.NewUnstartedServer(mux)
+	f.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			f.conns.Add(1)
+		}
+	}
+	f.srv.Start()
 	tr := &http.Transport{}
 	f.client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	f.info = wire.RelayInfo{
@@ -301,6 +310,7 @@ func (f *fakeRelay) handleAllocate(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.lastHint = r.URL.Query().Get(wire.SessionQueryParam)
+	f.lastHdr = r.Header.Clone()
 	if f.targets == nil {
 		f.targets = make(map[string]string)
 	}

@@ -14,6 +14,12 @@ type metrics struct {
 	removals      *prometheus.CounterVec   // by status
 	relayRemovals *prometheus.CounterVec   // by reason
 	relayCall     *prometheus.HistogramVec // by op
+
+	// Children of the per-allocation series, resolved once (a label lookup
+	// hashes the values on every call).
+	allocationsOK prometheus.Counter
+	relayAllocate prometheus.Observer
+	relayPing     prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
@@ -44,6 +50,9 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"op"}),
 	}
+	m.allocationsOK = m.allocations.WithLabelValues("ok")
+	m.relayAllocate = m.relayCall.WithLabelValues("allocate")
+	m.relayPing = m.relayCall.WithLabelValues("ping")
 	relays := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "purrfly_balancer_relays",
 		Help: "Relays currently registered.",

@@ -41,6 +41,11 @@ const (
 	// maxRetiredBoots bounds the boot ids remembered per endpoint as replaced,
 	// so their delayed heartbeats are refused without a proof round trip.
 	maxRetiredBoots = 8
+	// maxIdleRelayConns bounds the idle keep-alive connections kept to one
+	// relay endpoint (the default HTTPClient).
+	maxIdleRelayConns = 256
+	// maxIdleConns bounds them over every relay.
+	maxIdleConns = 4096
 	// maxIDLen bounds boot ids and epochs.
 	maxIDLen = 128
 	// maxEndpointLen bounds a relay's endpoint URL.
@@ -132,7 +137,13 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = 32
+		// Every allocation in flight holds one connection to its relay;
+		// keep that many open afterwards (up to maxIdleRelayConns), or a
+		// burst wider than the idle pool ends in a new TCP connection per
+		// call. Relay answers are small JSON: no gzip.
+		t.MaxIdleConns = maxIdleConns
+		t.MaxIdleConnsPerHost = maxIdleRelayConns
+		t.DisableCompression = true
 		t.ResponseHeaderTimeout = o.RelayTimeout
 		o.HTTPClient = &http.Client{Timeout: o.RelayTimeout, Transport: t}
 	}

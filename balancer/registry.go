@@ -1,8 +1,10 @@
 package balancer
 
 import (
+	"cmp"
 	"context"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -275,18 +277,20 @@ func (g *registry) candidates(region string) ([]*relayEntry, bool) {
 	}
 	g.mu.RUnlock()
 	inRegion := func(r *relayEntry) bool { return region != "" && strings.EqualFold(r.info.Region, region) }
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	slices.SortFunc(out, func(a, b *relayEntry) int {
 		if ra, rb := inRegion(a), inRegion(b); ra != rb {
-			return ra
+			if ra {
+				return -1
+			}
+			return 1
 		}
-		if ca, cb := a.conns.Load(), b.conns.Load(); ca != cb {
-			return ca < cb
+		if c := cmp.Compare(a.conns.Load(), b.conns.Load()); c != 0 {
+			return c
 		}
-		if ra, rb := a.rooms.Load(), b.rooms.Load(); ra != rb {
-			return ra < rb
+		if c := cmp.Compare(a.rooms.Load(), b.rooms.Load()); c != 0 {
+			return c
 		}
-		return a.info.Endpoint < b.info.Endpoint
+		return strings.Compare(a.info.Endpoint, b.info.Endpoint)
 	})
 	return out, registered
 }

@@ -37,7 +37,7 @@ func (s *Server) probe(ctx context.Context, endpoint string, timeout time.Durati
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := s.clock.Now()
-	defer func() { s.metrics.relayCall.WithLabelValues("ping").Observe(s.clock.Now().Sub(start).Seconds()) }()
+	defer func() { s.metrics.relayPing.Observe(s.clock.Now().Sub(start).Seconds()) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, relayURL(endpoint, "/ping"), nil)
 	if err != nil {
 		return "", fmt.Errorf("failed to build the ping request: %w", err)
@@ -73,7 +73,7 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RelayTimeout)
 	defer cancel()
 	start := s.clock.Now()
-	defer func() { s.metrics.relayCall.WithLabelValues("allocate").Observe(s.clock.Now().Sub(start).Seconds()) }()
+	defer func() { s.metrics.relayAllocate.Observe(s.clock.Now().Sub(start).Seconds()) }()
 
 	// wrote tells whether the last attempt was written. The transport may
 	// retry on a fresh connection when a reused one turns out closed (the

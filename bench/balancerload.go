@@ -33,8 +33,12 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer relayCh.stop()
+	// One keep-alive connection per worker (twice that in reserve), so no
+	// pair pays for a new TCP connection; the answers are small JSON, so
+	// no gzip negotiation either.
 	hc := &http.Client{Transport: &http.Transport{
 		MaxIdleConns: o.BalancerLoad * 2, MaxIdleConnsPerHost: o.BalancerLoad * 2, IdleConnTimeout: time.Minute,
+		DisableCompression: true,
 	}}
 	defer hc.CloseIdleConnections()
 	bc := &client.Balancer{BaseURL: balCh.url, HTTP: hc}
