@@ -25,7 +25,7 @@ const linkGrace = flushTimeout + time.Second
 // room, or a room the balancer does not know (the core then answers as
 // usual, [4] for an unknown room). It runs on the connection's reader
 // before any frame of it is routed, bounded by ForwardTimeout.
-func (m *mesh) openLink(first []byte) *websocket.Conn {
+func (m *mesh) openLink(first []byte) *uplink {
 	a, err := wire.ParseAuth(first)
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
@@ -68,7 +68,7 @@ func (m *mesh) openLink(first []byte) *websocket.Conn {
 }
 
 // dialLink opens the link to the holder at loc (wire.PathForward).
-func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*websocket.Conn, error) {
+func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*uplink, error) {
 	target := linkURL(loc.Endpoint)
 	if target == "" {
 		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
@@ -77,19 +77,12 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*websocket.
 	wire.SetInternal(h, m.s.opts.Secret)
 	h.Set(wire.HeaderForwardedBy, m.s.opts.BootID)
 	start := time.Now()
-	up, resp, err := websocket.Dial(ctx, target, &websocket.DialOptions{
-		HTTPClient:      m.dial,
-		HTTPHeader:      h,
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
+	up, err := dialUplink(ctx, m.dial, target, h)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial the holder: %w", err)
 	}
 	m.m.dialSeconds.Observe(time.Since(start).Seconds())
-	up.SetReadLimit(wire.MaxMessageSize + headroom)
+	up.ws.SetReadLimit(wire.MaxMessageSize + headroom)
 	return up, nil
 }
 
@@ -121,15 +114,17 @@ func linkURL(endpoint string) string {
 // authentication failed, 1012 shutdown); a link that drops without a close
 // frame (the holder died) drops the client at once, as a direct
 // connection to a dead machine would drop. A client that leaves closes the
-// link normally, so the holder sees it leave.
-func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *websocket.Conn, first *buf) closeReason {
-	link := m.s.core.newLink(func() { _ = up.CloseNow() })
+// link normally, so the holder sees it leave; a holder that does not
+// answer that close within linkGrace has its link's socket closed by the
+// edge (uplink.drop), whatever coder/websocket's own timers say.
+func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *uplink, first *buf) closeReason {
+	link := m.s.core.newLink(up.drop)
 	m.m.active.Inc()
 	defer m.m.active.Dec()
 	writerDone := make(chan struct{})
 	var readerWG sync.WaitGroup
-	go m.s.wsWriter(up, nil, link, writerDone)
-	readerWG.Go(func() { m.linkReader(up, c, link) })
+	go m.s.wsWriter(up.ws, up.batches(), link, writerDone)
+	readerWG.Go(func() { m.linkReader(up.ws, c, link) })
 	link.enqueue(first, dirMeshOut)
 
 	reason := m.pumpClient(ws, c, link)
@@ -139,11 +134,11 @@ func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *websocket.Conn, fir
 	select {
 	case <-writerDone:
 	case <-t.C:
-		_ = up.CloseNow()
+		up.drop()
 		<-writerDone
 	}
 	t.Stop()
-	_ = up.CloseNow() // the reader ends once the handshake is over or given up
+	up.drop() // the handshake is over or given up: the reader ends at once
 	readerWG.Wait()
 	return reason
 }

@@ -126,8 +126,10 @@ func newMesh(s *Server) (*mesh, error) {
 			slots:   make(chan struct{}, maxLocateInflight),
 		},
 		// Links are hijacked by the WebSocket library: the transport never
-		// pools them, so it needs no idle limits.
-		dial: &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, ForceAttemptHTTP2: false}},
+		// pools them, so it needs no idle limits. Their sockets are
+		// linkConns, where the link's writer writes its frames in batches
+		// (linkconn.go).
+		dial: &http.Client{Transport: &http.Transport{DialContext: linkDialContext(dialer), ForceAttemptHTTP2: false}},
 	}, nil
 }
 
