@@ -73,6 +73,18 @@
 // handshake outlives linkGrace. Buffers are held only while queued or
 // being written, never by an idle connection.
 //
+// An idle connection costs about 18 KiB (BENCHMARKS.md; the target was
+// 30). The HTTP handler upgrades, reads and routes the authentication (the
+// deepest work a reader does: JSON, perhaps a handover or a link dial) and
+// then hands reading to a fresh goroutine and returns, so the long-lived
+// reader keeps a small stack and net/http's request state is garbage.
+// coder/websocket keeps the bufio pair it is handed at the hijack for the
+// connection's life, so it gets 256-byte ones (readconn.go) instead of
+// net/http's 4 KiB pair: its writer only carries control frames, and its
+// reader sits on readConn, which reads the socket into a pooled 4 KiB
+// buffer taken only when the socket is readable and returned once
+// consumed.
+//
 // An abrupt close (peer gone, slow receiver, overflow, write error) drops
 // the socket at once. A graceful one (kicked, host left, auth failed,
 // shutdown) flushes what is queued and sends a close frame, which needs a

@@ -22,8 +22,9 @@ import (
 // at the hijack: its mutex serialises a batch of ours against
 // coder/websocket's own frames. coder/websocket only ever writes control
 // frames on a server connection (pong, close: at most 127 bytes, fully
-// buffered in its 4 KiB bufio.Writer and flushed at once), so each of its
-// Write calls here is one whole frame and frames never interleave.
+// buffered in the 256-byte bufio.Writer the hijack hands it, ctlBufSize in
+// readconn.go, and flushed at once), so each of its Write calls here is
+// one whole frame and frames never interleave.
 
 // batchBufSize is the pooled buffer a batch is encoded into; a frame that
 // does not fit an empty one is written as its header and payload.
@@ -126,8 +127,9 @@ func appendFrameHeader(out []byte, n int) []byte {
 	return binary.BigEndian.AppendUint64(append(out, finBinary, 127), uint64(n))
 }
 
-// hijackWriter hands coder/websocket a frameConn at the hijack, so that
-// the relay's writer can write frames on the same socket.
+// hijackWriter hands coder/websocket a frameConn (through a readConn) at
+// the hijack, so that the relay's writer can write frames on the same
+// socket.
 type hijackWriter struct {
 	http.ResponseWriter
 	fc *frameConn // set by Hijack
@@ -143,8 +145,13 @@ func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, fmt.Errorf("failed to flush the upgrade: %w", err)
 	}
 	h.fc = &frameConn{Conn: nc}
-	brw.Writer.Reset(h.fc)
-	return h.fc, brw, nil
+	// coder/websocket keeps the reader and writer it is handed for the
+	// connection's life: it gets small ones over a readConn
+	// (readconn.go), not net/http's 4 KiB pair, which dies with the
+	// handler. The bytes net/http read past the request go first.
+	leftover, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	rc := newReadConn(h.fc, leftover)
+	return rc, rc.bufio(), nil
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

@@ -45,14 +45,17 @@ func (s *Server) wsHandler() http.Handler {
 }
 
 // serveWS routes, upgrades and runs one WebSocket connection from a
-// client. The handler goroutine becomes the connection's reader.
+// client. The handler goroutine reads the authentication and then hands
+// the reading to a goroutine of the connection's own (runWS).
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
 	return s.acceptWS(w, r, false)
 }
 
-// acceptWS upgrades and runs one WebSocket connection. A forwarded one
-// (a link from another machine of the app, wire.PathForward) is neither
-// routed before the upgrade nor forwarded after its authentication.
+// acceptWS upgrades and runs one WebSocket connection; it returns once
+// the connection is authenticated (or over), the connection running on
+// its own goroutines. A forwarded one (a link from another machine of the
+// app, wire.PathForward) is neither routed before the upgrade nor
+// forwarded after its authentication.
 func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool) error {
 	if !forwarded {
 		sid, err := wire.ParseSessionHint(r.URL.Query().Get(wire.SessionQueryParam))
@@ -70,7 +73,6 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 	}
 	s.sessions.Add(1)
 	s.mu.Unlock()
-	defer s.sessions.Done()
 
 	hw := &hijackWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
@@ -78,15 +80,20 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
+		s.sessions.Done()
 		return nil // Accept has answered
 	}
 	raw, _ := r.Context().Value(rawConnKey{}).(net.Conn)
-	defer s.raw.forget(raw)
 	if hw.fc == nil { // cannot happen: Accept succeeded, so it hijacked
 		_ = ws.CloseNow()
+		s.raw.forget(raw)
+		s.sessions.Done()
 		return nil
 	}
-	s.runWS(ws, hw.fc, forwarded)
+	s.runWS(ws, hw.fc, forwarded, func() {
+		s.raw.forget(raw)
+		s.sessions.Done()
+	})
 	return nil
 }
 
@@ -99,58 +106,97 @@ func (s *Server) wsRouter() Router {
 	return s.opts.Router
 }
 
-// runWS is the life of one WebSocket connection: this goroutine reads and
-// routes, a second one writes (its data frames through fc, frameconn.go);
-// it returns when both are done.
-func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool) {
+// runWS is the life of one WebSocket connection: a reader that routes
+// what it reads and a second goroutine that writes (its data frames
+// through fc, frameconn.go); done runs once both have ended.
+//
+// The calling goroutine, the HTTP handler, reads and routes the first
+// message (the authentication) and then hands the reading to a fresh
+// goroutine and returns. The authentication is the deepest work a reader
+// does (JSON; on a multi-machine relay maybe dialling the holder), and a
+// goroutine's stack keeps the size it once needed, so an idle connection
+// keeps a reader that has only ever run the read loop. With the handler
+// gone, net/http's request, response and 4 KiB buffers are garbage too.
+// Issue 7 counts what an idle connection costs; BENCHMARKS.md has the
+// numbers.
+func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, done func()) {
 	ws.SetReadLimit(wire.MaxMessageSize)
 	c := s.core.newConn(func() { _ = ws.CloseNow() })
 	writerDone := make(chan struct{})
 	go s.wsWriter(ws, fc, c, writerDone)
-	reason := s.wsReadLoop(ws, c, forwarded)
-	s.core.leave(c)
-	c.close(reason)
-	<-writerDone
+	end := func(reason closeReason) {
+		s.core.leave(c)
+		c.close(reason)
+		<-writerDone
+		done()
+	}
+	reason, up, first := s.wsAuth(ws, c, forwarded)
+	switch {
+	case up != nil:
+		go func() { end(s.mesh.runForwarded(ws, c, up, first)) }()
+	case reason == reasonNone && !c.closing.Load():
+		go func() { end(s.wsReadLoop(ws, c)) }()
+	default:
+		end(reason)
+	}
 }
 
-// wsReadLoop reads messages into pooled buffers and hands them to the core
-// until the connection ends; it returns why. On a multi-machine relay, a
-// connection whose first message names a room held by another machine
-// (and that is not itself forwarded) is carried to that machine instead
-// (forward.go).
-func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn, forwarded bool) closeReason {
+// wsAuth reads and routes a connection's first message, bounded by the
+// authentication timeout, and returns why the connection ended
+// (reasonNone: it goes on). On a multi-machine relay, a connection whose
+// first message names a room held by another machine (and that is not
+// itself forwarded) is carried to that machine instead (forward.go): then
+// it returns the link and the first message, not yet routed.
+func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) (closeReason, *uplink, *buf) {
 	authCtx, cancel := context.WithTimeout(context.Background(), s.authTimeout)
-	defer cancel()
-	ctx, authed := authCtx, false
+	b, reason := wsRead(authCtx, ws)
+	// Authenticated or not, the deadline only covers the first message.
+	cancel()
+	if reason != reasonNone {
+		return reason, nil, nil
+	}
+	if s.mesh != nil && !forwarded {
+		if up := s.mesh.openLink(b.frame()); up != nil {
+			return reasonNone, up, b
+		}
+	}
+	s.core.handle(c, b)
+	return reasonNone, nil, nil
+}
+
+// wsReadLoop reads the messages after the first and hands them to the
+// core until the connection ends; it returns why.
+func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn) closeReason {
+	// A Background context keeps coder/websocket from arming a timer per
+	// read.
+	ctx := context.Background()
 	for {
-		typ, rd, err := ws.Reader(ctx)
-		if err != nil {
-			return readFailure(err, authCtx)
-		}
-		if typ != websocket.MessageBinary {
-			return reasonTextFrame
-		}
-		b, err := readMessage(rd)
-		if err != nil {
-			return readFailure(err, authCtx)
-		}
-		if !authed {
-			// Authenticated or not, the deadline only covers the first
-			// message. A Background context keeps coder/websocket from
-			// arming a timer per read.
-			cancel()
-			ctx, authed = context.Background(), true
-			if s.mesh != nil && !forwarded {
-				if up := s.mesh.openLink(b.frame()); up != nil {
-					return s.mesh.runForwarded(ws, c, up, b)
-				}
-			}
+		b, reason := wsRead(ctx, ws)
+		if reason != reasonNone {
+			return reason
 		}
 		s.core.handle(c, b)
 		if c.closing.Load() {
 			return reasonNone
 		}
 	}
+}
+
+// wsRead reads one binary message into a pooled buffer (which the caller
+// owns), or returns why the connection ends.
+func wsRead(ctx context.Context, ws *websocket.Conn) (*buf, closeReason) {
+	typ, rd, err := ws.Reader(ctx)
+	if err != nil {
+		return nil, readFailure(err, ctx)
+	}
+	if typ != websocket.MessageBinary {
+		return nil, reasonTextFrame
+	}
+	b, err := readMessage(rd)
+	if err != nil {
+		return nil, readFailure(err, ctx)
+	}
+	return b, reasonNone
 }
 
 func readFailure(err error, authCtx context.Context) closeReason {
