@@ -32,8 +32,10 @@ import (
 //     survivor keeps its host and carries on; its clients that came in
 //     through a stopped machine are closed promptly (1012 from the drained
 //     one, dropped at once for the killed one) and the host hears them
-//     leave; the stopped machines' rooms end (their hosts closed the same
-//     way) and are gone at the balancer (/join: room_not_found).
+//     leave; the stopped machines' rooms end (their hosts, and clients
+//     forwarded to them from a survivor, closed the same way: a forwarded
+//     connection whose holder dies is dropped at once) and are gone at the
+//     balancer (/join: room_not_found).
 func TestMultiMachineRelayApp(t *testing.T) {
 	began := time.Now()
 	f := startFleet(t)
@@ -243,8 +245,20 @@ func TestMultiMachineRelayApp(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Watch the hosts of the doomed rooms, and the surviving rooms'
-		// clients that go through a stopped machine.
+		// One more client of every doomed room comes in through a
+		// survivor, so it is forwarded to the machine about to stop.
+		var doomed []*game
+		for _, m := range []string{killed, drained} {
+			doomed = append(doomed, byHolder[m]...)
+		}
+		if err := each(ctx, doomed, func(ctx context.Context, g *game) error {
+			return f.addClient(ctx, g, survivors[0])
+		}); err != nil {
+			t.Fatal(err)
+		}
+
+		// Watch the doomed rooms' hosts and forwarded clients, and the
+		// surviving rooms' clients that go through a stopped machine.
 		type ended struct {
 			what, machine string
 			status        int
@@ -265,6 +279,8 @@ func TestMultiMachineRelayApp(t *testing.T) {
 		for _, m := range []string{killed, drained} {
 			for _, g := range byHolder[m] {
 				watch("host of room "+g.name, m, func(ctx context.Context) error { _, err := g.host.Next(ctx); return err })
+				fwd := g.clients[len(g.clients)-1]
+				watch("forwarded client of room "+g.name, m, func(ctx context.Context) error { _, err := fwd.Recv(ctx); return err })
 			}
 		}
 		for _, g := range survivorGames {
@@ -291,7 +307,7 @@ func TestMultiMachineRelayApp(t *testing.T) {
 				slowest = max(slowest, e.at.Sub(stopAt))
 			}
 		}
-		t.Logf("connections through the killed machine closed within %v", slowest.Round(time.Millisecond))
+		t.Logf("connections to or through the killed machine closed within %v", slowest.Round(time.Millisecond))
 		f.waitStopped(killed)
 		f.waitStopped(drained)
 		f.waitMachines(survivors)
