@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -63,7 +64,8 @@ func newAllocationID() string {
 //   - a live route with another allocation id: ErrRoomTaken, unless the
 //     room is vacant (its host left): then its relay is asked, and it
 //     decides (it takes the name over for a new incarnation when nobody is
-//     connected, else answers room_name_taken);
+//     connected, else answers room_name_taken; draining, it lets the
+//     vacant room go and answers draining, and the room is placed anew);
 //   - a pending (indeterminate) allocation: go back to that relay, whatever
 //     the allocation id (the relay replays it, refuses another id for a room
 //     it holds, or creates the room if it never did);
@@ -79,10 +81,19 @@ func (s *Server) allocate(ctx context.Context, name, region, allocationID string
 	defer s.rooms.release(e)
 
 	if cur := e.live.Load(); cur != nil && s.reg.isCurrent(cur.relay) {
-		if (cur.allocationID == "" || cur.allocationID != allocationID) && !cur.vacant {
+		replay := cur.allocationID != "" && cur.allocationID == allocationID
+		if !replay && !cur.vacant {
 			return wire.Capability{}, wire.ErrRoomTaken
 		}
-		return pinned(s.allocateOn(ctx, e, cur.relay, name, region, allocationID))
+		c, err := s.allocateOn(ctx, e, cur.relay, name, region, allocationID)
+		if replay || !errors.Is(err, errRelayDraining) {
+			return pinned(c, err)
+		}
+		// A vacant room on a draining relay: the relay let it go and
+		// took nothing, so the old incarnation is fenced and the new one
+		// placed on another relay below.
+		e.fence(cur.relay.info.BootID, cur.epoch, s.clock.Now())
+		e.setLive(nil)
 	}
 	if p := e.pending; p != nil {
 		if rel := s.reg.current(p.endpoint); rel != nil && s.clock.Now().Sub(p.since) < pendingRetention {
@@ -130,6 +141,10 @@ func pinned(c wire.Capability, err error) (wire.Capability, error) {
 // (unreachable, or draining): placement may try another.
 var errTryNext = errors.New("try the next relay")
 
+// errRelayDraining is errTryNext for a relay that answered draining: it
+// holds no room of that name any more (a vacant one was released).
+var errRelayDraining = fmt.Errorf("%w: the relay is draining", errTryNext)
+
 // allocateOn calls rel's allocation route and commits the answer as the
 // room's publication. The caller holds e's lease.
 func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, name, region, allocationID string) (wire.Capability, error) {
@@ -150,9 +165,13 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		return indeterminate()
 	case errors.Is(err, wire.ErrRoomTaken):
 		return none, wire.ErrRoomTaken
-	case errors.Is(err, wire.ErrDraining), errors.Is(err, wire.ErrStaleBoot):
-		// Draining, or (multi-machine) the machine no longer runs the boot
-		// we chose: it certainly took no room.
+	case errors.Is(err, wire.ErrDraining):
+		// Draining: it certainly took no room (and released a vacant one
+		// of that name).
+		return none, errRelayDraining
+	case errors.Is(err, wire.ErrStaleBoot):
+		// (Multi-machine) the machine no longer runs the boot we chose: it
+		// certainly took no room.
 		return none, errTryNext
 	case errors.Is(err, wire.ErrRelayBadAnswer):
 		return none, wire.ErrRelayBadAnswer

@@ -348,3 +348,49 @@ func TestPublicationDuringAllocationIsSerialized(t *testing.T) {
 		t.Fatalf("join: %+v %v", c, err)
 	}
 }
+
+// TestVacantRoomOfADrainingRelayIsPlacedAnew: a new allocation of a vacant
+// room's name whose relay is draining is not refused as taken for the
+// whole drain: the relay lets the vacant room go and answers draining, the
+// old incarnation is fenced, and the new one is placed on another relay.
+func TestVacantRoomOfADrainingRelayIsPlacedAnew(t *testing.T) {
+	h := newHarness(t, nil)
+	a, b := newFakeRelay(t, "eu"), newFakeRelay(t, "eu")
+	a.register(h)
+	// Only a is registered: the room lands there.
+	if _, err := h.allocate("scene", "eu", "play-1"); err != nil {
+		t.Fatal(err)
+	}
+	b.register(h)
+	var epoch string
+	a.set(func(f *fakeRelay) { epoch = f.rooms["scene"].epoch })
+	// Its host played and left: a publishes the room vacant.
+	p := pub("scene", epoch, 5, 0)
+	p.Vacant, p.AllocationID = true, "play-1"
+	wantStatuses(t, a.publish(h, p), wire.PubApplied)
+
+	a.set(func(f *fakeRelay) { f.allocMode = allocDraining })
+	c, err := h.allocate("scene", "eu", "play-2")
+	if err != nil {
+		t.Fatalf("a vacant room's name whose relay drains: %v", err)
+	}
+	var onB bool
+	b.set(func(f *fakeRelay) { onB = f.rooms["scene"] != nil && f.rooms["scene"].allocationID == "play-2" })
+	if !onB {
+		t.Fatal("the new incarnation was not placed on the other relay")
+	}
+	j, jerr := h.join("scene")
+	if jerr != nil || j.Secret == "" || j.Secret == p.ClientSecret {
+		t.Fatalf("join after the move: %+v %v (host capability %+v)", j, jerr, c)
+	}
+	// The draining relay's removal of the old incarnation changes nothing.
+	wantStatuses(t, a.unregister(h, wire.Removal{Name: "scene", Epoch: epoch, Revision: 6}), wire.RemAlready)
+	if j2, _ := h.join("scene"); j2.Secret != j.Secret {
+		t.Fatal("the old incarnation's removal touched the new one")
+	}
+
+	// Not vacant: still taken, whatever the relay's state.
+	if _, err := h.allocate("scene", "eu", "play-3"); err == nil || err.Code != wire.ErrRoomTaken.Code {
+		t.Fatalf("a live room under another id: %v, want room_name_taken", err)
+	}
+}

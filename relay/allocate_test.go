@@ -97,3 +97,31 @@ func TestAllocateTakesOverAVacantRoom(t *testing.T) {
 		t.Fatalf("the old allocation id: %d, want 409", status)
 	}
 }
+
+// TestDrainingRelayReleasesAVacantRoom: a draining relay creates no room,
+// so a new allocation of a vacant, empty room's name is answered draining
+// (the balancer then places it elsewhere) and the vacant room is let go
+// (its removal goes to the outbox) rather than refused as taken.
+func TestDrainingRelayReleasesAVacantRoom(t *testing.T) {
+	s := startRelay(t, Options{})
+	first, _, _ := allocate(t, s, "scene", "play-1")
+	host := join(t, s, "scene", first.Capability.Secret)
+	cl := join(t, s, "scene", first.Publication.ClientSecret)
+	host.expectToHost(wire.ToHostConnected)
+	_ = host.ws.Close(websocket.StatusNormalClosure, "")
+	if code := cl.closed(); code != websocket.StatusNormalClosure {
+		t.Fatalf("client close status %v", code)
+	}
+	waitFor(t, "the vacant room", func() bool { return s.Stats().Connections == 0 })
+
+	s.core.draining.Store(true)
+	if _, status, e := allocate(t, s, "scene", "play-2"); status != http.StatusServiceUnavailable || e.Code != wire.ErrDraining.Code {
+		t.Fatalf("a vacant room's name while draining: %d %v, want 503 draining", status, e)
+	}
+	if s.Stats().Rooms != 0 {
+		t.Fatalf("rooms %d after releasing the vacant one, want 0", s.Stats().Rooms)
+	}
+	if p := dial(t, s.WSURL()); p.auth("scene", first.Capability.Secret) != wire.AuthFailed {
+		t.Fatal("the released room still takes its host")
+	}
+}

@@ -447,7 +447,10 @@ type allocation struct {
 // epoch goes to the unregister outbox). A room whose host has not connected
 // yet stays reserved for its allocation. An empty allocID never matches,
 // so it never replays. A draining relay still replays (the answer may have
-// been lost) but creates nothing.
+// been lost) but creates nothing: it answers ErrDraining, after releasing
+// a vacant empty room of that name, so that the balancer places the new
+// incarnation on another relay instead of answering room_name_taken for
+// the whole drain (PurrNet reuses a scene's room name on every Play).
 func (c *core) allocate(name, allocID string) (allocation, error) {
 	mu, m := c.rooms.shard(name)
 	mu.Lock()
@@ -459,16 +462,22 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 				defer r.mu.Unlock()
 				return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked(), replayed: true}, nil
 			}
-			if !r.vacantLocked() || r.countLocked() > 0 || c.draining.Load() {
+			if !r.vacantLocked() || r.countLocked() > 0 {
 				r.mu.Unlock()
 				return allocation{}, wire.ErrRoomTaken
 			}
-			// Take the vacant room over. The shard lock is held, so the
-			// table is updated here rather than through dropRoom.
+			// Take the vacant room over, or, draining, just let it go so
+			// that the balancer places the new incarnation elsewhere. The
+			// shard lock is held, so the table is updated here rather
+			// than through dropRoom.
 			rem := r.removeLocked()
 			r.mu.Unlock()
 			c.notify.roomRemoved(rem)
-			c.log.Info("vacant room taken over by a new allocation", "room", name, "old_epoch", rem.Epoch)
+			if c.draining.Load() {
+				c.log.Info("vacant room released for a new allocation elsewhere (draining)", "room", name, "old_epoch", rem.Epoch)
+			} else {
+				c.log.Info("vacant room taken over by a new allocation", "room", name, "old_epoch", rem.Epoch)
+			}
 		} else {
 			r.mu.Unlock()
 		}
