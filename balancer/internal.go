@@ -73,7 +73,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 // boot replaces the registration, which invalidates every route of the old
 // boot in one step.
 func (s *Server) register(ctx context.Context, req wire.RegisterRequest) (wire.RegisterResponse, error) {
-	resp := wire.RegisterResponse{BalancerBoot: s.opts.BootID}
+	resp := wire.RegisterResponse{BalancerBoot: s.opts.BootID, Handover: true}
 	endpoint, boot := req.Relay.Endpoint, req.Relay.BootID
 	v, out, err := s.reg.refresh(req, s.clock.Now())
 	if err != nil {

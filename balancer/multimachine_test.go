@@ -182,6 +182,9 @@ func TestHandoverPublication(t *testing.T) {
 	other := newFakeRelay(t, "ams") // another relay app
 	other.register(h)
 
+	if r := to.register(h); !r.Handover {
+		t.Fatal("the balancer does not tell relays that it applies moved publications")
+	}
 	wantStatuses(t, from.publish(h, pub("room", "f1", 1, 0)), wire.PubApplied)
 	moved := func(epoch, fromBoot, fromEpoch string) wire.Publication {
 		p := pub("room", epoch, 1, 1)

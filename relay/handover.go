@@ -46,9 +46,11 @@ const maxHandoverAnswer = 16 << 10
 // claim asks the holder at loc to hand room a.RoomName over to this
 // machine, and creates it here when it agrees. It reports whether the
 // room is now here. Only machines of this app (same public host and port)
-// are asked, and a draining machine asks nobody: it takes no new rooms.
+// are asked, a draining machine asks nobody (it takes no new rooms), and
+// nobody asks unless the balancer said it applies moved publications
+// (wire.RegisterResponse.Handover; an older balancer does not).
 func (m *mesh) claim(ctx context.Context, loc wire.RoomLocation, a wire.Auth) bool {
-	if !m.sameApp(loc) || m.s.core.draining.Load() {
+	if !m.sameApp(loc) || m.s.core.draining.Load() || m.s.reg == nil || !m.s.reg.handover.Load() {
 		return false
 	}
 	start := time.Now()

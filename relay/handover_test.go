@@ -157,3 +157,23 @@ func TestMeshDrainingMachineTakesNoRoom(t *testing.T) {
 		t.Fatalf("a draining holder kept the room: edge %+v holder %+v", m.edge.Stats(), m.holder.Stats())
 	}
 }
+
+// TestMeshNoHandoverWithAnOlderBalancer: a balancer that does not say it
+// applies moved publications (one that predates handovers) would refuse
+// the moved room as a conflict, so no machine asks for a handover: the
+// host is forwarded as before.
+func TestMeshNoHandoverWithAnOlderBalancer(t *testing.T) {
+	b := newMeshBalancer(t)
+	b.noHandover.Store(true)
+	holder := startMachine(t, b, "m-holder")
+	edge := startMachine(t, b, "m-edge")
+	hs, _ := allocateOn(t, holder, "room")
+	b.place("room", holder)
+	join(t, edge, "room", hs)
+	if edge.Stats().Rooms != 0 || holder.Stats().Rooms != 1 || holder.Stats().Connections != 1 {
+		t.Fatalf("the room moved without the balancer's support: edge %+v holder %+v", edge.Stats(), holder.Stats())
+	}
+	if n := counterValue(holder.mesh.m.handovers.WithLabelValues("declined")) + counterValue(holder.mesh.m.handovers.WithLabelValues("given")); n != 0 {
+		t.Fatalf("the holder was asked %v times", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/purrfly/purrfly/wire"
@@ -21,6 +22,8 @@ type meshBalancer struct {
 	lookups int                          // guarded by mu
 	relays  map[string]wire.RelayInfo    // guarded by mu: registered boots
 	moves   []wire.Publication           // guarded by mu: publications with MovedFrom
+
+	noHandover atomic.Bool // answer as a balancer that predates handovers
 }
 
 func newMeshBalancer(t testing.TB) *meshBalancer {
@@ -32,7 +35,7 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 		b.mu.Lock()
 		b.relays[req.Relay.BootID] = req.Relay
 		b.mu.Unlock()
-		wire.WriteJSON(w, http.StatusOK, wire.RegisterResponse{BalancerBoot: "mesh-balancer"})
+		wire.WriteJSON(w, http.StatusOK, wire.RegisterResponse{BalancerBoot: "mesh-balancer", Handover: !b.noHandover.Load()})
 	})
 	mux.HandleFunc("POST "+wire.PathPublish, func(w http.ResponseWriter, r *http.Request) {
 		var req wire.PublishRequest
@@ -110,7 +113,7 @@ func (b *meshBalancer) lookupCount() int {
 // Fly app do.
 func startMachine(t testing.TB, b *meshBalancer, id string) *Server {
 	t.Helper()
-	return startRelay(t, Options{
+	s := startRelay(t, Options{
 		BalancerURL:  b.srv.URL,
 		MultiMachine: true,
 		MachineID:    id,
@@ -118,6 +121,9 @@ func startMachine(t testing.TB, b *meshBalancer, id string) *Server {
 		PublicWSPort: 443,
 		Region:       "ams",
 	})
+	// Registered: the balancer's answer (handover support) is known.
+	waitFor(t, "the machine's first heartbeat", func() bool { return s.reg.beats.Load() > 0 })
+	return s
 }
 
 // allocateOn creates room on s as the balancer does, naming s's boot.

@@ -47,6 +47,9 @@ type registrar struct {
 	outbox map[wire.Removal]struct{} // guarded by mu: removals not yet confirmed
 
 	beats atomic.Int64 // completed heartbeats (tests and debugging)
+	// handover: the balancer's last heartbeat answer said it applies
+	// moved publications (wire.RegisterResponse.Handover).
+	handover atomic.Bool
 
 	// Owned by the run goroutine.
 	balancerBoot string
@@ -186,6 +189,7 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 			"new", resp.New, "republish", resp.Republish)
 	}
 	g.balancerBoot = resp.BalancerBoot
+	g.handover.Store(resp.Handover)
 	g.publishSnapshot(ctx)
 	g.flushOutbox(ctx)
 	return true

@@ -73,7 +73,10 @@ package wire
 //	                 with Publication.MovedFrom, which the balancer applies
 //	                 over the holder's live route (a compare-and-set on that
 //	                 exact incarnation). Any other answer: the asker
-//	                 forwards the connection (PathForward) as before.
+//	                 forwards the connection (PathForward) as before. A
+//	                 relay asks only when its balancer's RegisterResponse
+//	                 says Handover (an older balancer would refuse the
+//	                 moved publication).
 const InternalProtocolVersion = 2
 
 // Internal paths.
@@ -154,6 +157,12 @@ type RegisterResponse struct {
 	Republish bool `json:"republish"`
 	// LivenessVersion is the balancer-owned version this heartbeat bumped.
 	LivenessVersion uint64 `json:"livenessVersion"`
+	// Handover is true when the balancer applies Publication.MovedFrom
+	// (added within version 2). A relay asks for no handover
+	// (PathHandover) unless its balancer says so: an older balancer would
+	// refuse the moved room's publication as a conflict and keep sending
+	// its clients to the machine that gave it up.
+	Handover bool `json:"handover,omitempty"`
 }
 
 // Publication is one room as its relay publishes it. Epoch is opaque and new
