@@ -2,7 +2,6 @@ package balancer
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/purrfly/purrfly/wire"
@@ -12,12 +11,8 @@ import (
 // "Authorization: Bearer <SECRET>" or in the internal_key_secret header.
 func (s *Server) admin(allowed []string, h wire.Handler) wire.Handler {
 	return methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
-		got := r.Header.Get(wire.HeaderInternalSecret)
-		if auth := r.Header.Get("Authorization"); got == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
-			got = strings.TrimSpace(auth[7:])
-		}
-		if got == "" || !wire.SecretEqual(got, s.opts.Secret) {
-			return wire.ErrUnauthorized
+		if err := wire.CheckOperator(r, s.opts.Secret); err != nil {
+			return err
 		}
 		return h(w, r)
 	})

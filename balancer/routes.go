@@ -34,7 +34,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/list", methods(get, s.handleList))
 	mux.Handle("/getTotalConnections", methods(get, s.handleTotalConnections))
 	mux.Handle("/migration/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return errNotImplemented }))
-	mux.Handle("/metrics", s.metricsHandler())
+	mux.Handle("/metrics", wire.PrivateOrOperator(s.opts.Secret, s.metricsHandler()))
 
 	mux.Handle(wire.PathRegister, s.internal(post, s.handleRegister))
 	mux.Handle(wire.PathPublish, s.internal(post, s.handlePublish))

@@ -313,11 +313,16 @@ func (f *fleet) metric(machine, name string, labels ...string) float64 {
 		f.t.Fatal(err)
 	}
 	req.Header.Set(wire.HeaderFlyForceInstance, machine)
+	// Through the public proxy: the operator's credential is required.
+	req.Header.Set("Authorization", "Bearer "+secret)
 	resp, err := f.hc.Do(req)
 	if err != nil {
 		f.t.Fatalf("metrics of %s: %v", machine, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		f.t.Fatalf("metrics of %s: status %d", machine, resp.StatusCode)
+	}
 	var sum float64
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
 	for sc.Scan() {

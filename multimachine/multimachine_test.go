@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -70,6 +71,16 @@ func TestMultiMachineRelayApp(t *testing.T) {
 		}
 		if n != 1 || len(servers) != 1 {
 			t.Fatalf("/servers = %+v, want the app once (apiEndpoint %s)", servers, f.relayURL)
+		}
+		// A relay's metrics are not for the internet: through the public
+		// proxy they want the operator's secret.
+		resp, err := f.hc.Get(f.relayURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("relay /metrics through the proxy without the secret: %d, want 401", resp.StatusCode)
 		}
 	}) {
 		return

@@ -26,7 +26,9 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
 	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
 	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))
-	metrics := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{})
+	// Open on the private network (Fly's scraper, flysim, local runs); the
+	// operator's secret through Fly's public proxy.
+	metrics := wire.PrivateOrOperator(s.opts.Secret, promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("/metrics", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return wire.ErrMethodNotAllowed

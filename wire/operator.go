@@ -1,0 +1,39 @@
+package wire
+
+import (
+	"net/http"
+	"strings"
+)
+
+// CheckOperator verifies an operator's credential: the shared secret as
+// "Authorization: Bearer <SECRET>" or in HeaderInternalSecret (the rollout
+// tool and the admin API use it).
+func CheckOperator(r *http.Request, secret string) error {
+	got := r.Header.Get(HeaderInternalSecret)
+	if auth := r.Header.Get("Authorization"); got == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		got = strings.TrimSpace(auth[7:])
+	}
+	if got == "" || !SecretEqual(got, secret) {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+// PrivateOrOperator guards a route that the private network may read
+// freely but the internet may not (/metrics): a request that came through
+// Fly's public proxy carries HeaderFlyClientIP (the proxy sets it; a
+// client cannot remove it), and must then carry the operator's credential
+// (CheckOperator). Requests over the private network (Fly's own metrics
+// scraper on 6PN, another machine, a health check) and off Fly carry no
+// such header and are served.
+func PrivateOrOperator(secret string, h http.Handler) http.Handler {
+	return Handler(func(w http.ResponseWriter, r *http.Request) error {
+		if r.Header.Get(HeaderFlyClientIP) != "" {
+			if err := CheckOperator(r, secret); err != nil {
+				return err
+			}
+		}
+		h.ServeHTTP(w, r)
+		return nil
+	})
+}

@@ -1,0 +1,43 @@
+package wire
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestPrivateOrOperator: /metrics is open to the private network and to
+// local runs, but a request through Fly's public proxy (Fly-Client-IP)
+// needs the operator's secret, and a refusal does not echo it.
+func TestPrivateOrOperator(t *testing.T) {
+	const secret = "s3cret-value"
+	h := PrivateOrOperator(secret, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "metrics")
+	}))
+	for _, tc := range []struct {
+		name   string
+		hdr    map[string]string
+		status int
+	}{
+		{"private network", nil, http.StatusOK},
+		{"public, no credential", map[string]string{HeaderFlyClientIP: "203.0.113.7"}, http.StatusUnauthorized},
+		{"public, wrong bearer", map[string]string{HeaderFlyClientIP: "203.0.113.7", "Authorization": "Bearer nope"}, http.StatusUnauthorized},
+		{"public, bearer", map[string]string{HeaderFlyClientIP: "203.0.113.7", "Authorization": "bearer " + secret}, http.StatusOK},
+		{"public, internal header", map[string]string{HeaderFlyClientIP: "203.0.113.7", HeaderInternalSecret: secret}, http.StatusOK},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		for k, v := range tc.hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("%s: %d, want %d", tc.name, rec.Code, tc.status)
+		}
+		if body := rec.Body.String(); tc.status != http.StatusOK && (strings.Contains(body, secret) || !strings.Contains(body, `"code":"unauthorized"`)) {
+			t.Errorf("%s: refusal body %q", tc.name, body)
+		}
+	}
+}
