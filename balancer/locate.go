@@ -30,6 +30,8 @@ func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) erro
 		Host:      i.Host,
 		Port:      i.Port,
 		Region:    i.Region,
+
+		Connections: rec.connections,
 	})
 	return nil
 }

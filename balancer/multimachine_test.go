@@ -201,8 +201,8 @@ func TestHandoverPublication(t *testing.T) {
 
 	wantStatuses(t, to.publish(h, moved("t1", from.boot(), "f1")), wire.PubApplied)
 	loc, err := h.locate("room", internalAuth)
-	if err != nil || loc.BootID != to.boot() {
-		t.Fatalf("after the handover the room is at %+v (%v), want boot %s", loc, err, to.boot())
+	if err != nil || loc.BootID != to.boot() || loc.Connections != 1 {
+		t.Fatalf("after the handover the room is at %+v (%v), want boot %s with 1 connection", loc, err, to.boot())
 	}
 	c, jerr := h.join("room")
 	noErr(t, jerr)

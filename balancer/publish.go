@@ -1,6 +1,8 @@
 package balancer
 
 import (
+	"strings"
+
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -69,7 +71,7 @@ func movedOver(cur *roomRecord, rel *relayEntry, pub wire.Publication) bool {
 	from := pub.MovedFrom
 	return from != nil && cur.relay != rel &&
 		cur.relay.info.BootID == from.BootID && cur.epoch == from.Epoch &&
-		cur.relay.info.Host == rel.info.Host && cur.relay.info.Port == rel.info.Port
+		strings.EqualFold(cur.relay.info.Host, rel.info.Host) && cur.relay.info.Port == rel.info.Port
 }
 
 func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {

@@ -197,7 +197,9 @@ func TestMultiMachineRelayApp(t *testing.T) {
 		t.Logf("%d of 8 new rooms landed on the new machine %s", onNew, added)
 		err = each(ctx, fresh, func(ctx context.Context, g *game) error {
 			// Through the machine the balancer chose (still no hint), so
-			// the new machine keeps the rooms it was given.
+			// the new machine keeps the rooms it was given. A host landing
+			// elsewhere would take its room along (step 3 shows that); the
+			// balancer's placement is where a hintless host's room starts.
 			if err := f.connectHost(ctx, g, g.holder); err != nil {
 				return err
 			}

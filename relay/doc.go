@@ -267,9 +267,10 @@
 // links to it end, closing the forwarded clients. A stopped edge closes
 // the clients it forwarded (1012 when it drains, dropped when killed):
 // their rooms, held elsewhere, lose those players and carry on. A host is
-// forwarded only when its room was in use before it arrived (clients
-// first) or its holder could not be asked; only then does a room depend
-// on a second machine. Machines that
+// still forwarded in the cases handover.go lists (clients were in first,
+// a draining edge, a balancer or holder that predates handovers, a holder
+// that cannot be asked); only then does a room depend on a second
+// machine. Machines that
 // join register and take new rooms; rooms do not move when the machine
 // set changes.
 //

@@ -48,7 +48,7 @@ func (m *mesh) openLink(first []byte) *uplink {
 		case loc.BootID == m.s.opts.BootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.s.opts.Endpoint, "/"):
 			m.m.forwards.WithLabelValues("self").Inc()
 			return nil
-		case attempt == 0 && m.claim(ctx, loc, a):
+		case attempt == 0 && m.claim(loc, a):
 			// The room follows its host (handover.go): served here.
 			return nil
 		}

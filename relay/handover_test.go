@@ -33,14 +33,12 @@ func TestMeshRoomFollowsItsHost(t *testing.T) {
 		counterValue(m.holder.mesh.m.handovers.WithLabelValues("given")); ok != 1 || given != 1 {
 		t.Fatalf("handovers: asked ok %v, given %v; want 1 and 1", ok, given)
 	}
-	var moved wire.Publication
-	waitFor(t, "the moved room's publication", func() bool {
-		ps := m.b.movedPublications()
-		if len(ps) > 0 {
-			moved = ps[len(ps)-1]
-		}
-		return len(ps) > 0
-	})
+	// Published before the host was served: already at the balancer.
+	ps := m.b.movedPublications()
+	if len(ps) == 0 {
+		t.Fatal("the host was served before the balancer heard of the move")
+	}
+	moved := ps[0]
 	if moved.Name != "room" || moved.ClientSecret != m.clientSecr || moved.AllocationID != "alloc-room" ||
 		moved.MovedFrom.BootID != m.holder.BootID() || moved.MovedFrom.Epoch == moved.Epoch || moved.MovedFrom.Epoch == "" {
 		t.Fatalf("moved publication %+v (from %+v)", moved, moved.MovedFrom)
@@ -118,7 +116,7 @@ func TestMeshHandoverRefused(t *testing.T) {
 		}
 		return resp.StatusCode, e.Code
 	}
-	good := `{"name":"room","secret":"` + m.hostSecret + `"}`
+	good := `{"name":"room","secret":"` + m.hostSecret + `","bootId":"asker"}`
 	for _, tc := range []struct {
 		body, method string
 		secret       bool
@@ -128,7 +126,8 @@ func TestMeshHandoverRefused(t *testing.T) {
 		{good, http.MethodPost, false, http.StatusUnauthorized, "unauthorized"},
 		{good, http.MethodGet, true, http.StatusMethodNotAllowed, "method_not_allowed"},
 		{`{"name":`, http.MethodPost, true, http.StatusBadRequest, "bad_request"},
-		{`{"name":"nope","secret":"x"}`, http.MethodPost, true, http.StatusConflict, "handover_refused"},
+		{`{"name":"room","secret":"x"}`, http.MethodPost, true, http.StatusBadRequest, "bad_request"}, // no asker
+		{`{"name":"nope","secret":"x","bootId":"asker"}`, http.MethodPost, true, http.StatusConflict, "handover_refused"},
 		{good, http.MethodPost, true, http.StatusConflict, "handover_refused"}, // in use
 	} {
 		if st, code := post(tc.body, tc.secret, tc.method); st != tc.status || code != tc.code {
@@ -175,5 +174,71 @@ func TestMeshNoHandoverWithAnOlderBalancer(t *testing.T) {
 	}
 	if n := counterValue(holder.mesh.m.handovers.WithLabelValues("declined")) + counterValue(holder.mesh.m.handovers.WithLabelValues("given")); n != 0 {
 		t.Fatalf("the holder was asked %v times", n)
+	}
+}
+
+// TestMeshHandoverAnswerLost: the holder gives the room up before its
+// answer travels; when that answer is lost, the same asker asking again
+// gets the same credentials, so the room is not lost between the two.
+func TestMeshHandoverAnswerLost(t *testing.T) {
+	m := newMeshRoom(t)
+	// The edge's first request reached the holder, its answer did not.
+	body := `{"name":"room","secret":"` + m.hostSecret + `","bootId":"` + m.edge.BootID() + `"}`
+	req, _ := http.NewRequest(http.MethodPost, m.holder.HTTPURL()+wire.PathHandover, strings.NewReader(body))
+	req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	if resp, _ := do(t, req); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first handover request: %d", resp.StatusCode)
+	}
+	if m.holder.Stats().Rooms != 0 {
+		t.Fatal("the holder kept the room it gave")
+	}
+	// Another machine asking for it gets nothing.
+	other := `{"name":"room","secret":"` + m.hostSecret + `","bootId":"someone-else"}`
+	req, _ = http.NewRequest(http.MethodPost, m.holder.HTTPURL()+wire.PathHandover, strings.NewReader(other))
+	req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	if resp, _ := do(t, req); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("another asker: %d, want 409", resp.StatusCode)
+	}
+	// The host reaches the edge, which asks again: same room, served.
+	join(t, m.edge, "room", m.hostSecret)
+	if m.edge.Stats().Rooms != 1 {
+		t.Fatalf("edge stats %+v, want the room", m.edge.Stats())
+	}
+	if n := counterValue(m.holder.mesh.m.handovers.WithLabelValues("given_again")); n != 1 {
+		t.Fatalf("given again %v times, want 1", n)
+	}
+}
+
+// TestMeshHandoverRefusedByTheBalancer: when the balancer refuses the moved
+// publication (another incarnation of the name won meanwhile), the asker
+// drops the room again and the host gets [4]: a room is never live on two
+// machines.
+func TestMeshHandoverRefusedByTheBalancer(t *testing.T) {
+	m := newMeshRoom(t)
+	m.b.conflictMoves.Store(true)
+	p := dial(t, m.edge.WSURL())
+	if got := p.auth("room", m.hostSecret); got != wire.AuthFailed {
+		t.Fatalf("host of a room the balancer gave to another incarnation: reply %d, want 4", got)
+	}
+	if m.edge.Stats().Rooms != 0 {
+		t.Fatalf("edge stats %+v, want no room", m.edge.Stats())
+	}
+	if n := counterValue(m.edge.mesh.m.handovers.WithLabelValues("superseded")); n != 1 {
+		t.Fatalf("superseded %v, want 1", n)
+	}
+}
+
+// TestMeshNoHandoverForARoomInUse: the balancer's location says the room
+// has connections, so the edge forwards at once without asking the holder
+// (a client joining a running game pays no extra round trip).
+func TestMeshNoHandoverForARoomInUse(t *testing.T) {
+	m := newMeshRoom(t)
+	m.b.setConnections("room", 1)
+	join(t, m.edge, "room", m.clientSecr)
+	if m.holder.Stats().Connections != 1 {
+		t.Fatalf("holder stats %+v, want the forwarded client", m.holder.Stats())
+	}
+	if n := counterValue(m.holder.mesh.m.handovers.WithLabelValues("declined")); n != 0 {
+		t.Fatalf("the holder was asked (%v declines)", n)
 	}
 }

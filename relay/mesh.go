@@ -35,6 +35,8 @@ type mesh struct {
 	loc  *locator
 	dial *http.Client // opens links to holder machines (PathForward)
 	m    *meshMetrics
+
+	given givenRooms // rooms this machine handed over recently (handover_give.go)
 }
 
 // meshMetrics are the purrfly_relay_mesh_* series.
@@ -43,7 +45,7 @@ type meshMetrics struct {
 	lookupSeconds prometheus.Histogram
 	routes        *prometheus.CounterVec // {decision}: local, replay, serve, fallback
 	forwards      *prometheus.CounterVec // {result}: ok, not_found, self, unreachable
-	handovers     *prometheus.CounterVec // {result}: ok, refused, error, raced (asked); given, declined (answered)
+	handovers     *prometheus.CounterVec // {result}: ok, refused, error, raced, superseded (asked); given, given_again, declined (answered)
 	dialSeconds   prometheus.Histogram
 	accepted      prometheus.Counter // links accepted from other machines
 	active        prometheus.Gauge   // forwarded connections open on this machine (as the edge)
@@ -70,7 +72,7 @@ func newMeshMetrics(reg prometheus.Registerer) (*meshMetrics, error) {
 		}, []string{"result"}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "purrfly_relay_mesh_handovers_total",
-			Help: "Room handovers to the machine its host reached, by result: asked (ok, refused, error, raced) and answered (given, declined).",
+			Help: "Room handovers to the machine its host reached, by result: asked (ok, refused, error, raced, superseded) and answered (given, given_again, declined).",
 		}, []string{"result"}),
 		dialSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "purrfly_relay_mesh_link_dial_duration_seconds",

@@ -23,7 +23,8 @@ type meshBalancer struct {
 	relays  map[string]wire.RelayInfo    // guarded by mu: registered boots
 	moves   []wire.Publication           // guarded by mu: publications with MovedFrom
 
-	noHandover atomic.Bool // answer as a balancer that predates handovers
+	noHandover    atomic.Bool // answer as a balancer that predates handovers
+	conflictMoves atomic.Bool // refuse moved publications as conflicts
 }
 
 func newMeshBalancer(t testing.TB) *meshBalancer {
@@ -42,6 +43,10 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		resp := wire.PublishResponse{Results: []wire.PublicationResult{}}
 		for _, p := range req.Rooms {
+			if p.MovedFrom != nil && b.conflictMoves.Load() {
+				resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: wire.PubConflict})
+				continue
+			}
 			if p.MovedFrom != nil {
 				// A handover: the room now lives with the publisher.
 				b.mu.Lock()
@@ -93,6 +98,15 @@ func (b *meshBalancer) place(room string, s *Server) {
 	defer b.mu.Unlock()
 	b.rooms[room] = wire.RoomLocation{Name: room, BootID: s.BootID(), MachineID: s.opts.MachineID,
 		Endpoint: s.opts.Endpoint, Host: s.opts.PublicHost, Port: s.advertisedWSPort, Region: s.opts.Region}
+}
+
+// setConnections sets the count the balancer reports for room.
+func (b *meshBalancer) setConnections(room string, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	loc := b.rooms[room]
+	loc.Connections = n
+	b.rooms[room] = loc
 }
 
 // movedPublications returns the publications that named a handover.

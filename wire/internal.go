@@ -307,4 +307,8 @@ type RoomLocation struct {
 	Host      string `json:"host"`     // public host and port clients use: same app when they match
 	Port      int    `json:"port"`
 	Region    string `json:"region"`
+	// Connections is the room's count as last published (added within
+	// version 2): a machine does not ask for the handover of a room that
+	// is in use (the holder would decline).
+	Connections int `json:"connections,omitempty"`
 }

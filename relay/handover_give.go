@@ -1,0 +1,134 @@
+package relay
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// The holder's side of a handover (handover.go has the design).
+
+// givenRetention is how long a holder answers a repeated request of the
+// same asker with the credentials it already gave (the first answer was
+// lost in transport); maxGiven bounds what it remembers.
+const (
+	givenRetention = 30 * time.Second
+	maxGiven       = 4096
+)
+
+// givenRooms remembers the rooms this machine handed over recently, by
+// name. All fields guarded by mu.
+type givenRooms struct {
+	mu sync.Mutex
+	m  map[string]givenRoom
+}
+
+type givenRoom struct {
+	asker string // boot id of the machine it was given to
+	h     wire.HandoverResponse
+	until time.Time
+}
+
+// remember records that room h.Name was given to asker.
+func (g *givenRooms) remember(asker string, h wire.HandoverResponse, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = make(map[string]givenRoom)
+	}
+	if len(g.m) >= maxGiven {
+		for k, v := range g.m {
+			if !now.Before(v.until) {
+				delete(g.m, k)
+			}
+		}
+		if len(g.m) >= maxGiven {
+			clear(g.m)
+		}
+	}
+	g.m[h.Name] = givenRoom{asker: asker, h: h, until: now.Add(givenRetention)}
+}
+
+// again returns what room name was given to asker, when that was less
+// than givenRetention ago and secret is the room's host secret.
+func (g *givenRooms) again(name, asker, secret string, now time.Time) (wire.HandoverResponse, bool) {
+	g.mu.Lock()
+	e, ok := g.m[name]
+	g.mu.Unlock()
+	if !ok || e.asker != asker || !now.Before(e.until) || !wire.SecretEqual(secret, e.h.HostSecret) {
+		return wire.HandoverResponse{}, false
+	}
+	return e.h, true
+}
+
+// handleHandover is wire.PathHandover: another machine of the app asks for
+// a room held here, because its host reached that machine.
+func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return wire.ErrMethodNotAllowed
+	}
+	if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+		return err
+	}
+	if s.mesh == nil {
+		return wire.ErrNotFound
+	}
+	var req wire.HandoverRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, wire.MaxAuthSize)).Decode(&req); err != nil ||
+		req.Name == "" || len(req.Name) > wire.MaxSessionIDLen || req.BootID == "" || len(req.BootID) > wire.MaxSessionIDLen {
+		return wire.ErrBadRequest.WithMessage("a handover request needs a room name, a secret and the asker's boot id")
+	}
+	now := s.clock.Now()
+	if h, ok := s.mesh.given.again(req.Name, req.BootID, req.Secret, now); ok {
+		s.mesh.m.handovers.WithLabelValues("given_again").Inc()
+		wire.WriteJSON(w, http.StatusOK, h)
+		return nil
+	}
+	// An asker that has given up would never adopt the room.
+	if r.Context().Err() != nil {
+		return wire.ErrHandoverRefused
+	}
+	h, ok := s.core.handOver(req.Name, req.Secret)
+	if !ok {
+		s.mesh.m.handovers.WithLabelValues("declined").Inc()
+		return wire.ErrHandoverRefused
+	}
+	h.From.BootID = s.opts.BootID
+	s.mesh.given.remember(req.BootID, h, now)
+	s.mesh.m.handovers.WithLabelValues("given").Inc()
+	s.log.Info("room handed over to another machine", "room", req.Name, "to_boot", req.BootID, "epoch", h.From.Epoch)
+	wire.WriteJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// handOver ends room name for a handover when secret is its host secret
+// and nobody is connected to it, and returns its credentials (From.BootID
+// is the caller's to fill). The incarnation's removal goes to the outbox
+// as any other.
+func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
+	r := c.rooms.get(name)
+	if r == nil {
+		return wire.HandoverResponse{}, false
+	}
+	r.mu.Lock()
+	if r.removed || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
+		r.mu.Unlock()
+		return wire.HandoverResponse{}, false
+	}
+	h := wire.HandoverResponse{
+		Name:         r.name,
+		HostSecret:   r.hostSecret,
+		ClientSecret: r.clientSecret,
+		AllocationID: r.allocationID,
+		Vacant:       r.vacantLocked(),
+		From:         wire.Incarnation{Epoch: r.epoch},
+	}
+	rem := r.removeLocked()
+	r.mu.Unlock()
+	c.dropRoom(r, rem)
+	return h, true
+}
