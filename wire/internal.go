@@ -68,7 +68,9 @@ package wire
 //	                 secret is the room's host secret and nobody is connected
 //	                 to the room (the host has not arrived yet, or left a
 //	                 vacant room); it then ends its incarnation (unregister
-//	                 outbox) and answers the room's credentials. The asker
+//	                 outbox) and answers the room's credentials, and
+//	                 answers the same asker (BootID) the same way for a
+//	                 while, in case that answer was lost. The asker
 //	                 creates a new incarnation with them and publishes it
 //	                 with Publication.MovedFrom, which the balancer applies
 //	                 over the holder's live route (a compare-and-set on that
