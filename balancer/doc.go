@@ -27,8 +27,12 @@
 // call. Readers (join, list, totals) never take a lease: they load the
 // route's pointer and check that its registration is still current.
 // Proofs of a relay's boot are serialized by a per-endpoint gate (one ping
-// at a time per endpoint, none across endpoints). The order is always room
-// lease, then the registry's short lock.
+// at a time per endpoint, none across endpoints), which exists only while
+// a proof holds or awaits it. The order is always room lease, then the
+// registry's short lock. What the registry remembers of an endpoint after
+// its registration is gone (replaced boots, an admin drain mark) is
+// forgotten once its last heartbeat is TombstoneRetention old, so machines
+// that come and go (6PN addresses of a scaled app) leave nothing behind.
 //
 // # Registration (PathRegister)
 //

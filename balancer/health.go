@@ -95,4 +95,5 @@ func (s *Server) cleanup() {
 		}
 		s.rooms.release(e)
 	})
+	s.reg.prune(s.clock.Now(), s.opts.TombstoneRetention)
 }

@@ -253,3 +253,73 @@ func TestBalancerRestartAsksForRepublication(t *testing.T) {
 		t.Fatalf("join after republication: %v", err)
 	}
 }
+
+// TestRegistryForgetsEndpointsThatWentAway: what the balancer remembers
+// per endpoint (retired boots, an admin drain mark, the proof gate) does
+// not outlive the endpoint: the gate goes when nobody uses it, the rest
+// once the endpoint has been gone for the retention, and not before (a
+// relay removed by a failed probe that comes back keeps its drain mark).
+func TestRegistryForgetsEndpointsThatWentAway(t *testing.T) {
+	const retention = time.Hour
+	h := newHarness(t, func(o *Options) {
+		o.TombstoneRetention = retention
+		o.HealthInterval = 1000 * time.Hour
+		o.CleanupInterval = 1000 * time.Hour
+		o.RelayExpiry = 1000 * time.Hour
+	})
+	a := newFakeRelay(t, "eu")
+	a.register(h)
+	if _, err := a.registerAs(h, a.restart()); err != nil { // the first boot is retired
+		t.Fatal(err)
+	}
+	if st, _, _ := h.do(http.MethodPost, "/v1/instances/"+a.boot()+"/drain", map[string]string{"Authorization": "Bearer " + testSecret}, nil); st != http.StatusOK {
+		t.Fatalf("drain: %d", st)
+	}
+	sizes := func() (retired, drained, gates, gone int) {
+		g := h.s.reg
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		return len(g.retired), len(g.drained), len(g.gates), len(g.gone)
+	}
+	if r, d, g, _ := sizes(); r != 1 || d != 1 || g != 0 {
+		t.Fatalf("retired %d, drained %d, gates %d; want 1, 1 and no gate left after the proofs", r, d, g)
+	}
+
+	// Removed by failed probes, then back within the retention: still drained.
+	a.set(func(f *fakeRelay) { f.pingFail = true })
+	for range h.s.opts.HealthFailures {
+		h.s.checkRelays(context.Background())
+	}
+	if h.s.reg.current(a.info.Endpoint) != nil {
+		t.Fatal("the relay was not removed")
+	}
+	h.clk.Advance(retention / 2)
+	h.s.cleanup()
+	if r, d, _, gone := sizes(); r != 1 || d != 1 || gone != 1 {
+		t.Fatalf("within the retention: retired %d, drained %d, gone %d; want all kept", r, d, gone)
+	}
+	a.set(func(f *fakeRelay) { f.pingFail = false })
+	a.register(h)
+	st, body, _ := h.do(http.MethodGet, "/v1/instances", map[string]string{"Authorization": "Bearer " + testSecret}, nil)
+	var insts wire.InstancesResponse
+	noErr(t, decodeAnswer(t, st, body, &insts))
+	if len(insts.Instances) != 1 || insts.Instances[0].Status != wire.InstanceDraining {
+		t.Fatalf("the relay came back as %+v, want draining still", insts)
+	}
+
+	// Gone for good: forgotten after the retention.
+	a.set(func(f *fakeRelay) { f.pingFail = true })
+	for range h.s.opts.HealthFailures {
+		h.s.checkRelays(context.Background())
+	}
+	h.clk.Advance(retention - time.Minute)
+	h.s.cleanup()
+	if r, _, _, _ := sizes(); r != 1 {
+		t.Fatal("forgotten before the retention")
+	}
+	h.clk.Advance(2 * time.Minute)
+	h.s.cleanup()
+	if r, d, g, gone := sizes(); r+d+g+gone != 0 {
+		t.Fatalf("after the retention: retired %d, drained %d, gates %d, gone %d; want nothing", r, d, g, gone)
+	}
+}

@@ -58,11 +58,20 @@ type registry struct {
 	livenessSeq atomic.Uint64 // balancer-owned liveness versions
 
 	mu         sync.RWMutex
-	byEndpoint map[string]*relayEntry   // guarded by mu
-	byBoot     map[string]*relayEntry   // guarded by mu
-	retired    map[string][]string      // endpoint -> replaced boots, newest last; guarded by mu
-	drained    map[string]string        // endpoint -> boot drained by an admin; guarded by mu
-	gates      map[string]chan struct{} // endpoint -> proof gate; guarded by mu
+	byEndpoint map[string]*relayEntry // guarded by mu
+	byBoot     map[string]*relayEntry // guarded by mu
+	retired    map[string][]string    // endpoint -> replaced boots, newest last; guarded by mu
+	drained    map[string]string      // endpoint -> boot drained by an admin; guarded by mu
+	gates      map[string]*proofGate  // endpoint -> proof gate, only while in use; guarded by mu
+	gone       map[string]time.Time   // unregistered endpoint -> its last heartbeat; guarded by mu
+}
+
+// proofGate serializes the boot proofs of one endpoint. It stays in the
+// registry only while someone holds or waits for it (users, guarded by
+// registry.mu), so endpoints that come and go leave nothing behind.
+type proofGate struct {
+	ch    chan struct{}
+	users int
 }
 
 func newRegistry() *registry {
@@ -71,7 +80,8 @@ func newRegistry() *registry {
 		byBoot:     make(map[string]*relayEntry),
 		retired:    make(map[string][]string),
 		drained:    make(map[string]string),
-		gates:      make(map[string]chan struct{}),
+		gates:      make(map[string]*proofGate),
+		gone:       make(map[string]time.Time),
 	}
 }
 
@@ -86,18 +96,6 @@ func (g *registry) current(endpoint string) *relayEntry {
 // isCurrent reports whether r is still its endpoint's registration.
 func (g *registry) isCurrent(r *relayEntry) bool {
 	return r != nil && g.current(r.info.Endpoint) == r
-}
-
-// gate returns the proof gate of endpoint.
-func (g *registry) gate(endpoint string) chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	c := g.gates[endpoint]
-	if c == nil {
-		c = make(chan struct{}, 1)
-		g.gates[endpoint] = c
-	}
-	return c
 }
 
 // heartbeatOutcome says what a heartbeat did.
@@ -163,6 +161,7 @@ func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, str
 	r.adminDraining = g.drained[info.Endpoint] == info.BootID
 	g.byEndpoint[info.Endpoint] = r
 	g.byBoot[info.BootID] = r
+	delete(g.gone, info.Endpoint)
 	return g.touchLocked(r, req, now), replaced
 }
 
@@ -172,6 +171,36 @@ func (g *registry) retireLocked(endpoint, boot string) {
 		l = l[len(l)-maxRetiredBoots:]
 	}
 	g.retired[endpoint] = l
+}
+
+// unregisterLocked drops r's registration and notes its endpoint's last
+// sign of life (its last heartbeat).
+func (g *registry) unregisterLocked(r *relayEntry) {
+	delete(g.byEndpoint, r.info.Endpoint)
+	delete(g.byBoot, r.info.BootID)
+	g.gone[r.info.Endpoint] = r.lastHeartbeat
+}
+
+// prune forgets the retired boots and the admin drain mark of every
+// unregistered endpoint whose last heartbeat is older than retention: a machine that went
+// away for good (a scale-down, a replaced machine's address) leaves nothing
+// behind. A delayed heartbeat of a retired boot is long over by then; one
+// that still came would need a new proof, which the endpoint (another
+// process, or nothing) cannot give.
+func (g *registry) prune(now time.Time, retention time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for ep, at := range g.gone {
+		if g.byEndpoint[ep] != nil {
+			delete(g.gone, ep) // came back (install clears it too)
+			continue
+		}
+		if now.Sub(at) >= retention {
+			delete(g.retired, ep)
+			delete(g.drained, ep)
+			delete(g.gone, ep)
+		}
+	}
 }
 
 // isRetired reports whether boot was replaced at endpoint.
@@ -196,8 +225,7 @@ func (g *registry) removeIf(snap relaySnap) bool {
 	if g.byEndpoint[r.info.Endpoint] != r || r.liveness != snap.liveness {
 		return false
 	}
-	delete(g.byEndpoint, r.info.Endpoint)
-	delete(g.byBoot, r.info.BootID)
+	g.unregisterLocked(r)
 	return true
 }
 
@@ -216,8 +244,7 @@ func (g *registry) probeFailed(snap relaySnap, limit int) bool {
 	if r.failures < limit {
 		return false
 	}
-	delete(g.byEndpoint, r.info.Endpoint)
-	delete(g.byBoot, r.info.BootID)
+	g.unregisterLocked(r)
 	return true
 }
 
@@ -297,11 +324,26 @@ func (g *registry) candidates(region string) ([]*relayEntry, bool) {
 
 // acquireGate takes the endpoint's proof gate, giving up when ctx ends.
 func (g *registry) acquireGate(ctx context.Context, endpoint string) (func(), error) {
-	c := g.gate(endpoint)
+	g.mu.Lock()
+	pg := g.gates[endpoint]
+	if pg == nil {
+		pg = &proofGate{ch: make(chan struct{}, 1)}
+		g.gates[endpoint] = pg
+	}
+	pg.users++
+	g.mu.Unlock()
+	leave := func() {
+		g.mu.Lock()
+		if pg.users--; pg.users == 0 {
+			delete(g.gates, endpoint)
+		}
+		g.mu.Unlock()
+	}
 	select {
-	case c <- struct{}{}:
-		return func() { <-c }, nil
+	case pg.ch <- struct{}{}:
+		return func() { <-pg.ch; leave() }, nil
 	case <-ctx.Done():
+		leave()
 		return nil, ctx.Err()
 	}
 }
