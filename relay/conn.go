@@ -58,12 +58,13 @@ const (
 	reasonUpstream                  // forwarded: the holder closed the link; its close code is passed on
 	reasonUpstreamLost              // forwarded: the link to the holder dropped without a close frame
 	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
+	reasonRoomGone                  // the room ended here: the balancer gave its name to another incarnation (1012)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "text_frame",
 	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
-	"upstream_closed", "upstream_lost", "client_left"}
+	"upstream_closed", "upstream_lost", "client_left", "room_gone"}
 
 func (r closeReason) String() string { return reasonNames[r] }
 
@@ -97,6 +98,8 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 		return websocket.StatusNormalClosure, "host left"
 	case reasonShutdown:
 		return websocket.StatusServiceRestart, "relay restarting"
+	case reasonRoomGone:
+		return websocket.StatusServiceRestart, "room moved"
 	case reasonSlowReceiver, reasonQueueOverflow:
 		return websocket.StatusPolicyViolation, "too slow"
 	}

@@ -44,8 +44,9 @@ import (
 // (handover_give.go), so the room is not lost between the two machines. If
 // the balancer refuses the moved publication (another incarnation of the
 // name won meanwhile: an allocation replay, a takeover), the adopted room
-// is dropped again and the host gets [4], so a room is never live on two
-// machines. Two narrow windows remain, both before the host is in: a
+// ends here, whoever is in it (the host gets [4], or 1012 if the refusal
+// only comes with a later publication of the registrar), so a room the
+// balancer does not route to is not kept alive on a second machine. Two narrow windows remain, both before the host is in: a
 // client that arrives between the old holder's answer and the publication
 // (milliseconds), or through a machine that looked the room up in the
 // second before (its cache), reaches the old holder and gets [4], as for a
@@ -56,10 +57,13 @@ const maxHandoverAnswer = 16 << 10
 
 // handoverAttemptTimeout bounds one handover request (its own budget, not
 // what the room lookup left of ForwardTimeout); handoverAttempts is how
-// many are made when the answer is lost in transport.
+// many are made when the answer is lost in transport; handoverPublishTimeout
+// bounds the publication of the adopted room. Together they keep a host's
+// wait for its authentication answer within about 5 s.
 const (
-	handoverAttemptTimeout = 2 * time.Second
+	handoverAttemptTimeout = 1500 * time.Millisecond
 	handoverAttempts       = 2
+	handoverPublishTimeout = 2 * time.Second
 )
 
 // claim asks the holder at loc to hand room a.RoomName over to this
@@ -100,16 +104,23 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	// before anyone the host invites can look the room up). A network
 	// failure here is repaired by the registrar's own publication of the
 	// room; a refusal means another incarnation owns the name.
-	ctx, cancel := context.WithTimeout(m.s.ctx, m.s.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(m.s.ctx, min(m.s.opts.RequestTimeout, handoverPublishTimeout))
 	st, err := m.s.reg.publishNow(ctx, r)
 	cancel()
 	switch {
 	case err == nil && (st == wire.PubConflict || st == wire.PubFenced):
 		m.m.handovers.WithLabelValues("superseded").Inc()
-		m.s.log.Warn("the balancer refused a handed-over room; dropping it", "room", a.RoomName, "status", st)
-		m.s.core.dropIfEmpty(r)
+		m.s.log.Warn("the balancer refused a handed-over room; ending it here", "room", a.RoomName, "status", st)
+		m.s.core.endRoom(r, reasonRoomGone)
 		return true
-	case err != nil || st != wire.PubApplied:
+	case err == nil && st == wire.PubApplied:
+		r.mu.Lock()
+		r.confirmed = true
+		r.mu.Unlock()
+	default:
+		// No verdict (a network failure, a registration being renewed):
+		// the registrar publishes the room again, and ends it if the
+		// balancer then refuses it (registrar.refused).
 		m.s.log.Warn("failed to publish a handed-over room at once", "room", a.RoomName, "status", st, "err", err)
 	}
 	m.m.handovers.WithLabelValues("ok").Inc()
@@ -192,15 +203,29 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 	return r
 }
 
-// dropIfEmpty removes r if nobody is connected to it (its removal goes to
-// the outbox).
-func (c *core) dropIfEmpty(r *room) {
+// endRoom removes r and closes everyone in it for reason (its removal goes
+// to the outbox): a handed-over room whose publication the balancer
+// refused, so that a room is never live on two machines.
+func (c *core) endRoom(r *room, reason closeReason) {
 	r.mu.Lock()
-	if r.removed || r.countLocked() > 0 {
+	if r.removed {
 		r.mu.Unlock()
 		return
 	}
+	conns := make([]*conn, 0, r.countLocked())
+	if r.host != nil {
+		conns = append(conns, r.host)
+	}
+	for _, cl := range r.clients {
+		conns = append(conns, cl)
+	}
+	r.host = nil
+	clear(r.clients)
 	rem := r.removeLocked()
+	// Closed under the lock: none of them can forward another packet.
+	for _, cn := range conns {
+		cn.close(reason)
+	}
 	r.mu.Unlock()
 	c.dropRoom(r, rem)
 }

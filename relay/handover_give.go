@@ -33,33 +33,41 @@ type givenRoom struct {
 	until time.Time
 }
 
-// remember records that room h.Name was given to asker.
+// remember records that room h.Name was given to asker, and forgets the
+// expired entries (they hold the rooms' secrets).
 func (g *givenRooms) remember(asker string, h wire.HandoverResponse, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
 		g.m = make(map[string]givenRoom)
 	}
+	for k, v := range g.m {
+		if !now.Before(v.until) {
+			delete(g.m, k)
+		}
+	}
 	if len(g.m) >= maxGiven {
-		for k, v := range g.m {
-			if !now.Before(v.until) {
-				delete(g.m, k)
-			}
-		}
-		if len(g.m) >= maxGiven {
-			clear(g.m)
-		}
+		clear(g.m)
 	}
 	g.m[h.Name] = givenRoom{asker: asker, h: h, until: now.Add(givenRetention)}
 }
 
 // again returns what room name was given to asker, when that was less
-// than givenRetention ago and secret is the room's host secret.
-func (g *givenRooms) again(name, asker, secret string, now time.Time) (wire.HandoverResponse, bool) {
+// than givenRetention ago and secret is the room's host secret. here says
+// whether a live room of that name is on this machine again (it came
+// back, or was allocated anew): then the memory is stale and forgotten.
+func (g *givenRooms) again(name, asker, secret string, here bool, now time.Time) (wire.HandoverResponse, bool) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	e, ok := g.m[name]
-	g.mu.Unlock()
-	if !ok || e.asker != asker || !now.Before(e.until) || !wire.SecretEqual(secret, e.h.HostSecret) {
+	if !ok {
+		return wire.HandoverResponse{}, false
+	}
+	if here || !now.Before(e.until) {
+		delete(g.m, name)
+		return wire.HandoverResponse{}, false
+	}
+	if e.asker != asker || !wire.SecretEqual(secret, e.h.HostSecret) {
 		return wire.HandoverResponse{}, false
 	}
 	return e.h, true
@@ -83,7 +91,7 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) error {
 		return wire.ErrBadRequest.WithMessage("a handover request needs a room name, a secret and the asker's boot id")
 	}
 	now := s.clock.Now()
-	if h, ok := s.mesh.given.again(req.Name, req.BootID, req.Secret, now); ok {
+	if h, ok := s.mesh.given.again(req.Name, req.BootID, req.Secret, s.mesh.local(req.Name), now); ok {
 		s.mesh.m.handovers.WithLabelValues("given_again").Inc()
 		wire.WriteJSON(w, http.StatusOK, h)
 		return nil

@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -240,5 +246,93 @@ func TestMeshNoHandoverForARoomInUse(t *testing.T) {
 	}
 	if n := counterValue(m.holder.mesh.m.handovers.WithLabelValues("declined")); n != 0 {
 		t.Fatalf("the holder was asked (%v declines)", n)
+	}
+}
+
+// TestMeshRoomFollowsItsHostBackAndForth: a host that leaves a room with
+// clients (so it stays, vacant) and comes back through another machine
+// takes it along each time, including back to a machine that gave it
+// away less than a minute ago (whose memory of that answer is then stale
+// and must not be served).
+func TestMeshRoomFollowsItsHostBackAndForth(t *testing.T) {
+	m := newMeshRoom(t)
+	hops := []*Server{m.edge, m.holder, m.edge, m.holder}
+	for i, via := range hops {
+		host := join(t, via, "room", m.hostSecret)
+		if via.Stats().Rooms != 1 {
+			t.Fatalf("hop %d: the room did not follow its host", i)
+		}
+		cl := join(t, via, "room", m.clientSecr)
+		host.expectToHost(wire.ToHostConnected)
+		_ = host.ws.Close(websocket.StatusNormalClosure, "")
+		if code := cl.closed(); code != websocket.StatusNormalClosure {
+			t.Fatalf("hop %d: client close %v", i, code)
+		}
+		waitFor(t, "the vacant room", func() bool { return via.Stats().Connections == 0 })
+	}
+	if n := counterValue(m.edge.mesh.m.handovers.WithLabelValues("superseded")) +
+		counterValue(m.holder.mesh.m.handovers.WithLabelValues("superseded")); n != 0 {
+		t.Fatalf("%v handovers were refused by the balancer", n)
+	}
+	if n := counterValue(m.edge.mesh.m.handovers.WithLabelValues("given_again")) +
+		counterValue(m.holder.mesh.m.handovers.WithLabelValues("given_again")); n != 0 {
+		t.Fatalf("a stale handover answer was served %v times", n)
+	}
+}
+
+// TestMeshHandoverRefusedLater: the adopted room's first publication gets
+// no verdict (the balancer answered 503), so the host is served; when the
+// registrar's own publication is then refused (another incarnation won),
+// the room ends here and its host is closed with 1012.
+func TestMeshHandoverRefusedLater(t *testing.T) {
+	m := newMeshRoom(t)
+	m.b.failMoves.Store(1)
+	m.b.conflictMoves.Store(true)
+	host := join(t, m.edge, "room", m.hostSecret)
+	if code := host.closed(); code != websocket.StatusServiceRestart {
+		t.Fatalf("host of a room the balancer refused later: close %v, want 1012", code)
+	}
+	waitFor(t, "the refused room to end", func() bool { return m.edge.Stats().Rooms == 0 })
+}
+
+// TestMeshHandoverRetriesALostAnswer: the holder's answer to the edge's
+// handover request is lost on the way (the connection drops after the
+// holder gave the room up); the edge asks again and the holder answers the
+// same asker the same credentials, so the host is served and the room is
+// not lost between the two machines.
+func TestMeshHandoverRetriesALostAnswer(t *testing.T) {
+	m := newMeshRoom(t)
+	target, _ := url.Parse(m.holder.HTTPURL())
+	pass := httputil.NewSingleHostReverseProxy(target)
+	var dropped atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != wire.PathHandover || dropped.Swap(true) {
+			pass.ServeHTTP(w, r)
+			return
+		}
+		// Deliver the request, lose the answer.
+		rec := httptest.NewRecorder()
+		pass.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK {
+			t.Errorf("the holder answered the first request %d", rec.Code)
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(proxy.Close)
+	m.b.mu.Lock()
+	loc := m.b.rooms["room"]
+	loc.Endpoint = proxy.URL
+	m.b.rooms["room"] = loc
+	m.b.mu.Unlock()
+
+	join(t, m.edge, "room", m.hostSecret)
+	if !dropped.Load() || m.edge.Stats().Rooms != 1 || m.holder.Stats().Rooms != 0 {
+		t.Fatalf("dropped %v, edge %+v, holder %+v: want the room on the edge", dropped.Load(), m.edge.Stats(), m.holder.Stats())
+	}
+	if n := counterValue(m.holder.mesh.m.handovers.WithLabelValues("given_again")); n != 1 {
+		t.Fatalf("given again %v times, want 1", n)
 	}
 }

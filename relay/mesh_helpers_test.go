@@ -12,8 +12,10 @@ import (
 )
 
 // meshBalancer is the part of a balancer the machines of a multi-machine
-// app talk to: it accepts every registration, publication and removal,
-// and answers room locations from what the test placed.
+// app talk to: it accepts every registration and removal, applies
+// publications as the balancer's compare-and-set does for one incarnation
+// per name (a moved one only over the incarnation it names), and answers
+// room locations from what the test placed and what moved.
 type meshBalancer struct {
 	srv *httptest.Server
 
@@ -21,14 +23,41 @@ type meshBalancer struct {
 	rooms   map[string]wire.RoomLocation // guarded by mu
 	lookups int                          // guarded by mu
 	relays  map[string]wire.RelayInfo    // guarded by mu: registered boots
-	moves   []wire.Publication           // guarded by mu: publications with MovedFrom
+	moves   []wire.Publication           // guarded by mu: applied publications with MovedFrom
+	live    map[string]wire.Incarnation  // guarded by mu: the incarnation holding each name, once published
 
-	noHandover    atomic.Bool // answer as a balancer that predates handovers
-	conflictMoves atomic.Bool // refuse moved publications as conflicts
+	noHandover    atomic.Bool  // answer as a balancer that predates handovers
+	conflictMoves atomic.Bool  // refuse moved publications as conflicts
+	failMoves     atomic.Int32 // answer that many publish requests carrying a moved room with a 503
+}
+
+// apply is the compare-and-set of one publication of boot.
+func (b *meshBalancer) apply(boot string, p wire.Publication) wire.PublicationStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	this := wire.Incarnation{BootID: boot, Epoch: p.Epoch}
+	cur, known := b.live[p.Name]
+	switch {
+	case known && cur == this:
+		return wire.PubApplied
+	case p.MovedFrom != nil && (b.conflictMoves.Load() || known && cur != *p.MovedFrom):
+		return wire.PubConflict
+	case p.MovedFrom != nil:
+		// A handover: the room now lives with the publisher.
+		b.moves = append(b.moves, p)
+		if info, ok := b.relays[boot]; ok {
+			b.rooms[p.Name] = wire.RoomLocation{Name: p.Name, BootID: info.BootID, MachineID: info.MachineID,
+				Endpoint: info.Endpoint, Host: info.Host, Port: info.Port, Region: info.Region}
+		}
+	case known && cur.BootID != boot:
+		return wire.PubConflict
+	}
+	b.live[p.Name] = this
+	return wire.PubApplied
 }
 
 func newMeshBalancer(t testing.TB) *meshBalancer {
-	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}, relays: map[string]wire.RelayInfo{}}
+	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}, relays: map[string]wire.RelayInfo{}, live: map[string]wire.Incarnation{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+wire.PathRegister, func(w http.ResponseWriter, r *http.Request) {
 		var req wire.RegisterRequest
@@ -41,23 +70,16 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 	mux.HandleFunc("POST "+wire.PathPublish, func(w http.ResponseWriter, r *http.Request) {
 		var req wire.PublishRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
+		for _, p := range req.Rooms {
+			if p.MovedFrom != nil && b.failMoves.Load() > 0 {
+				b.failMoves.Add(-1)
+				wire.WriteError(w, wire.ErrInternal)
+				return
+			}
+		}
 		resp := wire.PublishResponse{Results: []wire.PublicationResult{}}
 		for _, p := range req.Rooms {
-			if p.MovedFrom != nil && b.conflictMoves.Load() {
-				resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: wire.PubConflict})
-				continue
-			}
-			if p.MovedFrom != nil {
-				// A handover: the room now lives with the publisher.
-				b.mu.Lock()
-				b.moves = append(b.moves, p)
-				if info, ok := b.relays[req.BootID]; ok {
-					b.rooms[p.Name] = wire.RoomLocation{Name: p.Name, BootID: info.BootID, MachineID: info.MachineID,
-						Endpoint: info.Endpoint, Host: info.Host, Port: info.Port, Region: info.Region}
-				}
-				b.mu.Unlock()
-			}
-			resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: wire.PubApplied})
+			resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: b.apply(req.BootID, p)})
 		}
 		wire.WriteJSON(w, http.StatusOK, resp)
 	})
@@ -66,6 +88,11 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		resp := wire.UnregisterResponse{Results: []wire.RemovalResult{}}
 		for _, rem := range req.Rooms {
+			b.mu.Lock()
+			if b.live[rem.Name] == (wire.Incarnation{BootID: req.BootID, Epoch: rem.Epoch}) {
+				delete(b.live, rem.Name)
+			}
+			b.mu.Unlock()
 			resp.Results = append(resp.Results, wire.RemovalResult{Name: rem.Name, Epoch: rem.Epoch, Status: wire.RemApplied})
 		}
 		wire.WriteJSON(w, http.StatusOK, resp)

@@ -270,10 +270,12 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 		g.m.publications.WithLabelValues(string(res.Status)).Inc()
 		switch res.Status {
 		case wire.PubApplied, wire.PubCurrent:
+			g.confirmed(res)
 		case wire.PubRejected:
 			g.reregister = true
 		default:
 			g.log.Warn("balancer refused a room publication", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
+			g.refused(res)
 		}
 	}
 	if g.reregister && !snapshot {
@@ -302,6 +304,36 @@ func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationSt
 	st := resp.Results[0].Status
 	g.m.publications.WithLabelValues(string(st)).Inc()
 	return st, nil
+}
+
+// confirmed marks a handed-over room whose publication the balancer
+// applied.
+func (g *registrar) confirmed(res wire.PublicationResult) {
+	if r := g.core.rooms.get(res.Name); r != nil {
+		r.mu.Lock()
+		if r.epoch == res.Epoch && r.movedFrom != nil {
+			r.confirmed = true
+		}
+		r.mu.Unlock()
+	}
+}
+
+// refused ends a handed-over room the balancer never applied and now
+// refuses (another incarnation of the name won while its first
+// publication had no verdict): nobody can be sent to it, so it does not
+// stay alive here (handover.go).
+func (g *registrar) refused(res wire.PublicationResult) {
+	r := g.core.rooms.get(res.Name)
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	end := r.epoch == res.Epoch && r.movedFrom != nil && !r.confirmed && !r.removed
+	r.mu.Unlock()
+	if end {
+		g.log.Warn("the balancer refused a handed-over room; ending it here", "room", res.Name, "epoch", res.Epoch)
+		g.core.endRoom(r, reasonRoomGone)
+	}
 }
 
 // flushOutbox sends every unconfirmed removal; entries leave the outbox

@@ -21,6 +21,7 @@ type room struct {
 	clientSecret string                // guarded by mu
 	allocationID string                // guarded by mu
 	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
+	confirmed    bool                  // guarded by mu; a moved room: the balancer applied its publication
 	host         *conn                 // guarded by mu; nil when no host is connected
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer
 	emptySince   time.Time             // guarded by mu; zero while count() > 0

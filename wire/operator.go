@@ -21,14 +21,19 @@ func CheckOperator(r *http.Request, secret string) error {
 
 // PrivateOrOperator guards a route that the private network may read
 // freely but the internet may not (/metrics): a request that came through
-// Fly's public proxy carries HeaderFlyClientIP (the proxy sets it; a
-// client cannot remove it), and must then carry the operator's credential
-// (CheckOperator). Requests over the private network (Fly's own metrics
-// scraper on 6PN, another machine, a health check) and off Fly carry no
-// such header and are served.
+// Fly's public proxy's HTTP handler carries Fly-Client-IP and
+// Fly-Forwarded-Port (the proxy sets them; a client cannot remove them),
+// and must then carry the operator's credential (CheckOperator). Requests
+// over the private network (Fly's own metrics scraper on 6PN, another
+// machine, a health check) and off Fly carry neither and are served.
+//
+// Only Fly's "http" handler adds these headers: a service that exposes
+// the port with handlers ["tls"] alone, or none, would let the internet in
+// unchallenged. The shipped fly.toml files expose it through
+// http_service only.
 func PrivateOrOperator(secret string, h http.Handler) http.Handler {
 	return Handler(func(w http.ResponseWriter, r *http.Request) error {
-		if r.Header.Get(HeaderFlyClientIP) != "" {
+		if r.Header.Get(HeaderFlyClientIP) != "" || r.Header.Get("Fly-Forwarded-Port") != "" {
 			if err := CheckOperator(r, secret); err != nil {
 				return err
 			}
