@@ -24,17 +24,19 @@ const linkGrace = flushTimeout + time.Second
 // connection is to be served here: a pipe, a malformed message, a local
 // room, or a room the balancer does not know (the core then answers as
 // usual, [4] for an unknown room). It runs on the connection's reader
-// before any frame of it is routed, bounded by ForwardTimeout.
+// before any frame of it is routed: room lookups (at most 2 s each), a
+// handover (about 5 s at most, handover.go) and link dials
+// (ForwardTimeout) bound it.
 func (m *mesh) openLink(first []byte) *uplink {
 	a, err := wire.ParseAuth(first)
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
 	}
-	// One ForwardTimeout bounds the whole decision. A holder that cannot be
-	// dialed may be a stale cached answer (it died, the name moved): its
-	// location is forgotten and looked up once more before giving up.
-	ctx, cancel := context.WithTimeout(m.s.ctx, m.s.opts.ForwardTimeout)
-	defer cancel()
+	// One ForwardTimeout bounds the links' dials (the lookups and the
+	// handover have budgets of their own). A holder that cannot be dialed
+	// may be a stale cached answer (it died, the name moved): its location
+	// is forgotten and looked up once more before giving up.
+	var deadline time.Time
 	for attempt := 0; ; attempt++ {
 		loc, found, err := m.loc.locate(a.RoomName)
 		switch {
@@ -52,7 +54,12 @@ func (m *mesh) openLink(first []byte) *uplink {
 			// The room follows its host (handover.go): served here.
 			return nil
 		}
-		up, err := m.dialLink(ctx, loc)
+		if deadline.IsZero() {
+			deadline = time.Now().Add(m.s.opts.ForwardTimeout)
+		}
+		ctx, cancel := context.WithDeadline(m.s.ctx, deadline)
+		up, err := m.dialLink(ctx, loc) // the context only bounds the handshake
+		cancel()
 		if err == nil {
 			m.m.forwards.WithLabelValues("ok").Inc()
 			return up
@@ -60,7 +67,7 @@ func (m *mesh) openLink(first []byte) *uplink {
 		m.loc.forget(a.RoomName)
 		m.s.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
 			"holder", loc.MachineID, "endpoint", loc.Endpoint, "attempt", attempt+1, "err", err)
-		if attempt > 0 || ctx.Err() != nil {
+		if attempt > 0 || !time.Now().Before(deadline) {
 			m.m.forwards.WithLabelValues("unreachable").Inc()
 			return nil
 		}

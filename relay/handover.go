@@ -58,8 +58,9 @@ const maxHandoverAnswer = 16 << 10
 // handoverAttemptTimeout bounds one handover request (its own budget, not
 // what the room lookup left of ForwardTimeout); handoverAttempts is how
 // many are made when the answer is lost in transport; handoverPublishTimeout
-// bounds the publication of the adopted room. Together they keep a host's
-// wait for its authentication answer within about 5 s.
+// bounds the publication of the adopted room. Together they keep the
+// handover within about 5 s; with the room lookup before it (at most 2 s)
+// a host waits at most about 7 s for its authentication answer.
 const (
 	handoverAttemptTimeout = 1500 * time.Millisecond
 	handoverAttempts       = 2
@@ -113,7 +114,8 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 		m.s.log.Warn("the balancer refused a handed-over room; ending it here", "room", a.RoomName, "status", st)
 		m.s.core.endRoom(r, reasonRoomGone)
 		return true
-	case err == nil && st == wire.PubApplied:
+	case err == nil && (st == wire.PubApplied || st == wire.PubCurrent):
+		// Current: the registrar's own publication of it got there first.
 		r.mu.Lock()
 		r.confirmed = true
 		r.mu.Unlock()
@@ -160,7 +162,8 @@ func (m *mesh) askHandover(loc wire.RoomLocation, a wire.Auth) (wire.HandoverRes
 	if resp.StatusCode != http.StatusOK {
 		return h, wire.DecodeError(resp.StatusCode, b)
 	}
-	if err := json.Unmarshal(b, &h); err != nil || h.Name != a.RoomName || h.HostSecret == "" || h.ClientSecret == "" || h.From.Epoch == "" {
+	if err := json.Unmarshal(b, &h); err != nil || h.Name != a.RoomName ||
+		h.HostSecret == "" || h.ClientSecret == "" || h.From.Epoch == "" {
 		return h, errors.New("the holder answered a malformed handover")
 	}
 	return h, nil
@@ -207,10 +210,21 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 // to the outbox): a handed-over room whose publication the balancer
 // refused, so that a room is never live on two machines.
 func (c *core) endRoom(r *room, reason closeReason) {
+	c.endRoomIf(r, reason, func() bool { return true })
+}
+
+// endIfUnconfirmed ends r, if it is the handed-over incarnation epoch and
+// the balancer has not applied it, and reports whether it did.
+func (c *core) endIfUnconfirmed(r *room, epoch string, reason closeReason) bool {
+	return c.endRoomIf(r, reason, func() bool { return r.epoch == epoch && r.movedFrom != nil && !r.confirmed })
+}
+
+// endRoomIf is endRoom when cond, checked under r's lock, holds.
+func (c *core) endRoomIf(r *room, reason closeReason, cond func() bool) bool {
 	r.mu.Lock()
-	if r.removed {
+	if r.removed || !cond() {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	conns := make([]*conn, 0, r.countLocked())
 	if r.host != nil {
@@ -228,4 +242,5 @@ func (c *core) endRoom(r *room, reason closeReason) {
 	}
 	r.mu.Unlock()
 	c.dropRoom(r, rem)
+	return true
 }

@@ -33,23 +33,34 @@ type givenRoom struct {
 	until time.Time
 }
 
-// remember records that room h.Name was given to asker, and forgets the
-// expired entries (they hold the rooms' secrets).
+// remember records that room h.Name was given to asker.
 func (g *givenRooms) remember(asker string, h wire.HandoverResponse, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
 		g.m = make(map[string]givenRoom)
 	}
+	g.sweepLocked(now)
+	if len(g.m) >= maxGiven {
+		clear(g.m)
+	}
+	g.m[h.Name] = givenRoom{asker: asker, h: h, until: now.Add(givenRetention)}
+}
+
+// sweep forgets the expired entries (the relay's cleanup tick).
+func (g *givenRooms) sweep(now time.Time) {
+	g.mu.Lock()
+	g.sweepLocked(now)
+	g.mu.Unlock()
+}
+
+// sweepLocked forgets the expired entries (they hold the rooms' secrets).
+func (g *givenRooms) sweepLocked(now time.Time) {
 	for k, v := range g.m {
 		if !now.Before(v.until) {
 			delete(g.m, k)
 		}
 	}
-	if len(g.m) >= maxGiven {
-		clear(g.m)
-	}
-	g.m[h.Name] = givenRoom{asker: asker, h: h, until: now.Add(givenRetention)}
 }
 
 // again returns what room name was given to asker, when that was less
@@ -59,6 +70,7 @@ func (g *givenRooms) remember(asker string, h wire.HandoverResponse, now time.Ti
 func (g *givenRooms) again(name, asker, secret string, here bool, now time.Time) (wire.HandoverResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.sweepLocked(now)
 	e, ok := g.m[name]
 	if !ok {
 		return wire.HandoverResponse{}, false

@@ -286,9 +286,15 @@ func TestMeshRoomFollowsItsHostBackAndForth(t *testing.T) {
 // the room ends here and its host is closed with 1012.
 func TestMeshHandoverRefusedLater(t *testing.T) {
 	m := newMeshRoom(t)
-	m.b.failMoves.Store(1)
-	m.b.conflictMoves.Store(true)
+	m.b.failMoves.Store(1 << 20) // no verdict for the move, until the host is in
 	host := join(t, m.edge, "room", m.hostSecret)
+	if m.edge.Stats().Rooms != 1 {
+		t.Fatal("the host was not served in the adopted room")
+	}
+	// Another incarnation wins; the registrar's next publication hears it.
+	m.b.failMoves.Store(0)
+	m.b.conflictMoves.Store(true)
+	m.edge.reg.roomChanged(m.edge.core.rooms.get("room"))
 	if code := host.closed(); code != websocket.StatusServiceRestart {
 		t.Fatalf("host of a room the balancer refused later: close %v, want 1012", code)
 	}

@@ -24,23 +24,31 @@ type meshBalancer struct {
 	lookups int                          // guarded by mu
 	relays  map[string]wire.RelayInfo    // guarded by mu: registered boots
 	moves   []wire.Publication           // guarded by mu: applied publications with MovedFrom
-	live    map[string]wire.Incarnation  // guarded by mu: the incarnation holding each name, once published
+	live    map[string]liveRoom          // guarded by mu: the incarnation holding each name, once known
 
 	noHandover    atomic.Bool  // answer as a balancer that predates handovers
 	conflictMoves atomic.Bool  // refuse moved publications as conflicts
 	failMoves     atomic.Int32 // answer that many publish requests carrying a moved room with a 503
 }
 
-// apply is the compare-and-set of one publication of boot.
+type liveRoom struct {
+	wire.Incarnation
+	revision uint64
+}
+
+// apply is the compare-and-set of one publication of boot, as the
+// balancer's: the same incarnation updates (applied) or repeats
+// (current); another one conflicts, unless it moved from exactly this one.
 func (b *meshBalancer) apply(boot string, p wire.Publication) wire.PublicationStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	this := wire.Incarnation{BootID: boot, Epoch: p.Epoch}
 	cur, known := b.live[p.Name]
 	switch {
-	case known && cur == this:
-		return wire.PubApplied
-	case p.MovedFrom != nil && (b.conflictMoves.Load() || known && cur != *p.MovedFrom):
+	case known && cur.Incarnation == this && p.Revision <= cur.revision:
+		return wire.PubCurrent
+	case known && cur.Incarnation == this:
+	case p.MovedFrom != nil && (b.conflictMoves.Load() || known && cur.Incarnation != *p.MovedFrom):
 		return wire.PubConflict
 	case p.MovedFrom != nil:
 		// A handover: the room now lives with the publisher.
@@ -49,15 +57,15 @@ func (b *meshBalancer) apply(boot string, p wire.Publication) wire.PublicationSt
 			b.rooms[p.Name] = wire.RoomLocation{Name: p.Name, BootID: info.BootID, MachineID: info.MachineID,
 				Endpoint: info.Endpoint, Host: info.Host, Port: info.Port, Region: info.Region}
 		}
-	case known && cur.BootID != boot:
+	case known:
 		return wire.PubConflict
 	}
-	b.live[p.Name] = this
+	b.live[p.Name] = liveRoom{Incarnation: this, revision: p.Revision}
 	return wire.PubApplied
 }
 
 func newMeshBalancer(t testing.TB) *meshBalancer {
-	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}, relays: map[string]wire.RelayInfo{}, live: map[string]wire.Incarnation{}}
+	b := &meshBalancer{rooms: map[string]wire.RoomLocation{}, relays: map[string]wire.RelayInfo{}, live: map[string]liveRoom{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+wire.PathRegister, func(w http.ResponseWriter, r *http.Request) {
 		var req wire.RegisterRequest
@@ -71,8 +79,7 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 		var req wire.PublishRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		for _, p := range req.Rooms {
-			if p.MovedFrom != nil && b.failMoves.Load() > 0 {
-				b.failMoves.Add(-1)
+			if p.MovedFrom != nil && b.takeFailure() {
 				wire.WriteError(w, wire.ErrInternal)
 				return
 			}
@@ -89,7 +96,7 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 		resp := wire.UnregisterResponse{Results: []wire.RemovalResult{}}
 		for _, rem := range req.Rooms {
 			b.mu.Lock()
-			if b.live[rem.Name] == (wire.Incarnation{BootID: req.BootID, Epoch: rem.Epoch}) {
+			if b.live[rem.Name].Incarnation == (wire.Incarnation{BootID: req.BootID, Epoch: rem.Epoch}) {
 				delete(b.live, rem.Name)
 			}
 			b.mu.Unlock()
@@ -119,12 +126,35 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 	return b
 }
 
-// place records s as the holder of room.
+// takeFailure consumes one of failMoves, if any is left.
+func (b *meshBalancer) takeFailure() bool {
+	for {
+		n := b.failMoves.Load()
+		if n <= 0 {
+			return false
+		}
+		if b.failMoves.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// place records s as the holder of room, with the incarnation s holds, as
+// the balancer does when it commits an allocation.
 func (b *meshBalancer) place(room string, s *Server) {
+	var inc liveRoom
+	if r := s.core.rooms.get(room); r != nil {
+		r.mu.Lock()
+		inc = liveRoom{Incarnation: wire.Incarnation{BootID: s.BootID(), Epoch: r.epoch}, revision: r.revision}
+		r.mu.Unlock()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.rooms[room] = wire.RoomLocation{Name: room, BootID: s.BootID(), MachineID: s.opts.MachineID,
 		Endpoint: s.opts.Endpoint, Host: s.opts.PublicHost, Port: s.advertisedWSPort, Region: s.opts.Region}
+	if inc.Epoch != "" {
+		b.live[room] = inc
+	}
 }
 
 // setConnections sets the count the balancer reports for room.

@@ -114,14 +114,17 @@ func (g *registrar) run(ctx context.Context) {
 	retry.Stop()
 	defer retry.Stop()
 	var backoff time.Duration
+	again := func() {
+		backoff = min(max(2*backoff, retryMin), g.interval)
+		retry.Reset(backoff)
+	}
 	beat := func() {
 		if g.heartbeat(ctx) {
 			backoff = 0
 			retry.Stop()
 			return
 		}
-		backoff = min(max(2*backoff, retryMin), g.interval)
-		retry.Reset(backoff)
+		again()
 	}
 	beat()
 	for {
@@ -133,10 +136,16 @@ func (g *registrar) run(ctx context.Context) {
 		case <-retry.C():
 			beat()
 		case <-g.kick:
-			g.publishDirty(ctx)
+			published := g.publishDirty(ctx)
 			g.flushOutbox(ctx)
-			if g.reregister && g.clock.Now().Sub(g.lastBeat) >= min(time.Second, g.interval) {
+			switch {
+			case g.reregister && g.clock.Now().Sub(g.lastBeat) >= min(time.Second, g.interval):
 				beat()
+			case !published:
+				// The balancer did not answer: the heartbeat's snapshot
+				// carries these rooms soon, not a whole interval later
+				// (a handed-over room waits on it to be routed).
+				again()
 			}
 		case job := <-g.jobs:
 			job(ctx)
@@ -218,12 +227,12 @@ func (g *registrar) publishSnapshot(ctx context.Context) {
 
 // publishDirty publishes the rooms whose count changed since the last
 // publication, coalesced: a room changed ten times is sent once, with its
-// latest revision.
-func (g *registrar) publishDirty(ctx context.Context) {
+// latest revision. It reports false when a request got no answer.
+func (g *registrar) publishDirty(ctx context.Context) bool {
 	g.mu.Lock()
 	if len(g.dirty) == 0 {
 		g.mu.Unlock()
-		return
+		return true
 	}
 	rooms := make([]*room, 0, len(g.dirty))
 	for r := range g.dirty {
@@ -232,11 +241,13 @@ func (g *registrar) publishDirty(ctx context.Context) {
 	clear(g.dirty)
 	g.mu.Unlock()
 	pubs := publications(rooms)
+	ok := true
 	for len(pubs) > 0 {
 		n := min(len(pubs), maxPerRequest)
-		g.publish(ctx, pubs[:n], false)
+		ok = g.publish(ctx, pubs[:n], false) && ok
 		pubs = pubs[n:]
 	}
+	return ok
 }
 
 // publications reads the live rooms' publications (removed ones are the
@@ -254,9 +265,11 @@ func publications(rooms []*room) []wire.Publication {
 	return pubs
 }
 
-func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapshot bool) {
+// publish sends pubs and applies the verdicts; it reports false when the
+// balancer gave none (the request failed).
+func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapshot bool) bool {
 	if len(pubs) == 0 && !snapshot {
-		return
+		return true
 	}
 	req := wire.PublishRequest{BootID: g.info.BootID, Endpoint: g.info.Endpoint, Rooms: pubs, Snapshot: snapshot}
 	var resp wire.PublishResponse
@@ -264,7 +277,7 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 		// The next heartbeat republishes the same epoch and revision (or a
 		// newer one); the balancer applies publications idempotently.
 		g.log.Warn("failed to publish rooms", "rooms", len(pubs), "snapshot", snapshot, "err", err)
-		return
+		return false
 	}
 	for _, res := range resp.Results {
 		g.m.publications.WithLabelValues(string(res.Status)).Inc()
@@ -273,14 +286,17 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 			g.confirmed(res)
 		case wire.PubRejected:
 			g.reregister = true
-		default:
+		case wire.PubConflict, wire.PubFenced:
 			g.log.Warn("balancer refused a room publication", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
 			g.refused(res)
+		default:
+			g.log.Warn("balancer answered an unknown publication status", "room", res.Name, "status", res.Status)
 		}
 	}
 	if g.reregister && !snapshot {
 		g.signal()
 	}
+	return true
 }
 
 // publishNow publishes one room at once from the caller's goroutine and
@@ -324,15 +340,8 @@ func (g *registrar) confirmed(res wire.PublicationResult) {
 // stay alive here (handover.go).
 func (g *registrar) refused(res wire.PublicationResult) {
 	r := g.core.rooms.get(res.Name)
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	end := r.epoch == res.Epoch && r.movedFrom != nil && !r.confirmed && !r.removed
-	r.mu.Unlock()
-	if end {
-		g.log.Warn("the balancer refused a handed-over room; ending it here", "room", res.Name, "epoch", res.Epoch)
-		g.core.endRoom(r, reasonRoomGone)
+	if r != nil && g.core.endIfUnconfirmed(r, res.Epoch, reasonRoomGone) {
+		g.log.Warn("the balancer refused a handed-over room; ended it here", "room", res.Name, "epoch", res.Epoch)
 	}
 }
 

@@ -199,9 +199,15 @@ func (s *Server) relayInfo() wire.RelayInfo {
 	}
 }
 
-// cleanupLoop is the empty-room tick, driven by the injected clock.
+// cleanupLoop is the empty-room tick, driven by the injected clock; it
+// also forgets expired handover answers (they hold rooms' secrets).
 func (s *Server) cleanupLoop() {
-	clock.Every(s.ctx, s.clock, s.cleanupInterval, s.core.expire)
+	clock.Every(s.ctx, s.clock, s.cleanupInterval, func() {
+		s.core.expire()
+		if s.mesh != nil {
+			s.mesh.given.sweep(s.clock.Now())
+		}
+	})
 }
 
 // HTTPURL is http://<listen addr>:<port> of the main port ("" before Start).

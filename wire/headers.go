@@ -37,6 +37,7 @@ const (
 	HeaderFlyReplaySrc     = "Fly-Replay-Src"
 	HeaderFlyForceInstance = "fly-force-instance-id"
 	HeaderFlyClientIP      = "Fly-Client-IP"
+	HeaderFlyForwardedPort = "Fly-Forwarded-Port"
 )
 
 // Limits on what a request may carry.

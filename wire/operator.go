@@ -33,7 +33,7 @@ func CheckOperator(r *http.Request, secret string) error {
 // http_service only.
 func PrivateOrOperator(secret string, h http.Handler) http.Handler {
 	return Handler(func(w http.ResponseWriter, r *http.Request) error {
-		if r.Header.Get(HeaderFlyClientIP) != "" || r.Header.Get("Fly-Forwarded-Port") != "" {
+		if r.Header.Get(HeaderFlyClientIP) != "" || r.Header.Get(HeaderFlyForwardedPort) != "" {
 			if err := CheckOperator(r, secret); err != nil {
 				return err
 			}

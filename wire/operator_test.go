@@ -25,7 +25,7 @@ func TestPrivateOrOperator(t *testing.T) {
 		{"public, no credential", map[string]string{HeaderFlyClientIP: "203.0.113.7"}, http.StatusUnauthorized},
 		{"public, wrong bearer", map[string]string{HeaderFlyClientIP: "203.0.113.7", "Authorization": "Bearer nope"}, http.StatusUnauthorized},
 		{"public, bearer", map[string]string{HeaderFlyClientIP: "203.0.113.7", "Authorization": "bearer " + secret}, http.StatusOK},
-		{"public, only the forwarded port", map[string]string{"Fly-Forwarded-Port": "443"}, http.StatusUnauthorized},
+		{"public, only the forwarded port", map[string]string{HeaderFlyForwardedPort: "443"}, http.StatusUnauthorized},
 		{"public, internal header", map[string]string{HeaderFlyClientIP: "203.0.113.7", HeaderInternalSecret: secret}, http.StatusOK},
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
