@@ -229,8 +229,8 @@
 // and answers the credentials; the edge creates a new incarnation with
 // them and publishes it with wire.Publication.MovedFrom, which the
 // balancer applies over exactly the old incarnation (and tombstones it).
-// The host is then served directly. This is the one way a room moves, once,
-// before anyone is in it; membership changes never move rooms.
+// The host is then served directly. This is the one way a room moves, and
+// only while nobody is in it; membership changes never move rooms.
 //
 // Hintless clients can only be placed after their first message. The
 // reader parses the authentication message; if it names a room that is
