@@ -130,7 +130,7 @@ func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *uplink, first *buf)
 	defer m.m.active.Dec()
 	writerDone := make(chan struct{})
 	var readerWG sync.WaitGroup
-	go m.s.wsWriter(up.ws, up.batches(), link, writerDone)
+	go m.s.wsWriter(up.ws, up.lc, link, writerDone)
 	readerWG.Go(func() { m.linkReader(up.ws, c, link) })
 	link.enqueue(first, dirMeshOut)
 

@@ -10,21 +10,23 @@ import (
 	"time"
 )
 
-// Frame-level writes on the server side (issue 7). coder/websocket flushes
-// every message, so a writer draining 64 queued frames made 64 write
-// system calls. A relay's accepted connection keeps coder/websocket for
-// the upgrade, reading, ping/pong and the close handshake, but its data
-// frames are encoded here (RFC 6455 server frames are unmasked: a 2 to 10
-// byte header and the payload) into one pooled buffer per batch and
-// written with one system call.
+// Frame-level writes (issue 7). coder/websocket flushes every message, so
+// a writer draining 64 queued frames made 64 write system calls. The
+// relay keeps coder/websocket for the upgrade, reading, ping/pong and the
+// close handshake, but encodes its data frames here into one pooled
+// buffer per batch, written with one system call. Two kinds of socket do
+// this: an accepted connection (RFC 6455 server frames, unmasked: a 2 to
+// 10 byte header and the payload) and a link to a holder machine (client
+// frames, masked: linkconn.go).
 //
-// Both writers meet in frameConn, the net.Conn coder/websocket is handed
-// at the hijack: its mutex serialises a batch of ours against
-// coder/websocket's own frames. coder/websocket only ever writes control
-// frames on a server connection (pong, close: at most 127 bytes, fully
-// buffered in the 256-byte bufio.Writer the hijack hands it, ctlBufSize in
-// readconn.go, and flushed at once), so each of its Write calls here is
-// one whole frame and frames never interleave.
+// Both writers meet in frameConn, the net.Conn coder/websocket writes
+// through: its mutex serialises a batch of ours against coder/websocket's
+// own frames. Once the handshake is over coder/websocket only ever writes
+// control frames on these connections (pong, close: at most 131 bytes,
+// fully buffered in its bufio.Writer and flushed at once: the 256-byte one
+// the hijack hands it, ctlBufSize in readconn.go, or its own 4 KiB one on
+// a link), so each of its Write calls is one whole frame and frames never
+// interleave.
 
 // batchBufSize is the pooled buffer a batch is encoded into; a frame that
 // does not fit an empty one is written as its header and payload.
@@ -32,20 +34,27 @@ const batchBufSize = 32 << 10
 
 var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBufSize); return &b }}
 
-// frameConn is the hijacked TCP connection of one accepted WebSocket.
-// Static after the hijack except closeSent, guarded by mu with the
-// socket's write side.
+// frameConn is the TCP connection of one WebSocket whose data frames the
+// relay writes itself. masked is static; upgraded and closeSent are
+// guarded by mu with the socket's write side.
 type frameConn struct {
 	net.Conn
-	mu        sync.Mutex
-	closeSent bool // guarded by mu: a close frame went out, no data may follow
+	masked bool // client frames (a link to a holder machine), masked per RFC 6455 5.3
+
+	mu sync.Mutex
+	// upgraded is set once the WebSocket handshake is over (at the hijack
+	// for an accepted connection, after the dial for a link): from then
+	// on every Write is one of coder/websocket's frames.
+	upgraded  bool
+	closeSent bool // a close frame went out, no data may follow
 }
 
-// Write is coder/websocket's path to the socket (its control frames).
+// Write is coder/websocket's path to the socket (its control frames), and
+// on a link first net/http's (the upgrade request).
 func (f *frameConn) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(p) > 0 && p[0]&0x0f == 0x8 {
+	if f.upgraded && len(p) > 0 && p[0]&0x0f == 0x8 {
 		f.closeSent = true
 	}
 	return f.Conn.Write(p)
@@ -81,20 +90,31 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 		}
 		defer func() { _ = f.Conn.SetWriteDeadline(time.Time{}) }()
 	}
+	maxHeader := maxFrameHeader
+	if f.masked {
+		maxHeader = maxMaskedHeader
+	}
 	for _, b := range batch {
 		p := b.frame()
-		if len(out)+maxFrameHeader+len(p) > cap(out) && len(out) > 0 {
+		if len(out)+maxHeader+len(p) > cap(out) && len(out) > 0 {
 			if _, err := f.Conn.Write(out); err != nil {
 				return fmt.Errorf("failed to write frames: %w", err)
 			}
 			out = out[:0]
 		}
-		out = appendFrameHeader(out, len(p))
-		if len(out)+len(p) <= cap(out) {
-			out = append(out, p...)
+		if len(out)+frameHeaderLen(len(p), f.masked)+len(p) <= cap(out) {
+			out = f.appendFrame(out, p)
 			continue
 		}
-		// Larger than the whole buffer: header, then the payload as is.
+		// Larger than the whole buffer: header, then the payload as is
+		// (masked in place on a link: the frame is ours until released).
+		if f.masked {
+			var key [4]byte
+			out, key = appendMaskedHeader(out, len(p))
+			maskBytes(p, p, key)
+		} else {
+			out = appendFrameHeader(out, len(p))
+		}
 		if _, err := f.Conn.Write(out); err != nil {
 			return fmt.Errorf("failed to write a frame header: %w", err)
 		}
@@ -109,6 +129,34 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 		}
 	}
 	return nil
+}
+
+// appendFrame appends p as one final binary frame: masked with a fresh
+// key on a link, as is on an accepted connection.
+func (f *frameConn) appendFrame(out, p []byte) []byte {
+	if !f.masked {
+		return append(appendFrameHeader(out, len(p)), p...)
+	}
+	out, key := appendMaskedHeader(out, len(p))
+	n := len(out)
+	out = out[:n+len(p)]
+	maskBytes(out[n:], p, key)
+	return out
+}
+
+// frameHeaderLen is the length of the header of a frame carrying n bytes.
+func frameHeaderLen(n int, masked bool) int {
+	h := 2
+	switch {
+	case n > 0xffff:
+		h = 10
+	case n >= 126:
+		h = 4
+	}
+	if masked {
+		h += 4
+	}
+	return h
 }
 
 // maxFrameHeader is the longest unmasked frame header.
@@ -144,7 +192,7 @@ func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_ = nc.Close()
 		return nil, nil, fmt.Errorf("failed to flush the upgrade: %w", err)
 	}
-	h.fc = &frameConn{Conn: nc}
+	h.fc = &frameConn{Conn: nc, upgraded: true}
 	// coder/websocket keeps the reader and writer it is handed for the
 	// connection's life: it gets small ones over a readConn
 	// (readconn.go), not net/http's 4 KiB pair, which dies with the

@@ -3,129 +3,36 @@ package relay
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"sync"
-	"time"
 
 	"github.com/coder/websocket"
 )
 
 // Frame-level writes on a link (the edge's client WebSocket to the
 // machine holding a forwarded connection's room), the client-side
-// counterpart of frameconn.go. coder/websocket flushes every message, so
-// the link's writer made one write system call per forwarded frame. The
-// link keeps coder/websocket for the upgrade, reading, answering pings and
-// the close handshake; its data frames are encoded here into one pooled
-// buffer per batch and written with one system call.
+// counterpart of an accepted connection's (frameconn.go): the link's
+// socket is a frameConn with masked set, so its data frames go out in one
+// system call per batch too.
 //
 // Client frames must be masked (RFC 6455 section 5.3): each frame gets a
 // fresh 4-byte key and its payload is XORed with it, 8 bytes at a time,
 // while being copied into the batch buffer.
 //
-// Both writers meet in linkConn, the TCP connection the mesh's
-// http.Transport dials. coder/websocket's client writes through net/http's
-// upgraded response body straight to that connection, and on a link it
-// only ever writes control frames (pong, close; the relay never pings a
-// link): at most 131 bytes, fully buffered in its 4 KiB bufio.Writer and
-// flushed at once, so each of its Write calls here is one whole frame
-// (TestLinkConnBatch pins this) and linkConn's mutex keeps them whole
-// between our batches.
+// coder/websocket's client writes through net/http's upgraded response
+// body straight to the dialed connection, so the mesh transport's dialer
+// wraps each TCP connection in a frameConn (linkDialContext) and
+// dialUplink finds the one the upgrade went over. After the handshake
+// coder/websocket only writes control frames there (pong, close; the
+// relay never pings a link), each in one Write (TestLinkConnBatch pins
+// this).
 //
 // Keeping the socket also bounds a link's close: coder/websocket's CloseNow
 // does not close a socket whose close handshake is in progress (it waits
-// for its own timers), so runForwarded closes linkConn itself once
+// for its own timers), so runForwarded closes the socket itself once
 // linkGrace has passed.
-
-// linkConn is the TCP connection of a link. Static after the dial except
-// upgraded and closeSent, guarded by mu with the socket's write side.
-type linkConn struct {
-	net.Conn
-	mu sync.Mutex
-	// upgraded is set (under mu) once the WebSocket handshake is over:
-	// from then on every Write is one of coder/websocket's frames.
-	upgraded  bool
-	closeSent bool // guarded by mu: a close frame went out, no data may follow
-}
-
-// Write is net/http's path to the socket (the upgrade request) and then
-// coder/websocket's (its control frames).
-func (l *linkConn) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.upgraded && len(p) > 0 && p[0]&0x0f == 0x8 {
-		l.closeSent = true
-	}
-	return l.Conn.Write(p)
-}
-
-// writeBatch writes every frame of batch as a masked binary message, in
-// order, with as few system calls as the pooled buffer allows (one for a
-// batch of game packets), and releases the frames. deadline, when not
-// zero, bounds the writes.
-func (l *linkConn) writeBatch(batch []*buf, deadline time.Time) error {
-	bp := batchBufs.Get().(*[]byte)
-	out := (*bp)[:0]
-	l.mu.Lock()
-	err := l.encodeAndWrite(batch, out, deadline)
-	l.mu.Unlock()
-	*bp = out[:0]
-	batchBufs.Put(bp)
-	for i, b := range batch {
-		putBuf(b)
-		batch[i] = nil
-	}
-	return err
-}
-
-// encodeAndWrite does writeBatch's work with l.mu held.
-func (l *linkConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time) error {
-	if l.closeSent {
-		return net.ErrClosed
-	}
-	if !deadline.IsZero() {
-		if err := l.Conn.SetWriteDeadline(deadline); err != nil {
-			return fmt.Errorf("failed to set the write deadline: %w", err)
-		}
-		defer func() { _ = l.Conn.SetWriteDeadline(time.Time{}) }()
-	}
-	for _, b := range batch {
-		p := b.frame()
-		if len(out)+maxMaskedHeader+len(p) > cap(out) && len(out) > 0 {
-			if _, err := l.Conn.Write(out); err != nil {
-				return fmt.Errorf("failed to write frames: %w", err)
-			}
-			out = out[:0]
-		}
-		var key [4]byte
-		out, key = appendMaskedHeader(out, len(p))
-		if len(out)+len(p) <= cap(out) {
-			n := len(out)
-			out = out[:n+len(p)]
-			maskBytes(out[n:], p, key)
-			continue
-		}
-		// Larger than the whole buffer: header, then the payload masked
-		// in place (the frame is ours until it is released).
-		if _, err := l.Conn.Write(out); err != nil {
-			return fmt.Errorf("failed to write a frame header: %w", err)
-		}
-		out = out[:0]
-		maskBytes(p, p, key)
-		if _, err := l.Conn.Write(p); err != nil {
-			return fmt.Errorf("failed to write a frame: %w", err)
-		}
-	}
-	if len(out) > 0 {
-		if _, err := l.Conn.Write(out); err != nil {
-			return fmt.Errorf("failed to write frames: %w", err)
-		}
-	}
-	return nil
-}
 
 // maxMaskedHeader is the longest masked frame header.
 const maxMaskedHeader = maxFrameHeader + 4
@@ -167,14 +74,14 @@ func maskBytes(dst, src []byte, key [4]byte) {
 }
 
 // linkDialContext is the mesh transport's DialContext: it dials TCP with d
-// and wraps the connection in a linkConn.
+// and wraps the connection in a masked frameConn.
 func linkDialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return &linkConn{Conn: nc}, nil
+		return &frameConn{Conn: nc, masked: true}, nil
 	}
 }
 
@@ -183,10 +90,10 @@ type uplink struct {
 	ws *websocket.Conn
 	// lc is the socket ws runs on, where the link's data frames are
 	// written and which the edge closes itself. nil when the link does not
-	// run on a plain linkConn (a wss:// endpoint: TLS sits in between);
+	// run on a plain frameConn (a wss:// endpoint: TLS sits in between);
 	// such a link writes through ws one message at a time and is closed by
 	// coder/websocket.
-	lc *linkConn
+	lc *frameConn
 }
 
 // dialUplink opens a WebSocket to url through client, whose transport
@@ -211,22 +118,13 @@ func dialUplink(ctx context.Context, client *http.Client, url string, h http.Hea
 		return nil, err
 	}
 	up := &uplink{ws: ws}
-	if lc, ok := nc.(*linkConn); ok {
+	if lc, ok := nc.(*frameConn); ok {
 		lc.mu.Lock()
 		lc.upgraded = true
 		lc.mu.Unlock()
 		up.lc = lc
 	}
 	return up, nil
-}
-
-// batches is the link writer's frame-level path, nil without lc (an
-// untyped nil: wsWriter then writes through ws).
-func (u *uplink) batches() batchWriter {
-	if u.lc == nil {
-		return nil
-	}
-	return u.lc
 }
 
 // drop ends the link at once: it closes the socket itself, which fails a

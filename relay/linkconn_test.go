@@ -233,7 +233,7 @@ func testFrames(sizes []int, seed int) (batch []*buf, want [][]byte) {
 // coder/websocket server (which refuses unmasked client frames) as
 // ordinary binary messages, in order, whatever their length class (7, 16
 // and 64 bit lengths, one larger than the batch buffer), and a batch of
-// small frames costs one write. It also pins what linkConn assumes of
+// small frames costs one write. It also pins what a link's frameConn assumes of
 // coder/websocket's client: after the upgrade it writes only control
 // frames on a link (here a pong and the close reply), each one whole in
 // one Write, and no data frame follows the close frame.
@@ -262,8 +262,8 @@ func TestLinkConnBatch(t *testing.T) {
 		t.Fatalf("dialUplink: %v", err)
 	}
 	defer up.drop()
-	if up.lc == nil || up.batches() == nil {
-		t.Fatal("a ws:// link has no linkConn")
+	if up.lc == nil || !up.lc.masked {
+		t.Fatal("a ws:// link has no frameConn")
 	}
 	rec := &recordingConn{Conn: up.lc.Conn}
 	up.lc.Conn = rec // before anything reads or writes the link
@@ -371,7 +371,7 @@ func readBatches(w http.ResponseWriter, r *http.Request, want [][]byte, n int) e
 	pinged := make(chan error, 1)
 	for i, p := range want {
 		if i == n {
-			go func() { // answered by the link's reader through linkConn
+			go func() { // answered by the link's reader through its frameConn
 				err := ws.Ping(ctx)
 				if err == nil {
 					err = ws.Write(ctx, websocket.MessageBinary, []byte("go"))
@@ -447,7 +447,7 @@ func TestLinkConnWriteAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	lc := &linkConn{Conn: discardConn{}, upgraded: true}
+	lc := &frameConn{Conn: discardConn{}, masked: true, upgraded: true}
 	batch := make([]*buf, 0, maxBatch)
 	for _, size := range []int{64, 1024, 40000} {
 		allocs := testing.AllocsPerRun(200, func() {
@@ -472,7 +472,7 @@ func TestLinkConnWriteAllocatesNothing(t *testing.T) {
 func BenchmarkLinkConnWriteBatch(b *testing.B) {
 	for _, size := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			lc := &linkConn{Conn: discardConn{}, upgraded: true}
+			lc := &frameConn{Conn: discardConn{}, masked: true, upgraded: true}
 			batch := make([]*buf, 0, maxBatch)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()

@@ -129,7 +129,7 @@ func newMesh(s *Server) (*mesh, error) {
 		},
 		// Links are hijacked by the WebSocket library: the transport never
 		// pools them, so it needs no idle limits. Their sockets are
-		// linkConns, where the link's writer writes its frames in batches
+		// masked frameConns, where the link's writer writes its frames in batches
 		// (linkconn.go).
 		dial: &http.Client{Transport: &http.Transport{DialContext: linkDialContext(dialer), ForceAttemptHTTP2: false}},
 	}, nil

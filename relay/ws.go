@@ -209,20 +209,12 @@ func readFailure(err error, authCtx context.Context) closeReason {
 	return reasonPeerClosed
 }
 
-// batchWriter writes a batch of queued frames on a connection's socket in
-// as few system calls as it can, and releases them: frameConn for an
-// accepted connection (server frames), linkConn for a link to a holder
-// machine (masked client frames).
-type batchWriter interface {
-	writeBatch(batch []*buf, deadline time.Time) error
-}
-
 // wsWriter is the connection's only writer: it drains the queue in batches
 // and, once the conn is closed, flushes (when the reason allows), sends the
 // close frame and returns. Each batch goes through fc in one system call
-// (an accepted connection's frameConn, a link's linkConn); without fc (a
-// link over TLS) it writes through coder/websocket, one message at a time.
-func (s *Server) wsWriter(ws *websocket.Conn, fc batchWriter, c *conn, done chan<- struct{}) {
+// (an accepted connection's socket, or a link's); without fc (a link over
+// TLS) it writes through coder/websocket, one message at a time.
+func (s *Server) wsWriter(ws *websocket.Conn, fc *frameConn, c *conn, done chan<- struct{}) {
 	defer close(done)
 	defer c.endWriter()
 	var batch []*buf
@@ -253,7 +245,7 @@ func (s *Server) wsWriter(ws *websocket.Conn, fc batchWriter, c *conn, done chan
 // wsClose ends a closed conn's transport: it flushes what is still queued
 // when the reason allows (bounded by flushTimeout), then sends the close
 // frame, or drops the socket for abrupt reasons.
-func (s *Server) wsClose(ws *websocket.Conn, fc batchWriter, c *conn, batch []*buf) {
+func (s *Server) wsClose(ws *websocket.Conn, fc *frameConn, c *conn, batch []*buf) {
 	reason, code, text := c.closeStatus()
 	ok := true
 	if reason.flush() {
@@ -280,7 +272,7 @@ func (s *Server) wsClose(ws *websocket.Conn, fc batchWriter, c *conn, batch []*b
 // writeBatch writes every frame of batch in order and releases them; on the
 // first error it releases the rest and reports false. With fc the whole
 // batch goes out in one system call, bounded by ctx's deadline.
-func writeBatch(ctx context.Context, ws *websocket.Conn, fc batchWriter, batch []*buf) bool {
+func writeBatch(ctx context.Context, ws *websocket.Conn, fc *frameConn, batch []*buf) bool {
 	if fc != nil {
 		deadline, _ := ctx.Deadline()
 		return fc.writeBatch(batch, deadline) == nil
