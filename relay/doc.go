@@ -67,10 +67,10 @@
 // per message by about 40% under fan-in and 20 to 30% under fan-out at
 // 1,000 connections (BENCHMARKS.md); at low rates batches are single
 // frames and nothing changes. A link to a holder machine writes the same
-// way through its socket, a masked frameConn (linkconn.go): client frames, one system
-// call per batch, which cut the edge's CPU per forwarded message by 20 to
-// 35%; the edge also closes a link's socket itself when its close
-// handshake outlives linkGrace. Buffers are held only while queued or
+// way through its socket, a masked frameConn (linkconn.go): client frames,
+// one system call per batch, which cut the edge's CPU per forwarded
+// message by 20 to 35%; the edge also closes a link's socket itself when
+// its close handshake outlives linkGrace. Buffers are held only while queued or
 // being written, never by an idle connection.
 //
 // An idle connection costs about 18 KiB (BENCHMARKS.md; the target was

@@ -40,21 +40,25 @@ func (g *givenRooms) remember(asker string, h wire.HandoverResponse, now time.Ti
 	if g.m == nil {
 		g.m = make(map[string]givenRoom)
 	}
-	g.sweepLocked(now)
 	if len(g.m) >= maxGiven {
-		clear(g.m)
+		g.sweepLocked(now)
+		if len(g.m) >= maxGiven {
+			clear(g.m)
+		}
 	}
 	g.m[h.Name] = givenRoom{asker: asker, h: h, until: now.Add(givenRetention)}
 }
 
-// sweep forgets the expired entries (the relay's cleanup tick).
+// sweep forgets the expired entries (they hold the rooms' secrets): the
+// relay's cleanup tick calls it, so they outlive givenRetention by at most
+// one tick.
 func (g *givenRooms) sweep(now time.Time) {
 	g.mu.Lock()
 	g.sweepLocked(now)
 	g.mu.Unlock()
 }
 
-// sweepLocked forgets the expired entries (they hold the rooms' secrets).
+// sweepLocked is sweep with g.mu held.
 func (g *givenRooms) sweepLocked(now time.Time) {
 	for k, v := range g.m {
 		if !now.Before(v.until) {
@@ -70,7 +74,6 @@ func (g *givenRooms) sweepLocked(now time.Time) {
 func (g *givenRooms) again(name, asker, secret string, here bool, now time.Time) (wire.HandoverResponse, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.sweepLocked(now)
 	e, ok := g.m[name]
 	if !ok {
 		return wire.HandoverResponse{}, false
