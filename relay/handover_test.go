@@ -110,11 +110,7 @@ func TestMeshHandoverRefused(t *testing.T) {
 	}
 
 	post := func(body string, secret bool, method string) (int, string) {
-		req, _ := http.NewRequest(method, m.holder.HTTPURL()+wire.PathHandover, strings.NewReader(body))
-		if secret {
-			req.Header.Set(wire.HeaderInternalSecret, testSecret)
-		}
-		resp, b := do(t, req)
+		resp, b := askHandover(t, m.holder, method, body, secret)
 		var e struct{ Code string }
 		_ = json.Unmarshal(b, &e)
 		if bytes.Contains(b, []byte(m.hostSecret)) {
@@ -190,9 +186,7 @@ func TestMeshHandoverAnswerLost(t *testing.T) {
 	m := newMeshRoom(t)
 	// The edge's first request reached the holder, its answer did not.
 	body := `{"name":"room","secret":"` + m.hostSecret + `","bootId":"` + m.edge.BootID() + `"}`
-	req, _ := http.NewRequest(http.MethodPost, m.holder.HTTPURL()+wire.PathHandover, strings.NewReader(body))
-	req.Header.Set(wire.HeaderInternalSecret, testSecret)
-	if resp, _ := do(t, req); resp.StatusCode != http.StatusOK {
+	if resp, _ := askHandover(t, m.holder, http.MethodPost, body, true); resp.StatusCode != http.StatusOK {
 		t.Fatalf("first handover request: %d", resp.StatusCode)
 	}
 	if m.holder.Stats().Rooms != 0 {
@@ -200,9 +194,7 @@ func TestMeshHandoverAnswerLost(t *testing.T) {
 	}
 	// Another machine asking for it gets nothing.
 	other := `{"name":"room","secret":"` + m.hostSecret + `","bootId":"someone-else"}`
-	req, _ = http.NewRequest(http.MethodPost, m.holder.HTTPURL()+wire.PathHandover, strings.NewReader(other))
-	req.Header.Set(wire.HeaderInternalSecret, testSecret)
-	if resp, _ := do(t, req); resp.StatusCode != http.StatusConflict {
+	if resp, _ := askHandover(t, m.holder, http.MethodPost, other, true); resp.StatusCode != http.StatusConflict {
 		t.Fatalf("another asker: %d, want 409", resp.StatusCode)
 	}
 	// The host reaches the edge, which asks again: same room, served.
@@ -341,4 +333,15 @@ func TestMeshHandoverRetriesALostAnswer(t *testing.T) {
 	if n := counterValue(m.holder.mesh.m.handovers.WithLabelValues("given_again")); n != 1 {
 		t.Fatalf("given again %v times, want 1", n)
 	}
+}
+
+// askHandover sends a handover request with body to s, with the internal
+// secret when secret is set, as another machine of the app would.
+func askHandover(t *testing.T, s *Server, method, body string, secret bool) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.HTTPURL()+wire.PathHandover, strings.NewReader(body))
+	if secret {
+		req.Header.Set(wire.HeaderInternalSecret, testSecret)
+	}
+	return do(t, req)
 }
