@@ -67,15 +67,7 @@ func TestFrameConnBatch(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	if resp.Body != nil {
-		resp.Body.Close()
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
+	c := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http")).ws // read limit 1 MiB
 	pinged := make(chan error, 1)
 	for i, n := range append(append([]int{}, sizes...), small...) {
 		seed := i
@@ -101,7 +93,7 @@ func TestFrameConnBatch(t *testing.T) {
 			t.Fatalf("message %d: type %v, %d bytes, want binary %d bytes of its pattern", i, typ, len(got), n)
 		}
 	}
-	_, _, err = c.Read(ctx)
+	_, _, err := c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusNormalClosure || ce.Reason != "bye" {
 		t.Fatalf("after the batches: %v, want close 1000 bye", err)

@@ -254,15 +254,8 @@ func TestFrameConnLongestCloseFrameIsOneWrite(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	if resp.Body != nil {
-		resp.Body.Close()
-	}
-	defer c.CloseNow()
-	_, _, err = c.Read(ctx)
+	c := dial(t, "ws"+strings.TrimPrefix(srv.URL, "http")).ws
+	_, _, err := c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Reason != reason {
 		t.Fatalf("Read: %v, want a close with the 123-byte reason", err)
