@@ -47,17 +47,23 @@ func (a *apiServer) validConfig(cfg *fly.MachineConfig) error {
 	return nil
 }
 
+// launchInput decodes and validates the body of a create or an update.
+func (a *apiServer) launchInput(r *http.Request) (fly.LaunchMachineInput, error) {
+	var in fly.LaunchMachineInput
+	if err := decodeBody(r, &in); err != nil {
+		return in, err
+	}
+	return in, a.validConfig(in.Config)
+}
+
 // createMachine is POST /v1/apps/{app}/machines (flaps Launch).
 func (a *apiServer) createMachine(w http.ResponseWriter, r *http.Request) error {
 	ap, err := a.appOf(r)
 	if err != nil {
 		return err
 	}
-	var in fly.LaunchMachineInput
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
-	if err := a.validConfig(in.Config); err != nil {
+	in, err := a.launchInput(r)
+	if err != nil {
 		return err
 	}
 	region := in.Region
@@ -89,11 +95,8 @@ func (a *apiServer) updateMachine(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	var in fly.LaunchMachineInput
-	if err := decodeBody(r, &in); err != nil {
-		return err
-	}
-	if err := a.validConfig(in.Config); err != nil {
+	in, err := a.launchInput(r)
+	if err != nil {
 		return err
 	}
 	s := a.s
