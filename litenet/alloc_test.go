@@ -1,0 +1,99 @@
+package litenet
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"testing"
+)
+
+// echoHandler sends every message back with its method, allocating nothing.
+type echoHandler struct{}
+
+func (echoHandler) Connected(p *Peer)                   { p.Confirm() }
+func (echoHandler) Receive(p *Peer, m Method, d []byte) { _ = p.Send(m, d) }
+func (echoHandler) Flush(*Peer) bool                    { return false }
+func (echoHandler) Disconnected(*Peer, Reason)          {}
+func (echoHandler) Nat(netip.AddrPort, NatPacket)       {}
+
+// steadyServer is a server with one connected peer (a raw socket that never
+// sends: the test hands the peer's datagrams to the socket directly) and
+// the datagrams a game client sends every tick.
+func steadyServer(tb testing.TB) (*socket, netip.AddrPort, [][]byte) {
+	tb.Helper()
+	e := listen(tb, Config{Handler: echoHandler{}})
+	raw := newRaw(tb, e.LocalAddr())
+	s := e.socks[0]
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	now := e.now()
+	s.handle(raw.addr(), connectRequest(0, 1, "PurrNet"), now)
+	s.handle(raw.addr(), []byte{byte(PropUnreliable), 0}, now)
+	// One tick of a client: an unreliable state update, a sequenced one,
+	// and a reliable message with an ack of what the server sent, merged.
+	tick := func(seq int) []byte {
+		d := []byte{byte(PropMerged)}
+		add := func(p []byte) {
+			d = append(d, byte(len(p)), byte(len(p)>>8))
+			d = append(d, p...)
+		}
+		add(append([]byte{byte(PropUnreliable)}, pattern(100)...))
+		add(append([]byte{byte(PropChanneled), byte(seq + 1), byte((seq + 1) >> 8), byte(Sequenced)}, pattern(60)...))
+		rm := []byte{byte(PropReliableMerged), byte(seq), byte(seq >> 8), byte(ReliableOrdered), 40, 0}
+		add(append(rm, pattern(40)...))
+		if seq > 0 { // the ack of the echo the server sent last tick
+			prev := seq - 1
+			ack := make([]byte, ackPacketSize)
+			ack[0], ack[3] = byte(PropAck), byte(ReliableOrdered)
+			ack[1], ack[2] = byte(prev), byte(prev>>8)
+			binary.LittleEndian.PutUint64(ack[4:], 1<<(prev%windowSize))
+			add(ack)
+		}
+		return d
+	}
+	var ticks [][]byte
+	for i := range 4096 {
+		ticks = append(ticks, tick(i%maxSequence))
+	}
+	return s, raw.addr(), ticks
+}
+
+// The forwarding path allocates nothing: datagram in, messages delivered,
+// echoed, merged, acknowledged and written.
+func TestSteadyPathAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	s, addr, ticks := steadyServer(t)
+	i := 0
+	var left []gone
+	run := func() {
+		now := s.e.now()
+		s.handle(addr, ticks[i%len(ticks)], now)
+		i++
+		s.flushMu.Lock()
+		left = s.flushLocked(now, left[:0])
+		s.flushMu.Unlock()
+	}
+	for range 200 { // warm the pools
+		run()
+	}
+	if n := testing.AllocsPerRun(1000, run); n != 0 {
+		t.Fatalf("%.2f allocations per datagram", n)
+	}
+}
+
+func BenchmarkSteadyPath(b *testing.B) {
+	s, addr, ticks := steadyServer(b)
+	var left []gone
+	b.ReportAllocs()
+	b.SetBytes(int64(len(ticks[0])))
+	i := 0
+	for b.Loop() {
+		now := s.e.now()
+		s.handle(addr, ticks[i%len(ticks)], now)
+		i++
+		s.flushMu.Lock()
+		left = s.flushLocked(now, left[:0])
+		s.flushMu.Unlock()
+	}
+}

@@ -1,0 +1,98 @@
+// Package litenet is a LiteNetLib 2.x peer written from the protocol
+// (docs/UDP.md section A3) and checked against a real session's datagrams
+// (docs/LITENETLIB-VECTORS.md, testdata/session-2.1.2.pcap): the server
+// side of what a stock 2.x client speaks, and the client side for
+// purrfly's own tests, smoke checks and load. It knows nothing of rooms
+// or PurrNet: it carries messages with LiteNetLib's five delivery methods.
+//
+// # Protocol
+//
+// Every datagram starts with one byte: the packet property (bits 0-4), the
+// connection number (bits 5-6, 0..3, on every packet once connected; a
+// packet of another number is an older connection's and is dropped) and a
+// fragmented flag (bit 7). A client opens with ConnectRequest (protocol id
+// 13, its connect time in .NET ticks, the connect key as a NetDataWriter
+// string); the server answers a 15-byte ConnectAccept echoing the connect
+// time verbatim with flags byte 0 (PurrNet's forked client offers a
+// "repair" extension in bit 62 of the connect time; flags 0 declines it),
+// answers a repeated request with the same accept, and treats a newer
+// connect time from the same address as a reconnection with the next
+// connection number. A wrong key gets Disconnect (ConnectionRejected), a
+// wrong protocol id InvalidProtocol, anything else from an unknown address
+// PeerNotFound (Disconnect gets ShutdownOk).
+//
+// Channels (one per method, ChannelsCount 1, channel id = method):
+// ReliableOrdered and ReliableUnordered use a 64-packet window with a
+// 13-byte ack (window start, bit seq%64), resends after 25 ms + 2.1 x RTT
+// (RTT from Ping/Pong), small messages merged into ReliableMerged packets
+// (one sequence number for several messages), larger ones fragmented at
+// MTU 1024 (1,014 bytes a fragment); Sequenced delivers only newer
+// packets; ReliableSequenced resends its last packet until a 4-byte ack
+// names it; Unreliable is a 1-byte header. What goes to one peer in one
+// flush is packed into Merged datagrams ([0x0D]([u16][packet])*; a single
+// packet goes bare). MtuCheck is answered with MtuOk; discovery stays off,
+// as in LiteNetLib 2.x by default. NatMessage carries NAT introduction
+// (nat.go).
+//
+// # Goroutines, no goroutine per peer
+//
+// An Endpoint has one or more sockets (Config.Sockets, SO_REUSEPORT), each
+// with two goroutines: a reader that takes up to 64 datagrams per recvmmsg
+// (recv_linux.go), processes them and delivers messages to the Handler,
+// and a flusher that runs the socket's timer wheel (wheel.go: resends,
+// pings, timeouts, Disconnect repeats; one slot per tick, each peer in the
+// slot of its next deadline, so a tick touches only the peers due) and
+// flushes peers woken by other goroutines. Flushing (Handler.Flush, then
+// packing each woken peer's packets into one socket-wide batch written
+// with one sendmmsg) is done by whoever holds the socket's flushMu: the
+// reader right after its batch when it is free, else the flusher. At low
+// rates a datagram in is answered on the goroutine that read it, with no
+// hand-off; under load one flush serves many peers. Acks ride with
+// whatever else goes to the peer, or leave one tick later on their own, so
+// a burst is acknowledged by one datagram (a stock client in manual mode
+// reads one datagram per frame).
+//
+// # Ownership and locks
+//
+//   - Endpoint: configuration, sockets and clock static after start; the
+//     peer table (tables.go) is sharded by address, each shard under its
+//     own RWMutex; the pending table has its own mutex.
+//   - Peer.mu guards the connection's state: channels, timers, RTT, queues.
+//     Held only while processing one datagram or emitting one flush's
+//     packets, never across a Handler call or a system call.
+//   - Peer.rmu serialises the Handler's Connected, Receive and
+//     Disconnected calls for the peer (held by the reader while it
+//     delivers, and around Disconnected), so a Handler sees one peer's
+//     events in order and never concurrently.
+//   - socket.flushMu guards the socket's batch, wheel and emitter; socket
+//     dirtyMu the list of woken peers.
+//
+// Lock order: rmu -> mu; flushMu -> (Handler.Flush) -> mu; no lock is taken
+// while mu is held except the pools'.
+//
+// # Bounds (Config)
+//
+// Datagrams from unknown addresses create nothing but, for a valid connect
+// request, a pending connection: the pending table is bounded in total
+// (MaxPending) and per source address (MaxPendingPerIP), entries expire
+// after PendingTimeout unless the application confirms them
+// (Peer.Confirm, the relay: on authentication), and when the table is full
+// the oldest entry that never sent a second packet is evicted, so a flood
+// of spoofed requests only pushes out its own entries. Before a
+// connection proves itself (a packet after the accept) it is never pinged,
+// and nothing sent to an address without a connection (accept, reject,
+// PeerNotFound, ShutdownOk, InvalidProtocol) is longer than what it
+// answers; those answers are rate-limited per socket (ReplyRate).
+// Reassembly holds at most 4 messages per peer, each of at most
+// MaxMessage bytes and 256 parts; a message past that ends the peer
+// (ReasonTooBig). Malformed packets from a connected peer are dropped and
+// counted; the peer stays.
+//
+// # Allocation
+//
+// The steady path (datagram in, messages delivered, packets queued,
+// merged, acknowledged and written) allocates nothing: buffers come from
+// size-classed pools (pool.go), windows from a pool, the read and write
+// batches are preallocated, and each peer caches the *net.UDPAddr x/net's
+// WriteBatch takes.
+package litenet

@@ -1,0 +1,198 @@
+package litenet
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
+)
+
+// event is what a recorder saw.
+type event struct {
+	kind string // connected, recv, disconnected, nat
+	p    *Peer
+	m    Method
+	data []byte
+	why  Reason
+	from netip.AddrPort
+	nat  NatPacket
+}
+
+// recorder is a Handler that records every event on a channel (copying
+// the data), confirms new peers, and optionally echoes messages back with
+// their method, as the capture's server did.
+type recorder struct {
+	events    chan event
+	echo      bool
+	noConfirm atomic.Bool
+}
+
+func newRecorder(echo bool) *recorder {
+	return &recorder{events: make(chan event, 4096), echo: echo}
+}
+
+func (r *recorder) Connected(p *Peer) {
+	if !r.noConfirm.Load() {
+		p.Confirm()
+	}
+	r.events <- event{kind: "connected", p: p}
+}
+
+func (r *recorder) Receive(p *Peer, m Method, data []byte) {
+	if r.echo {
+		_ = p.Send(m, data)
+	}
+	r.events <- event{kind: "recv", p: p, m: m, data: append([]byte(nil), data...)}
+}
+
+func (r *recorder) Flush(*Peer) bool { return false }
+
+func (r *recorder) Disconnected(p *Peer, why Reason) {
+	r.events <- event{kind: "disconnected", p: p, why: why}
+}
+
+func (r *recorder) Nat(from netip.AddrPort, n NatPacket) {
+	n.Token = append([]byte(nil), n.Token...)
+	r.events <- event{kind: "nat", from: from, nat: n}
+}
+
+// next returns the next event, failing the test after d.
+func (r *recorder) next(tb testing.TB, d time.Duration) event {
+	tb.Helper()
+	select {
+	case ev := <-r.events:
+		return ev
+	case <-time.After(d): // wall clock: a bound on a real socket's answer
+		tb.Fatalf("no event within %v", d)
+	}
+	return event{}
+}
+
+// waitKind skips events until one of kind arrives.
+func (r *recorder) waitKind(tb testing.TB, kind string, d time.Duration) event {
+	tb.Helper()
+	deadline := time.Now().Add(d) // wall clock: a bound on real sockets
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			tb.Fatalf("no %s event within %v", kind, d)
+		}
+		if ev := r.next(tb, left); ev.kind == kind {
+			return ev
+		}
+	}
+}
+
+// listen starts a server endpoint on loopback with cfg (Key and Handler
+// defaulted) and closes it at cleanup.
+func listen(tb testing.TB, cfg Config) *Endpoint {
+	tb.Helper()
+	if cfg.Key == "" {
+		cfg.Key = "PurrNet"
+	}
+	e, err := Listen("udp4", "127.0.0.1:0", cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { e.Close() })
+	return e
+}
+
+// dial connects a client endpoint to e and closes it at cleanup.
+func dial(tb testing.TB, to netip.AddrPort, cfg Config) (*Endpoint, *Peer) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ce, p, err := Dial(ctx, to, "PurrNet", cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ce.Close() })
+	return ce, p
+}
+
+// rawConn is a plain UDP socket for crafted datagrams.
+type rawConn struct {
+	tb testing.TB
+	c  *net.UDPConn
+	to netip.AddrPort
+}
+
+func newRaw(tb testing.TB, to netip.AddrPort) *rawConn {
+	tb.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &rawConn{tb: tb, c: c, to: to}
+}
+
+func (r *rawConn) addr() netip.AddrPort { return r.c.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+func (r *rawConn) send(b []byte) {
+	r.tb.Helper()
+	if _, err := r.c.WriteToUDPAddrPort(b, r.to); err != nil {
+		r.tb.Fatal(err)
+	}
+}
+
+// recv returns the next datagram, or nil after d.
+func (r *rawConn) recv(d time.Duration) []byte {
+	buf := make([]byte, 2048)
+	_ = r.c.SetReadDeadline(time.Now().Add(d)) // wall clock: a bound on a real socket's answer
+	n, _, err := r.c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return nil
+	}
+	return buf[:n]
+}
+
+// mustRecv is recv that fails the test on silence.
+func (r *rawConn) mustRecv(d time.Duration) []byte {
+	r.tb.Helper()
+	b := r.recv(d)
+	if b == nil {
+		r.tb.Fatalf("no datagram within %v", d)
+	}
+	return b
+}
+
+// packets splits a datagram into its packets (Merged unpacked).
+func packets(b []byte) [][]byte {
+	if len(b) == 0 || Property(b[0]&0x1f) != PropMerged {
+		return [][]byte{b}
+	}
+	var out [][]byte
+	for pos := 1; pos+2 <= len(b); {
+		n := int(b[pos]) | int(b[pos+1])<<8
+		pos += 2
+		if n == 0 || pos+n > len(b) {
+			break
+		}
+		out = append(out, b[pos:pos+n])
+		pos += n
+	}
+	return out
+}
+
+// fakeClock returns a fake clock for an endpoint's timers.
+func fakeClock() *clock.Fake { return clock.NewFake(time.Unix(1_800_000_000, 0)) }
+
+// collect gathers n events of kind recv, in order.
+func (r *recorder) collect(tb testing.TB, n int, d time.Duration) []event {
+	tb.Helper()
+	var out []event
+	for len(out) < n {
+		out = append(out, r.waitKind(tb, "recv", d))
+	}
+	return out
+}
+
+func netipLoop(port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)
+}

@@ -1,0 +1,145 @@
+package litenet
+
+import (
+	"encoding/binary"
+	"net"
+
+	"golang.org/x/net/ipv4"
+)
+
+// Outgoing datagrams. A flush packs what each peer has to send into as few
+// datagrams as the MTU allows (Merged: [0x0D]([u16 size][packet])*, a lone
+// packet sent bare, as LiteNetLib's SendUserData/SendMerged do), into one
+// socket-wide batch written with one sendmmsg (golang.org/x/net's
+// WriteBatch) for every peer flushed together.
+
+// batchSize is the datagrams a socket's batch holds; peerBudget the most
+// one peer may add in one flush (what is left waits for the next).
+const (
+	batchSize  = 256
+	peerBudget = 96
+)
+
+// outBatch is a socket's batch of datagrams. Guarded by the socket's
+// flushMu: only the goroutine holding it builds and writes.
+type outBatch struct {
+	pc    *ipv4.PacketConn
+	msgs  []ipv4.Message // len batchSize; Buffers[0] points into arena
+	bufs  [][]byte       // len batchSize: the Buffers slices, one each
+	arena []byte         // batchSize * MaxPacketSize
+	n     int            // datagrams ready
+	sent  uint64         // datagrams written (stats)
+	errs  uint64
+}
+
+func newOutBatch(pc *ipv4.PacketConn) *outBatch {
+	o := &outBatch{
+		pc:    pc,
+		msgs:  make([]ipv4.Message, batchSize),
+		bufs:  make([][]byte, batchSize),
+		arena: make([]byte, batchSize*MaxPacketSize),
+	}
+	for i := range o.msgs {
+		o.msgs[i].Buffers = o.bufs[i : i+1 : i+1]
+	}
+	return o
+}
+
+func (o *outBatch) free() int { return batchSize - o.n }
+
+// slot is the empty buffer of the next datagram.
+func (o *outBatch) slot() []byte {
+	return o.arena[o.n*MaxPacketSize : o.n*MaxPacketSize : (o.n+1)*MaxPacketSize]
+}
+
+// commit makes d (a slice of slot()) the next datagram, for addr.
+func (o *outBatch) commit(d []byte, addr net.Addr) {
+	o.bufs[o.n] = d
+	o.msgs[o.n].Addr = addr
+	o.n++
+}
+
+// write sends every ready datagram and empties the batch. A send error
+// (a full socket buffer that stays full, an unreachable peer) loses the
+// rest of the batch: UDP may lose datagrams, and the reliable channels
+// resend.
+func (o *outBatch) write() {
+	for off := 0; off < o.n; {
+		k, err := o.pc.WriteBatch(o.msgs[off:o.n], 0)
+		if err != nil || k <= 0 {
+			o.errs += uint64(o.n - off)
+			break
+		}
+		off += k
+		o.sent += uint64(k)
+	}
+	for i := range o.n {
+		o.bufs[i] = nil
+		o.msgs[i].Addr = nil
+	}
+	o.n = 0
+}
+
+// emitter packs one peer's packets into the batch during a flush.
+type emitter struct {
+	o      *outBatch
+	addr   net.Addr
+	cn     uint8
+	budget int
+	cur    []byte // the open Merged datagram, header byte first; nil if none
+	count  int    // packets in cur
+	added  int    // packets added in this flush
+}
+
+func (e *emitter) start(o *outBatch, addr net.Addr, cn uint8) {
+	*e = emitter{o: o, addr: addr, cn: cn, budget: min(peerBudget, o.free())}
+}
+
+// add appends one whole packet; false when the peer's budget or the batch
+// is used up (the packet was not added).
+func (e *emitter) add(p []byte) bool { return e.add2(p, nil) }
+
+// add2 appends the packet made of head and tail.
+func (e *emitter) add2(head, tail []byte) bool {
+	n := len(head) + len(tail)
+	if 1+2+n+mergeThreshold >= MTU {
+		// Too large to merge: a datagram of its own.
+		e.close()
+		if e.budget == 0 {
+			return false
+		}
+		d := append(append(e.o.slot(), head...), tail...)
+		e.o.commit(d, e.addr)
+		e.budget--
+		e.added++
+		return true
+	}
+	if e.cur != nil && len(e.cur)+2+n > MTU {
+		e.close()
+	}
+	if e.cur == nil {
+		if e.budget == 0 {
+			return false
+		}
+		e.cur = append(e.o.slot(), byte(PropMerged)|e.cn<<5)
+	}
+	e.cur = binary.LittleEndian.AppendUint16(e.cur, uint16(n))
+	e.cur = append(append(e.cur, head...), tail...)
+	e.count++
+	e.added++
+	return true
+}
+
+// close commits the open Merged datagram: bare when it holds one packet.
+func (e *emitter) close() {
+	if e.cur == nil {
+		return
+	}
+	d := e.cur
+	if e.count == 1 {
+		d = d[3:]
+	}
+	e.o.commit(d, e.addr)
+	e.budget--
+	e.cur, e.count = nil, 0
+}

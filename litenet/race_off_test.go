@@ -1,0 +1,5 @@
+//go:build !race
+
+package litenet
+
+const raceEnabled = false

@@ -1,0 +1,106 @@
+//go:build linux
+
+package litenet
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmsgReader reads up to readBatch datagrams per system call with
+// recvmmsg. golang.org/x/net's ReadBatch does the same but allocates a
+// net.UDPAddr (and its IP) for every datagram; on the forwarding path the
+// relay allocates nothing, so the receive side calls recvmmsg itself
+// through the socket's RawConn (the runtime's poller still parks the
+// goroutine while the socket is empty). Sending uses x/net's WriteBatch,
+// which allocates nothing given a cached *net.UDPAddr per peer (out.go).
+//
+// Owned by the socket's reader goroutine.
+type mmsgReader struct {
+	rc    syscall.RawConn
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	bufs  [][]byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool // built once: a closure per call would allocate
+}
+
+func newReader(c *net.UDPConn) (datagramReader, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &mmsgReader{
+		rc:    rc,
+		hdrs:  make([]unix.Mmsghdr, readBatch),
+		iovs:  make([]unix.Iovec, readBatch),
+		names: make([]unix.RawSockaddrInet6, readBatch),
+		bufs:  make([][]byte, readBatch),
+	}
+	for i := range r.hdrs {
+		r.bufs[i] = make([]byte, readBufSize)
+		r.iovs[i].Base = &r.bufs[i][0]
+		r.iovs[i].SetLen(readBufSize)
+		r.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		r.hdrs[i].Hdr.Iov = &r.iovs[i]
+		r.hdrs[i].Hdr.SetIovlen(1)
+	}
+	r.fn = r.recv
+	return r, nil
+}
+
+func (r *mmsgReader) recv(fd uintptr) bool {
+	for i := range r.hdrs {
+		r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+		r.hdrs[i].Hdr.Flags = 0
+		r.hdrs[i].Len = 0
+	}
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false // empty: park until readable
+		}
+		r.n, r.errno = int(n), e
+		return true
+	}
+}
+
+func (r *mmsgReader) read() (int, error) {
+	r.n, r.errno = 0, 0
+	if err := r.rc.Read(r.fn); err != nil {
+		return 0, err
+	}
+	if r.errno != 0 {
+		return 0, r.errno
+	}
+	return r.n, nil
+}
+
+// datagram returns the i-th datagram of the last read; ok is false for one
+// that was truncated or came from an address family we do not serve.
+func (r *mmsgReader) datagram(i int) (netip.AddrPort, []byte, bool) {
+	h := &r.hdrs[i]
+	if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		return netip.AddrPort{}, nil, false
+	}
+	b := r.bufs[i][:h.Len]
+	sa := (*[unix.SizeofSockaddrInet6]byte)(unsafe.Pointer(&r.names[i]))
+	port := binary.BigEndian.Uint16(sa[2:4])
+	switch r.names[i].Family {
+	case unix.AF_INET:
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(sa[4:8])), port), b, true
+	case unix.AF_INET6:
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(sa[8:24])).Unmap(), port), b, true
+	}
+	return netip.AddrPort{}, nil, false
+}

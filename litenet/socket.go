@@ -1,0 +1,361 @@
+package litenet
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+// datagramReader reads batches of datagrams (recv_linux.go, recv_other.go).
+type datagramReader interface {
+	read() (int, error)
+	datagram(i int) (netip.AddrPort, []byte, bool)
+}
+
+// socket is one UDP socket of an Endpoint with its two goroutines: the
+// reader (readLoop), which processes what arrives and then flushes when it
+// can, and the flusher (flushLoop), which runs the timer wheel and flushes
+// peers woken from elsewhere.
+//
+// Flushing (building and writing datagrams, running peers' timers, calling
+// Handler.Flush) is done by whoever holds flushMu, the reader after each
+// batch when it is free, else the flusher; so at low rates a datagram in
+// is answered on the goroutine that read it, with no hand-off, and under
+// load one flush serves many peers with one sendmmsg.
+type socket struct {
+	e  *Endpoint    // static
+	c  *net.UDPConn // static
+	rd datagramReader
+	rx rx // owned by readLoop
+
+	flushMu sync.Mutex
+	out     *outBatch // guarded by flushMu
+	wheel   *wheel    // guarded by flushMu
+	em      emitter   // guarded by flushMu
+	due     []*Peer   // guarded by flushMu
+	spare   []*Peer   // guarded by flushMu: the dirty list's spare array
+
+	dirtyMu sync.Mutex
+	dirty   []*Peer // guarded by dirtyMu: peers woken since the last flush
+
+	// readerActive is set while the reader processes a batch: it flushes
+	// afterwards, so waking a peer needs no poke meanwhile.
+	readerActive atomic.Bool
+	poke         chan struct{} // cap 1: wakes the flusher
+	rate         tokenBucket   // owned by readLoop: answers to unknown senders
+
+	sent, sendErrs atomic.Uint64
+}
+
+// gone is a peer that left or is to be forgotten during a flush; the
+// Handler is told after flushMu is released.
+type gone struct {
+	p            *Peer
+	left, forget bool
+	why          Reason
+}
+
+// schedule puts a woken peer in the dirty list.
+func (s *socket) schedule(p *Peer) {
+	s.dirtyMu.Lock()
+	s.dirty = append(s.dirty, p)
+	s.dirtyMu.Unlock()
+	if !s.readerActive.Load() {
+		s.pokeFlusher()
+	}
+}
+
+func (s *socket) pokeFlusher() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// readLoop is the socket's reader: read a batch, process every datagram,
+// flush (or leave it to the flusher if it is busy).
+func (s *socket) readLoop() {
+	var left []gone
+	for {
+		n, err := s.rd.read()
+		if err != nil {
+			if s.e.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // a transient error (an ICMP error reported on the socket)
+		}
+		now := s.e.now()
+		s.readerActive.Store(true)
+		for i := range n {
+			addr, b, ok := s.rd.datagram(i)
+			if !ok {
+				s.e.stats.malformed.Add(1)
+				continue
+			}
+			s.handle(addr, b, now)
+		}
+		s.readerActive.Store(false)
+		if s.flushMu.TryLock() {
+			left = s.flushLocked(now, left[:0])
+			s.flushMu.Unlock()
+			s.tell(left)
+		} else {
+			s.pokeFlusher()
+		}
+	}
+}
+
+// flushLoop is the socket's flusher: every tick and every poke.
+func (s *socket) flushLoop() {
+	t := s.e.clk.NewTicker(s.e.cfg.Tick)
+	defer t.Stop()
+	var left []gone
+	for {
+		select {
+		case <-s.e.done:
+			return
+		case <-t.C():
+		case <-s.poke:
+		}
+		s.flushMu.Lock()
+		left = s.flushLocked(s.e.now(), left[:0])
+		s.flushMu.Unlock()
+		s.tell(left)
+	}
+}
+
+// flushLocked flushes the peers whose timers are due and the woken ones,
+// then writes the batch. It returns the peers that left (appended to dst).
+func (s *socket) flushLocked(now int64, dst []gone) []gone {
+	s.due = s.wheel.due(now, s.due[:0])
+	for i, p := range s.due {
+		dst = s.flushPeer(p, now, dst)
+		s.due[i] = nil
+	}
+	for range 8 {
+		s.dirtyMu.Lock()
+		list := s.dirty
+		s.dirty, s.spare = s.spare[:0], nil
+		s.dirtyMu.Unlock()
+		if len(list) == 0 {
+			s.spare = list
+			break
+		}
+		for i, p := range list {
+			p.scheduled.Store(false)
+			dst = s.flushPeer(p, now, dst)
+			list[i] = nil
+		}
+		s.spare = list[:0]
+	}
+	s.out.write()
+	s.sent.Store(s.out.sent)
+	s.sendErrs.Store(s.out.errs)
+	s.dirtyMu.Lock()
+	more := len(s.dirty) > 0
+	s.dirtyMu.Unlock()
+	if more {
+		s.pokeFlusher()
+	}
+	return dst
+}
+
+// flushPeer runs Handler.Flush when asked, then emits what p owes.
+func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
+	if p.appWake.Swap(false) {
+		p.inFlush.Store(true)
+		more := s.e.h.Flush(p)
+		p.inFlush.Store(false)
+		p.wantMore.Store(more)
+	}
+	if s.out.free() < peerBudget {
+		s.out.write()
+	}
+	p.mu.Lock()
+	s.em.start(s.out, p.uaddr, p.connNum)
+	next, left, forget := p.emit(&s.em, now)
+	why := p.reason
+	p.mu.Unlock()
+	s.em.close()
+	if forget {
+		next = 0
+	}
+	s.wheel.set(p, next)
+	if left || forget {
+		dst = append(dst, gone{p: p, left: left, forget: forget, why: why})
+	}
+	return dst
+}
+
+// tell calls Handler.Disconnected for the peers that left and drops the
+// forgotten ones from the tables.
+func (s *socket) tell(left []gone) {
+	for i, g := range left {
+		if g.left {
+			s.e.notify(g.p, g.why)
+		}
+		if g.forget {
+			s.e.forget(g.p)
+		}
+		left[i] = gone{}
+	}
+}
+
+// handle processes one datagram.
+func (s *socket) handle(addr netip.AddrPort, b []byte, now int64) {
+	e := s.e
+	e.stats.datagrams.Add(1)
+	e.stats.bytes.Add(uint64(len(b)))
+	if !verify(b) {
+		e.stats.malformed.Add(1)
+		return
+	}
+	switch Property(b[0] & 0x1f) {
+	case PropConnectRequest:
+		s.connectRequest(addr, b, now)
+		return
+	case PropNatMessage:
+		s.nat(addr, b)
+		return
+	case PropBroadcast, PropUnconnectedMessage:
+		return
+	}
+	p := e.peers.get(addr)
+	if p == nil {
+		s.unknown(addr, b, now)
+		return
+	}
+	s.receive(p, b, now)
+}
+
+var (
+	shutdownOk       = []byte{byte(PropShutdownOk)}
+	peerNotFound     = []byte{byte(PropPeerNotFound)}
+	peerNotFoundHard = []byte{byte(PropPeerNotFound), 1}
+	invalidProtocol  = []byte{byte(PropInvalidProtocol)}
+)
+
+// receive processes a datagram of a known peer and delivers its messages.
+func (s *socket) receive(p *Peer, b []byte, now int64) {
+	e, rx := s.e, &s.rx
+	p.rmu.Lock()
+	p.mu.Lock()
+	rx.reset(p, now)
+	p.receive(rx, b)
+	if rx.gone != ReasonNone && p.state != stateGone {
+		p.shutdownLocked(now, rx.gone) // a message too big: Disconnect follows
+	}
+	forget := p.state == stateGone
+	freed := rx.freed && p.wantMore.Load()
+	var changed [15]byte
+	if rx.networkChanged {
+		// MakeNetworkChanged: PeerNotFound, connect time, connection
+		// number, flag 1, the id the other side gave us.
+		changed[0] = byte(PropPeerNotFound)
+		binary.LittleEndian.PutUint64(changed[1:], uint64(p.connectTime))
+		changed[9], changed[10] = p.connNum, 1
+		binary.LittleEndian.PutUint32(changed[11:], uint32(p.remoteID))
+	}
+	p.mu.Unlock()
+	if rx.networkChanged {
+		s.reply(p.addr, changed[:], now)
+	}
+	if rx.drops > 0 {
+		e.stats.malformed.Add(uint64(rx.drops))
+	}
+	for _, r := range rx.replies {
+		if r == byte(PropShutdownOk) {
+			_, _ = s.c.WriteToUDPAddrPort(shutdownOk, p.addr)
+		}
+	}
+	if rx.connected {
+		e.pend.progressed(p)
+		if !p.notified {
+			p.up = true
+			e.h.Connected(p)
+			p.signalReadyLocked()
+		}
+	}
+	if p.up && !p.notified {
+		for _, d := range rx.d {
+			e.h.Receive(p, d.m, d.data)
+		}
+	}
+	for _, d := range rx.d {
+		putPkt(d.owner)
+	}
+	if rx.gone != ReasonNone {
+		e.notifyLocked(p, rx.gone)
+	}
+	p.rmu.Unlock()
+	if forget {
+		e.forget(p)
+	}
+	if freed {
+		p.appWake.Store(true)
+	}
+	if rx.flush || freed || rx.gone != ReasonNone {
+		p.wake()
+	}
+}
+
+// unknown answers a datagram from an address with no connection as
+// LiteNetLib does: Disconnect gets ShutdownOk, a "network changed" packet
+// gets PeerNotFound 1 (the client then gives up: how it learns the relay
+// restarted), other connection traffic gets PeerNotFound. Answers are
+// never longer than what came and are rate-limited. A client endpoint
+// answers nothing.
+func (s *socket) unknown(addr netip.AddrPort, b []byte, now int64) {
+	s.e.stats.unknown.Add(1)
+	if s.e.cfg.Key == "" {
+		return
+	}
+	var reply []byte
+	switch Property(b[0] & 0x1f) {
+	case PropDisconnect:
+		reply = shutdownOk
+	case PropPeerNotFound:
+		if len(b) == headerSizes[PropConnectAccept] {
+			s.networkChanged(addr, b, now)
+		}
+		return
+	case PropUnreliable, PropChanneled, PropReliableMerged, PropAck, PropPing, PropPong, PropMerged,
+		PropMtuCheck, PropMtuOk:
+		reply = peerNotFound
+	}
+	if reply != nil {
+		s.reply(addr, reply, now)
+	}
+}
+
+// reply sends an answer to a sender without a connection, within the
+// socket's ReplyRate.
+func (s *socket) reply(addr netip.AddrPort, b []byte, now int64) bool {
+	if !s.rate.take(now) {
+		s.e.stats.limited.Add(1)
+		return false
+	}
+	_, _ = s.c.WriteToUDPAddrPort(b, addr)
+	return true
+}
+
+// tokenBucket is a plain token bucket on the Endpoint's clock.
+type tokenBucket struct {
+	rate, burst, tokens float64
+	last                int64
+}
+
+func (t *tokenBucket) take(now int64) bool {
+	if now > t.last {
+		t.tokens = min(t.burst, t.tokens+t.rate*float64(now-t.last)/1e9)
+		t.last = now
+	}
+	if t.tokens < 1 {
+		return false
+	}
+	t.tokens--
+	return true
+}

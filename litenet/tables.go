@@ -1,0 +1,172 @@
+package litenet
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+const peerShards = 64
+
+// peerTable maps addresses to peers, sharded so that readers of several
+// sockets and the application's lookups do not meet on one lock.
+type peerTable struct {
+	shards [peerShards]struct {
+		mu sync.RWMutex
+		m  map[netip.AddrPort]*Peer // guarded by mu
+	}
+	n atomic.Int64
+}
+
+func (t *peerTable) init() {
+	for i := range t.shards {
+		t.shards[i].m = make(map[netip.AddrPort]*Peer)
+	}
+}
+
+func shardOf(a netip.AddrPort) int {
+	ip := a.Addr().As16()
+	h := binary.LittleEndian.Uint64(ip[8:]) ^ binary.LittleEndian.Uint64(ip[:8])*0x9e3779b97f4a7c15
+	h ^= uint64(a.Port()) * 0xff51afd7ed558ccd
+	h ^= h >> 29
+	return int(h % peerShards)
+}
+
+func (t *peerTable) get(a netip.AddrPort) *Peer {
+	s := &t.shards[shardOf(a)]
+	s.mu.RLock()
+	p := s.m[a]
+	s.mu.RUnlock()
+	return p
+}
+
+func (t *peerTable) put(p *Peer) {
+	s := &t.shards[shardOf(p.addr)]
+	s.mu.Lock()
+	if _, ok := s.m[p.addr]; !ok {
+		t.n.Add(1)
+	}
+	s.m[p.addr] = p
+	s.mu.Unlock()
+}
+
+// remove drops p if it is still the entry for its address.
+func (t *peerTable) remove(p *Peer) {
+	s := &t.shards[shardOf(p.addr)]
+	s.mu.Lock()
+	if s.m[p.addr] == p {
+		delete(s.m, p.addr)
+		t.n.Add(-1)
+	}
+	s.mu.Unlock()
+}
+
+func (t *peerTable) all() []*Peer {
+	out := make([]*Peer, 0, t.n.Load())
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.RLock()
+		for _, p := range s.m {
+			out = append(out, p)
+		}
+		s.mu.RUnlock()
+	}
+	return out
+}
+
+// pendingTable counts the connections accepted but not yet confirmed, in
+// total and per source address, and keeps those that never sent a second
+// packet in accept order, the eviction candidates. The peers' pending
+// fields are guarded by mu.
+type pendingTable struct {
+	mu         sync.Mutex
+	n          int
+	head, tail *Peer                // unprogressed, oldest first
+	perIP      map[netip.Addr]int32 // guarded by mu
+}
+
+func (t *pendingTable) init() { t.perIP = make(map[netip.Addr]int32) }
+
+func (t *pendingTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// admit counts p as pending. At the total bound the oldest unprogressed
+// entry is evicted (returned, already out of this table) to make room; at
+// the per-address bound, or with nothing to evict, p is refused.
+func (t *pendingTable) admit(p *Peer, max, perIP int, proven bool) (evicted *Peer, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ip := p.addr.Addr()
+	if int(t.perIP[ip]) >= perIP {
+		return nil, false
+	}
+	if t.n >= max {
+		if t.head == nil {
+			return nil, false
+		}
+		evicted = t.head
+		t.removeLocked(evicted)
+	}
+	t.n++
+	t.perIP[ip]++
+	p.pending = true
+	if proven {
+		return evicted, true
+	}
+	p.pendListed = true
+	p.pendPrev, p.pendNext = t.tail, nil
+	if t.tail != nil {
+		t.tail.pendNext = p
+	} else {
+		t.head = p
+	}
+	t.tail = p
+	return evicted, true
+}
+
+// progressed takes p off the eviction list: it answered its accept.
+func (t *pendingTable) progressed(p *Peer) {
+	t.mu.Lock()
+	t.unlistLocked(p)
+	t.mu.Unlock()
+}
+
+func (t *pendingTable) remove(p *Peer) {
+	t.mu.Lock()
+	t.removeLocked(p)
+	t.mu.Unlock()
+}
+
+func (t *pendingTable) removeLocked(p *Peer) {
+	if !p.pending {
+		return
+	}
+	t.unlistLocked(p)
+	p.pending = false
+	t.n--
+	ip := p.addr.Addr()
+	if t.perIP[ip]--; t.perIP[ip] <= 0 {
+		delete(t.perIP, ip)
+	}
+}
+
+func (t *pendingTable) unlistLocked(p *Peer) {
+	if !p.pendListed {
+		return
+	}
+	if p.pendPrev != nil {
+		p.pendPrev.pendNext = p.pendNext
+	} else {
+		t.head = p.pendNext
+	}
+	if p.pendNext != nil {
+		p.pendNext.pendPrev = p.pendPrev
+	} else {
+		t.tail = p.pendPrev
+	}
+	p.pendPrev, p.pendNext, p.pendListed = nil, nil, false
+}

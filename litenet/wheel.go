@@ -1,0 +1,90 @@
+package litenet
+
+// wheel is a socket's timer wheel: each peer sits in the slot of its next
+// deadline (resend, ping, timeout, close grace, Disconnect repeat), so a
+// tick touches only the peers due in it, not every peer. Slots are tick
+// long; a deadline past the wheel's span goes to the farthest slot and is
+// put back when reached early. Everything is guarded by the socket's
+// flushMu, as are the peers' wheel fields.
+type wheel struct {
+	tick  int64
+	slots []*Peer // heads of doubly linked lists
+	pos   int64   // the next tick index to process
+	n     int     // peers in the wheel
+}
+
+const wheelSlots = 1024
+
+func newWheel(tick int64, now int64) *wheel {
+	return &wheel{tick: tick, slots: make([]*Peer, wheelSlots), pos: now / tick}
+}
+
+// set puts p in the slot of deadline (0 removes it).
+func (w *wheel) set(p *Peer, deadline int64) {
+	if p.wheelSlot >= 0 {
+		if deadline != 0 && deadline/w.tick == p.deadline/w.tick && p.deadline != 0 {
+			p.deadline = deadline
+			return // same slot
+		}
+		w.remove(p)
+	}
+	p.deadline = deadline
+	if deadline == 0 {
+		return
+	}
+	t := max(deadline/w.tick, w.pos)
+	if t-w.pos >= wheelSlots {
+		t = w.pos + wheelSlots - 1
+	}
+	i := int32(t % wheelSlots)
+	p.wheelSlot = i
+	p.wheelPrev, p.wheelNext = nil, w.slots[i]
+	if w.slots[i] != nil {
+		w.slots[i].wheelPrev = p
+	}
+	w.slots[i] = p
+	w.n++
+}
+
+func (w *wheel) remove(p *Peer) {
+	if p.wheelSlot < 0 {
+		return
+	}
+	if p.wheelPrev != nil {
+		p.wheelPrev.wheelNext = p.wheelNext
+	} else {
+		w.slots[p.wheelSlot] = p.wheelNext
+	}
+	if p.wheelNext != nil {
+		p.wheelNext.wheelPrev = p.wheelPrev
+	}
+	p.wheelPrev, p.wheelNext, p.wheelSlot = nil, nil, -1
+	w.n--
+}
+
+// due takes every peer whose deadline has come by now out of the wheel and
+// appends it to dst. Peers in a reached slot whose deadline is later (put
+// there from beyond the span) are put back.
+func (w *wheel) due(now int64, dst []*Peer) []*Peer {
+	end := now / w.tick
+	if end-w.pos >= wheelSlots {
+		w.pos = end - wheelSlots + 1 // a long stall: every slot is visited once
+	}
+	for ; w.pos <= end; w.pos++ {
+		i := w.pos % wheelSlots
+		p := w.slots[i]
+		w.slots[i] = nil
+		for p != nil {
+			nx := p.wheelNext
+			p.wheelPrev, p.wheelNext, p.wheelSlot = nil, nil, -1
+			w.n--
+			if p.deadline/w.tick <= end {
+				dst = append(dst, p) // due within this tick: emit checks each timer itself
+			} else {
+				w.set(p, p.deadline)
+			}
+			p = nx
+		}
+	}
+	return dst
+}
