@@ -96,6 +96,9 @@ type AppConfig struct {
 	// Checks are top-level checks ([checks.NAME] of fly.toml) of every
 	// machine of the app.
 	Checks map[string]*CheckConfig `toml:"checks"`
+	// UDP are the app's UDP services ([[services]] protocol = "udp" of
+	// fly.toml), each served by one machine at a time (udp.go).
+	UDP []*UDPService `toml:"udp"`
 	// Machines are created (and started) when the Sim starts.
 	Machines []*MachineSpec `toml:"machines"`
 }
@@ -222,7 +225,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
 	}
-	return nil
+	return c.validateUDPAddrs()
 }
 
 func appName(a *AppConfig) string {
@@ -288,6 +291,9 @@ func (a *AppConfig) validate(c *Config, ids map[string]bool) error {
 		if ch.Timeout.Duration <= 0 {
 			ch.Timeout.Duration = DefaultCheckTimeout
 		}
+	}
+	if err := a.validateUDP(); err != nil {
+		return err
 	}
 	for i, m := range a.Machines {
 		if m == nil {

@@ -31,6 +31,39 @@ func TestLoadConfigExample(t *testing.T) {
 	if c.Apps[2].Machines[0].Region != "sea" || c.Images["purrfly:v2"].Ref != "registry.fly.io/purrfly:v2" {
 		t.Fatalf("defaults not filled: %+v", c.Apps[2].Machines[0])
 	}
+	if len(relay.UDP) != 1 || *relay.UDP[0] != (UDPService{InternalPort: 7778, Port: 4401}) ||
+		relay.udpListenAddr(relay.UDP[0]) != "127.0.0.1:4401" || len(c.Apps[2].UDP) != 0 {
+		t.Fatalf("udp services: %+v", relay.UDP)
+	}
+	mc := initialConfig(relay, relay.Machines[0])
+	if len(mc.Services) != 2 || mc.Services[1].Protocol != "udp" || mc.Services[1].InternalPort != 7778 ||
+		*mc.Services[1].Ports[0].Port != 7778 {
+		t.Fatalf("machine services: %+v", mc.Services)
+	}
+}
+
+// TestLoadShippedConfig: fly/sim.toml loads, and each relay app has its UDP
+// service on 7778 at the public port its env advertises.
+func TestLoadShippedConfig(t *testing.T) {
+	c, err := LoadConfig("../fly/sim.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"purrfly-relay-a": "127.0.0.1:4401", "purrfly-relay-b": "127.0.0.1:4402", "purrfly-relay-multi": "127.0.0.1:4403"}
+	for _, a := range c.Apps {
+		addr, ok := want[a.Name]
+		if !ok {
+			continue
+		}
+		delete(want, a.Name)
+		if len(a.UDP) != 1 || a.UDP[0].InternalPort != 7778 || a.udpListenAddr(a.UDP[0]) != addr ||
+			a.Env["UDP_HOST"] != "{ip}" || a.Env["UDP_PORT_V2"] != "7778" || a.Env["HOST_UDP_PORT_V2"] != addr[len("127.0.0.1:"):] {
+			t.Errorf("%s: udp %+v, env %v", a.Name, a.UDP, a.Env)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("apps missing: %v", want)
+	}
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -52,6 +85,13 @@ internal_port = 8080
 		"bad machine id":  {base + "[[apps.machines]]\nimage = \"a:v1\"\nid = \"xyz\"\n", "14 lower-case hex"},
 		"no images":       {"[[apps]]\nname = \"web\"\ninternal_port = 1\n", "no [images]"},
 		"non-loopback ip": {"machine_ip_base = \"10.0.0.1\"\n" + base, "loopback"},
+		"udp no port":     {base + "[[apps.udp]]\nport = 4401\n", "internal_port 0 out of range"},
+		"udp big port":    {base + "[[apps.udp]]\ninternal_port = 7778\nport = 70000\n", "port 70000 out of range"},
+		"udp twice":       {base + "[[apps.udp]]\ninternal_port = 7778\n[[apps.udp]]\ninternal_port = 7778\n", "internal_port 7778 appears twice"},
+		"udp port twice":  {base + "[[apps.udp]]\ninternal_port = 1\nport = 9\n[[apps.udp]]\ninternal_port = 2\nport = 9\n", "udp port 9 appears twice"},
+		"udp shared addr": {base + "proxy = \"127.0.0.1:4300\"\n[[apps.udp]]\ninternal_port = 1\nport = 9\n" +
+			"[[apps]]\nname = \"two\"\ninternal_port = 8080\nproxy = \"127.0.0.1:4301\"\n[[apps.udp]]\ninternal_port = 1\nport = 9\n",
+			"already the one of app web"},
 	} {
 		p := filepath.Join(t.TempDir(), "sim.toml")
 		if err := os.WriteFile(p, []byte(tc.toml), 0o644); err != nil {

@@ -10,19 +10,21 @@
 //
 //	cfg, _ := flysim.LoadConfig("fly/sim.toml")
 //	sim, _ := flysim.New(cfg, flysim.Options{LogDir: "sim-logs", Stdout: os.Stdout})
-//	err := sim.Start(ctx) // binds API, DNS, proxies; starts machines; returns when they listen
-//	st := sim.State()     // {"machines_api","token","dns","apps":{NAME:{"url"}}}
+//	err := sim.Start(ctx) // binds API, DNS, proxies, UDP; starts machines; returns when they listen
+//	st := sim.State()     // {"machines_api","token","dns","apps":{NAME:{"url","udp":{PORT:ADDR}}}}
 //	defer sim.Close()     // every process stopped per kill_signal/kill_timeout; nothing left
 //
 // One Sim owns: the Machines API server (api.go, api_machines.go, lease.go),
 // one DNS server on UDP and TCP (dns.go), one proxy per app (proxy.go,
-// routing.go, tunnel.go), and per machine one run goroutine (lifecycle.go)
-// that alone owns the machine's process (process.go) and its checks
-// (checks.go). Every record (state, version, config, events, checks, lease)
-// is guarded by the one Sim.mu; nothing holds it across I/O or a process
-// wait. API handlers change records under the lock and hand process work
-// (start, stop, restart, destroy) to the run goroutine through a bounded
-// queue; waiters sleep on a per-machine channel closed at every change.
+// routing.go, tunnel.go), one UDP forwarder per UDP service of an app
+// (udp.go, udp_flow.go, udp_route.go, udp_config.go), and per machine one
+// run goroutine (lifecycle.go) that alone owns the machine's process
+// (process.go) and its checks (checks.go). Every record (state, version,
+// config, events, checks, lease) is guarded by the one Sim.mu; nothing holds
+// it across I/O or a process wait. API handlers change records under the
+// lock and hand process work (start, stop, restart, destroy) to the run
+// goroutine through a bounded queue; waiters sleep on a per-machine channel
+// closed at every change, and on a per-app one (the UDP forwarders).
 //
 // # What matches Fly
 //
@@ -71,6 +73,23 @@
 //     A WebSocket upgrade is replayed before any machine upgrades it; the
 //     machine that answers 101 gets both directions piped until either side
 //     closes (at most 2048 at once per app).
+//   - UDP per app ([[apps.udp]]: internal_port, port; fly.toml's [[services]]
+//     protocol = "udp"): no balancing, as on Fly: one machine at a time
+//     receives every datagram of the service, from every client. It is
+//     picked among the machines that are routable as for the proxy and have
+//     the service in their config (initialConfig adds it; a deploy that
+//     copies the config keeps it), preferring the edge region, and kept
+//     while it stays routable (sticky); when it stops, is cordoned or fails
+//     its checks, another one takes over at once (the oldest qualifying one,
+//     edge region first) with every flow, and the previous machine's
+//     sessions break, as on Fly. There is no Fly-Replay for UDP.
+//     A machine binds the service port on its own address (Fly's
+//     fly-global-services; sim.toml passes it as UDP_HOST = "{ip}") and
+//     answers from there: a datagram from any other address (a socket bound
+//     to 0.0.0.0, another port) is dropped (counted), as Fly's answers
+//     must leave from fly-global-services. Datagrams pass unchanged, up to
+//     65,507 bytes; a machine that does not listen loses the datagram
+//     (ICMP port unreachable), never the service.
 //   - Internal DNS (.internal, TTL 5 s, from live state): vms.<app> and
 //     all.vms.<app> TXT "<id> <region>,..." (long values split in 255-byte
 //     strings), regions.<app> TXT, <id>.vm.<app>, <app>, <region>.<app>,
@@ -110,6 +129,30 @@
 //     tool verifies one machine). No autostart/autostop, no concurrency
 //     limits, no TLS, no edge-region latency: the edge is the app's
 //     edge_region (default its primary region).
+//   - UDP: all apps share 127.0.0.1 as their public IP (as the proxies do,
+//     on distinct ports), so a UDP service's public port (port) differs from
+//     the port machines bind (internal_port), where Fly has them equal. The
+//     public address is the host of the app's proxy address at port: one
+//     public IP per app for HTTP and UDP, like a dedicated IPv4, and a test
+//     that moves an app's proxy to another loopback address moves its UDP
+//     with it. The public port is the Sim's business, as 80/443 are for the
+//     proxy: the machine config says port = internal_port, Fly's rule.
+//   - UDP goes through flows, not packet by packet: without raw sockets a
+//     userspace forwarder can only tell whose answer is whose by giving each
+//     client address a socket of its own (on 127.0.0.1), so machines see
+//     that socket's address, not the client's (Fly preserves the client's
+//     address). A flow lives while datagrams pass either way; it ends after
+//     Options.UDPIdleTimeout without any (default 2 min, on Options.Clock;
+//     Fly has no such timeout, a client that keeps pinging never notices),
+//     and past Options.UDPMaxFlows flows (default 4096) a new client ends
+//     the flow idle longest. A machine can only answer clients that sent to
+//     the service first. Each flow holds a 64 KiB read buffer while it
+//     lives.
+//   - The first UDP pick waits until Start has brought the app up, so it is
+//     the oldest routable machine of the edge region rather than whichever
+//     passed its checks first (Fly does not say which machine it picks). The
+//     UDP services of one app each pick their machine (Fly now routes UDP
+//     per port); with the same configs they pick the same one.
 //   - Not emulated: rate limits, volumes, secrets, metadata, exec, signal,
 //     suspend, from_event_id in wait, lease descriptions, org/app creation.
 //   - Processes run in their own process group and, on Linux, get SIGKILL if

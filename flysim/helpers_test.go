@@ -63,11 +63,17 @@ func testConfig() *Config {
 // process it ever started is still alive.
 func startSim(tb testing.TB, cfg *Config) *Sim {
 	tb.Helper()
-	s, err := New(cfg, Options{
-		LogDir:     tb.TempDir(),
-		Logger:     slog.New(slog.DiscardHandler),
-		CheckRetry: 50 * time.Millisecond,
-	})
+	return startSimOpts(tb, cfg, Options{})
+}
+
+// startSimOpts is startSim with options (LogDir, Logger and CheckRetry are
+// the tests' own).
+func startSimOpts(tb testing.TB, cfg *Config, opts Options) *Sim {
+	tb.Helper()
+	opts.LogDir = tb.TempDir()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	opts.CheckRetry = 50 * time.Millisecond
+	s, err := New(cfg, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

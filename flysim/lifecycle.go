@@ -49,7 +49,7 @@ func (s *Sim) createMachine(a *app, id, name, region string, cfg *fly.MachineCon
 		return nil, fmt.Errorf("machine id %s already exists", id)
 	}
 	probe := &machine{app: a, config: cfg} // where this config will listen
-	ip, err := s.allocIPLocked(probe.internalPortLocked())
+	ip, err := s.allocIPLocked(probe.internalPortLocked(), probe.udpPortsLocked())
 	if err != nil {
 		return nil, err
 	}

@@ -24,13 +24,21 @@ const (
 // maxEvents bounds a machine's event list (newest first, as Fly lists them).
 const maxEvents = 30
 
-// app is one emulated app. cfg is static after New; machines and order are
-// guarded by Sim.mu.
+// app is one emulated app. cfg is static after New; machines, order and
+// changed are guarded by Sim.mu.
 type app struct {
 	cfg      *AppConfig
 	machines map[string]*machine
-	order    []*machine // creation order, destroyed ones included
-	proxy    *proxy     // set in Start, static afterwards
+	order    []*machine      // creation order, destroyed ones included
+	changed  chan struct{}   // closed and replaced on every change of any of its machines
+	proxy    *proxy          // set in Start, static afterwards
+	udp      []*udpForwarder // one per cfg.UDP entry, set in Start, static afterwards
+}
+
+// touchLocked wakes whoever follows the app's machines (the UDP forwarders).
+func (a *app) touchLocked() {
+	close(a.changed)
+	a.changed = make(chan struct{})
 }
 
 // machine is one emulated machine. Its process is owned by its run goroutine
@@ -65,6 +73,7 @@ func (m *machine) touchLocked(now time.Time) {
 	m.updatedAt = now
 	close(m.changed)
 	m.changed = make(chan struct{})
+	m.app.touchLocked()
 }
 
 func (m *machine) setStateLocked(state string, now time.Time) {
@@ -96,8 +105,8 @@ func (m *machine) routableLocked() bool {
 }
 
 // internalPortLocked is where the proxy reaches m: the internal_port of the
-// config's first service with an http handler (or the first service), else
-// the app's internal_port.
+// config's first service with an http handler (or the first TCP service),
+// else the app's internal_port.
 func (m *machine) internalPortLocked() int {
 	if m.config != nil {
 		for _, sv := range m.config.Services {
@@ -109,12 +118,43 @@ func (m *machine) internalPortLocked() int {
 				}
 			}
 		}
-		if len(m.config.Services) > 0 && m.config.Services[0].InternalPort > 0 {
-			return m.config.Services[0].InternalPort
+		for _, sv := range m.config.Services {
+			if !isUDP(sv) && sv.InternalPort > 0 {
+				return sv.InternalPort
+			}
 		}
 	}
 	return m.app.cfg.InternalPort
 }
+
+// servesUDPLocked reports whether m's config has a UDP service on port (on
+// Fly a machine gets a service's traffic only if its config has the service).
+func (m *machine) servesUDPLocked(port int) bool {
+	if m.config == nil {
+		return false
+	}
+	for _, sv := range m.config.Services {
+		if isUDP(sv) && sv.InternalPort == port {
+			return true
+		}
+	}
+	return false
+}
+
+// udpPortsLocked are the internal ports of m's UDP services.
+func (m *machine) udpPortsLocked() []int {
+	var out []int
+	if m.config != nil {
+		for _, sv := range m.config.Services {
+			if isUDP(sv) && sv.InternalPort > 0 {
+				out = append(out, sv.InternalPort)
+			}
+		}
+	}
+	return out
+}
+
+func isUDP(sv fly.MachineService) bool { return strings.EqualFold(sv.Protocol, "udp") }
 
 // viewLocked renders m as the Machines API does.
 func (m *machine) viewLocked(img *Image) *fly.Machine {
@@ -204,7 +244,9 @@ func imageRefString(name string, img *Image) string {
 }
 
 // initialConfig builds the config of a machine the TOML declares, the way
-// flyctl would from fly.toml: env, one http service on internal_port with its
+// flyctl would from fly.toml: env, one http service on internal_port, one
+// udp service per [[apps.udp]] (port = internal_port, as Fly requires; the
+// Sim's public port is its own business, as the proxy's is for 80/443),
 // checks copied from [checks], stop_config from kill_signal/kill_timeout.
 func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
 	env := map[string]string{}
@@ -234,6 +276,14 @@ func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
 			},
 		}},
 		StopConfig: &fly.StopConfig{Signal: &sig, Timeout: &fly.Duration{Duration: a.KillTimeout.Duration}},
+	}
+	for _, u := range a.UDP {
+		port := u.InternalPort
+		cfg.Services = append(cfg.Services, fly.MachineService{
+			Protocol:     "udp",
+			InternalPort: u.InternalPort,
+			Ports:        []fly.MachinePort{{Port: &port}},
+		})
 	}
 	if len(a.Checks) > 0 {
 		cfg.Checks = map[string]fly.MachineCheck{}

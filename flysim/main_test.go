@@ -63,7 +63,10 @@ type pingInfo struct {
 //	/ws?replay_to=ID      Fly-Replay unless replayed (or ID is itself), else a WebSocket echo
 //	/dns?name=N           looks N up (TXT) on $FLY_DNS_SERVER
 //
-// CHILD_MODE=broken exits at once; CHILD_MODE=ignore-int ignores SIGINT.
+// CHILD_MODE=broken exits at once; CHILD_MODE=ignore-int ignores SIGINT;
+// CHILD_MODE=udp-echo also answers every datagram on $HOST:$UDP_PORT (bound
+// before the HTTP server listens) with "<machine id> <sender address>|" and
+// the datagram, from the address it arrived at.
 func childMain() {
 	switch os.Getenv("CHILD_MODE") {
 	case "broken":
@@ -157,6 +160,12 @@ func childMain() {
 		}
 		fmt.Fprint(w, strings.Join(parts, "|"))
 	})
+	if os.Getenv("CHILD_MODE") == "udp-echo" {
+		if err := udpEcho(id); err != nil {
+			fmt.Fprintln(os.Stderr, "udp:", err)
+			os.Exit(1)
+		}
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(os.Getenv("HOST"), os.Getenv("PORT")))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "listen:", err)
@@ -181,4 +190,28 @@ func childMain() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// udpEcho binds $HOST:$UDP_PORT and echoes datagrams, prefixed: at most
+// udpEchoMax of them, for at most udpEchoFor.
+func udpEcho(id string) error {
+	const udpEchoMax, udpEchoFor = 1000, 2 * time.Minute
+	c, err := net.ListenPacket("udp", net.JoinHostPort(os.Getenv("HOST"), os.Getenv("UDP_PORT")))
+	if err != nil {
+		return err
+	}
+	fmt.Println("child udp on", c.LocalAddr())
+	_ = c.SetDeadline(time.Now().Add(udpEchoFor))
+	go func() {
+		buf := make([]byte, 64<<10)
+		for range udpEchoMax {
+			n, from, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			out := append([]byte(id+" "+from.String()+"|"), buf[:n]...)
+			_, _ = c.WriteTo(out, from)
+		}
+	}()
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,6 +43,12 @@ type Options struct {
 	// boot is retried (default 200 ms), so a fresh machine joins the proxy's
 	// pool promptly; after its first pass a check runs at its interval.
 	CheckRetry time.Duration
+	// UDPIdleTimeout ends a UDP flow that carried no datagram either way for
+	// this long, on Clock (default DefaultUDPIdleTimeout).
+	UDPIdleTimeout time.Duration
+	// UDPMaxFlows bounds the flows of one UDP service (default
+	// DefaultUDPMaxFlows); a new client past it ends the flow idle longest.
+	UDPMaxFlows int
 }
 
 // State is what `purrctl sim --state FILE` writes once everything is up.
@@ -55,6 +62,9 @@ type State struct {
 // AppState is the public side of one app.
 type AppState struct {
 	URL string `json:"url"`
+	// UDP maps the internal port of each UDP service ("7778") to the public
+	// address clients send to ("127.0.0.1:4401").
+	UDP map[string]string `json:"udp,omitempty"`
 }
 
 // Sim is a running emulated organisation. Its methods may be called
@@ -119,6 +129,12 @@ func New(cfg *Config, opts Options) (*Sim, error) {
 	if opts.CheckRetry <= 0 {
 		opts.CheckRetry = 200 * time.Millisecond
 	}
+	if opts.UDPIdleTimeout <= 0 {
+		opts.UDPIdleTimeout = DefaultUDPIdleTimeout
+	}
+	if opts.UDPMaxFlows <= 0 {
+		opts.UDPMaxFlows = DefaultUDPMaxFlows
+	}
 	base, err := parseIPv4(cfg.MachineIPBase)
 	if err != nil {
 		return nil, err
@@ -135,7 +151,7 @@ func New(cfg *Config, opts Options) (*Sim, error) {
 		apps: map[string]*app{}, usedIPs: map[string]bool{}, nextIP: base,
 	}
 	for _, ac := range cfg.Apps {
-		a := &app{cfg: ac, machines: map[string]*machine{}}
+		a := &app{cfg: ac, machines: map[string]*machine{}, changed: make(chan struct{})}
 		s.apps[ac.Name] = a
 		s.order = append(s.order, a)
 	}
@@ -145,11 +161,12 @@ func New(cfg *Config, opts Options) (*Sim, error) {
 // LogDir is where machine output goes.
 func (s *Sim) LogDir() string { return s.logDir }
 
-// Start binds the Machines API, the DNS server and every app's proxy, creates
-// and starts the configured machines app by app in config order, and returns
-// once each is listening on its internal port (or has stopped, as a broken
-// image does) and its checks pass (waited for at most 10 s a machine, then
-// only logged). ctx bounds only that start-up; the Sim runs until Close. On
+// Start binds the Machines API, the DNS server and every app's proxy and UDP
+// services, creates and starts the configured machines app by app in config
+// order, and returns once each is listening on its internal port (or has
+// stopped, as a broken image does) and its checks pass (waited for at most
+// 10 s a machine, then only logged); an app's UDP services pick their
+// machine once the app is up. ctx bounds only that start-up; the Sim runs until Close. On
 // error everything already started is stopped again.
 func (s *Sim) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -187,6 +204,9 @@ func (s *Sim) Start(ctx context.Context) error {
 		for _, m := range ms {
 			s.waitChecks(ctx, m)
 		}
+		for _, f := range a.udp {
+			f.open() // the app is up: its UDP services pick their machine
+		}
 	}
 	if s.opts.Stdout != nil {
 		s.WriteTable(s.opts.Stdout)
@@ -217,6 +237,15 @@ func (s *Sim) bind() error {
 		s.mu.Lock()
 		a.proxy = p
 		s.mu.Unlock()
+		for _, svc := range a.cfg.UDP {
+			f, err := startUDP(s, a, svc)
+			if err != nil {
+				return err
+			}
+			s.mu.Lock()
+			a.udp = append(a.udp, f)
+			s.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -286,9 +315,17 @@ func (s *Sim) State() State {
 		st.DNS = s.dns.addr
 	}
 	for _, a := range s.order {
-		if a.proxy != nil {
-			st.Apps[a.cfg.Name] = AppState{URL: a.proxy.url}
+		if a.proxy == nil {
+			continue
 		}
+		as := AppState{URL: a.proxy.url}
+		for _, f := range a.udp {
+			if as.UDP == nil {
+				as.UDP = map[string]string{}
+			}
+			as.UDP[strconv.Itoa(f.svc.InternalPort)] = f.addr
+		}
+		st.Apps[a.cfg.Name] = as
 	}
 	return st
 }
@@ -303,10 +340,25 @@ func (s *Sim) AppURL(name string) string {
 	return ""
 }
 
+// UDPAddr is the public address of an app's UDP service on internalPort
+// ("" if unknown or not started).
+func (s *Sim) UDPAddr(name string, internalPort int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.apps[name]; a != nil {
+		for _, f := range a.udp {
+			if f.svc.InternalPort == internalPort {
+				return f.addr
+			}
+		}
+	}
+	return ""
+}
+
 // Close stops every machine (kill_signal, then SIGKILL after kill_timeout,
 // all machines at once), closes the proxies (and their WebSocket tunnels),
-// the Machines API and the DNS server, and waits for every goroutine. It is
-// safe to call more than once.
+// the UDP services (and their flows), the Machines API and the DNS server,
+// and waits for every goroutine. It is safe to call more than once.
 func (s *Sim) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -329,6 +381,12 @@ func (s *Sim) Close() error {
 		if a.proxy != nil {
 			errs = append(errs, a.proxy.close(ctx))
 		}
+		s.mu.Lock()
+		udp := append([]*udpForwarder(nil), a.udp...)
+		s.mu.Unlock()
+		for _, f := range udp {
+			errs = append(errs, f.close())
+		}
 	}
 	s.wg.Wait() // actors: every process is gone once this returns
 	if dns != nil {
@@ -345,10 +403,10 @@ func parseIPv4(s string) (uint32, error) {
 	return uint32(ip[0])<<24 | uint32(ip[1])<<16 | uint32(ip[2])<<8 | uint32(ip[3]), nil
 }
 
-// allocIPLocked hands out the next loopback address on which port is free
-// (probed by binding it), so machines never collide with each other or with
-// another Sim on the same host.
-func (s *Sim) allocIPLocked(port int) (string, error) {
+// allocIPLocked hands out the next loopback address on which port (TCP)
+// and udpPorts are free (probed by binding them), so machines never collide
+// with each other or with another Sim on the same host.
+func (s *Sim) allocIPLocked(port int, udpPorts []int) (string, error) {
 	for tries := 0; tries < 1024; tries++ {
 		n := s.nextIP
 		s.nextIP++
@@ -364,8 +422,23 @@ func (s *Sim) allocIPLocked(port int) (string, error) {
 			continue
 		}
 		_ = ln.Close()
+		if !udpFree(ip, udpPorts) {
+			continue
+		}
 		s.usedIPs[ip] = true
 		return ip, nil
 	}
 	return "", errors.New("failed to find a free loopback address")
+}
+
+// udpFree reports whether every one of ports can be bound (UDP) on ip.
+func udpFree(ip string, ports []int) bool {
+	for _, p := range ports {
+		c, err := net.ListenPacket("udp", net.JoinHostPort(ip, fmt.Sprint(p)))
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+	}
+	return true
 }
