@@ -50,7 +50,7 @@ func newCoreRoomIn(tb testing.TB, c *core, name string) *coreRoom {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cr := &coreRoom{core: c, host: c.newConn(nil), client: c.newConn(nil)}
+	cr := &coreRoom{core: c, host: c.newConn(nil, framingWS), client: c.newConn(nil, framingWS)}
 	cr.deliver(cr.host, wire.Auth{RoomName: name, ClientSecret: a.hostSecret}.Marshal())
 	cr.deliver(cr.client, wire.Auth{RoomName: name, ClientSecret: a.pub.ClientSecret}.Marshal())
 	cr.drain(cr.host)

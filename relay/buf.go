@@ -26,6 +26,9 @@ type buf struct {
 	off   int    // frame is b[off:end]
 	end   int
 	class int
+	// method is the delivery method the frame is sent with to a UDP peer
+	// (ReliableOrdered for everything but forwarded game data).
+	method wire.Delivery
 }
 
 var bufPools [len(sizeClasses)]sync.Pool
@@ -49,7 +52,7 @@ func getBuf(n int) *buf {
 
 func getClass(i int) *buf {
 	b := bufPools[i].Get().(*buf)
-	b.off, b.end = 0, 0
+	b.off, b.end, b.method = 0, 0, wire.ReliableOrdered
 	return b
 }
 

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -36,6 +35,10 @@ const (
 	roleClient             // an ordinary client of a room
 	roleHost               // the room's host
 	rolePipe               // a pipe peer (no room)
+	// roleForwarded: the peer's room is on another machine of the app; its
+	// frames go to the link toward that machine (conn.up) and the holder
+	// sees it as an ordinary connection (forward.go).
+	roleForwarded
 )
 
 // closeReason says why a connection ended; it picks the close code, whether
@@ -55,7 +58,7 @@ const (
 	reasonQueueOverflow             // the send queue hit its hard bound
 	reasonWriteError                // a write failed
 	reasonShutdown                  // the relay is going away (1012)
-	reasonUpstream                  // forwarded: the holder closed the link; its close code is passed on
+	reasonUpstream                  // forwarded: the holder closed the link; conn.upstream says how
 	reasonUpstreamLost              // forwarded: the link to the holder dropped without a close frame
 	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
 	reasonRoomGone                  // the room ended here: the balancer gave its name to another incarnation (1012)
@@ -83,48 +86,59 @@ func (r closeReason) abrupt() bool {
 // (the [4] of a failed auth, a host's last packets before a kick, ...).
 func (r closeReason) flush() bool { return !r.abrupt() && r != reasonTextFrame }
 
-// wsCode is the WebSocket close code and text for the reason.
-func (r closeReason) wsCode() (websocket.StatusCode, string) {
-	switch r {
-	case reasonAuthFailed:
-		return websocket.StatusPolicyViolation, "authentication failed"
-	case reasonTextFrame:
-		return websocket.StatusUnsupportedData, "binary messages only"
-	case reasonTooBig:
-		return websocket.StatusMessageTooBig, "message too big"
-	case reasonKicked:
-		return websocket.StatusNormalClosure, "kicked"
-	case reasonHostLeft:
-		return websocket.StatusNormalClosure, "host left"
-	case reasonShutdown:
-		return websocket.StatusServiceRestart, "relay restarting"
-	case reasonRoomGone:
-		return websocket.StatusServiceRestart, "room moved"
-	case reasonSlowReceiver, reasonQueueOverflow:
-		return websocket.StatusPolicyViolation, "too slow"
-	}
-	return websocket.StatusNormalClosure, ""
+// transport is what the routing core needs of a connection's transport
+// (ws.go: WebSocket; udp_conn.go: LiteNetLib; forward.go: a link to the
+// holder machine). Both calls must be quick and never block: they run on
+// readers, possibly under a room lock.
+type transport interface {
+	// wake says frames were queued: the transport's writer takes them
+	// (conn.takeBatch).
+	wake()
+	// closed says the conn was closed (once) for reason: a graceful reason
+	// (reason.flush) delivers what is queued first, an abrupt one drops the
+	// transport at once; the transport then ends and its reader calls
+	// core.leave.
+	closed(reason closeReason)
 }
 
-// conn is one peer connection as the routing core sees it, whatever its
-// transport. The transport owns one reader goroutine (the only caller of
-// core.handle and core.leave for this conn) and one writer goroutine (the
-// only consumer of the queue and the only caller of the transport's write).
-type conn struct {
-	id   wire.ConnID   // static
-	core *core         // static
-	wake chan struct{} // static, cap 1: signalled when a frame is queued
-	done chan struct{} // static, closed once by close
+// nopTransport is the transport of a conn without one (core tests).
+type nopTransport struct{}
 
-	// abort drops the transport at once (no handshake). Set by the transport
-	// before the conn is visible to anyone else; called on its own goroutine.
-	abort func()
+func (nopTransport) wake()              {}
+func (nopTransport) closed(closeReason) {}
+
+// framing is how a connection's packets are framed (wire/udp.go): PurrNet's
+// WebSocket framing, or its UDP framing with LiteNetLib delivery methods in
+// the packets (a UDP peer, or a link carrying one for another machine).
+type framing uint8
+
+const (
+	framingWS framing = iota
+	framingUDP
+)
+
+// conn is one peer connection as the routing core sees it, whatever its
+// transport. The transport delivers messages to core.handle from one
+// reader at a time (a WebSocket's reader goroutine; the UDP socket reader
+// serialised per peer), calls core.leave once at the end, and drains the
+// queue from its writer.
+type conn struct {
+	id      wire.ConnID // static
+	core    *core       // static
+	t       transport   // static
+	framing framing     // static
 
 	// role and room are written once by the reader at authentication, under
 	// room.mu (rooms) or before the conn enters the pipe table (pipes). The
-	// reader reads them freely; anyone else reads them under room.mu.
+	// reader reads them freely; anyone else reads them under room.mu. up is
+	// written with role (roleForwarded): the link toward the holder
+	// machine that the conn's frames are queued on (forward.go).
 	role role
 	room *room
+	up   *conn
+	// nat is written once by the reader at authentication: the peer asked
+	// for NAT introduction ({"nat":true}); read under room.mu.
+	nat bool
 
 	// link is static: true for the upstream side of a forwarded connection
 	// (forward.go), a queue and writer toward the holder machine that is no
@@ -139,15 +153,10 @@ type conn struct {
 	qBytes    int         // guarded by mu: the queued buffers' capacity (buf.weight), what the queue pins
 	fullSince time.Time   // guarded by mu: first refusal since the writer last drained; zero if none
 	reason    closeReason // guarded by mu: set once by close
-	// upCode and upText are the holder's close status, passed on to a
-	// forwarded client (reasonUpstream); guarded by mu, set with reason.
-	upCode websocket.StatusCode
-	upText string
-	// grace drops the transport if a graceful close has not ended it within
-	// core.closeGrace; writerEnded says the writer is gone (no grace needed
-	// any more). Both guarded by mu.
-	grace       *time.Timer
-	writerEnded bool
+	// upstream is, for reasonUpstream, why the holder closed the link (its
+	// close status in the core's terms), which the transport tells the
+	// forwarded peer; guarded by mu, set with reason.
+	upstream closeReason
 }
 
 // enqueue hands b to c's writer. It never blocks and never does I/O, so it
@@ -185,10 +194,7 @@ func (c *conn) enqueue(b *buf, dir int) bool {
 	}
 	c.mu.Unlock()
 	m.forwarded(dir, n)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.t.wake()
 	if slow {
 		c.close(reasonSlowReceiver)
 	}
@@ -218,22 +224,28 @@ func (c *conn) takeBatch(dst []*buf) []*buf {
 	return dst
 }
 
-// close marks c closed for reason (the first reason wins), wakes its
-// writer and, for abrupt reasons, drops the transport on a new goroutine so
-// that a writer blocked on a peer that does not read is released. It never
+// queued reports whether frames are waiting.
+func (c *conn) queued() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.q) > 0
+}
+
+// close marks c closed for reason (the first reason wins) and tells its
+// transport, which flushes and ends gracefully or drops at once. It never
 // blocks. It reports whether this call closed c.
 func (c *conn) close(reason closeReason) bool {
-	return c.closeWith(reason, 0, "")
+	return c.closeWith(reason, reasonNone)
 }
 
-// closeUpstream closes a forwarded client with the status its holder
-// closed the link with, so the client sees exactly what a direct
-// connection would have seen.
-func (c *conn) closeUpstream(code websocket.StatusCode, text string) bool {
-	return c.closeWith(reasonUpstream, code, text)
+// closeUpstream closes a forwarded peer the way its holder closed the
+// link (upstream: the holder's close status in the core's terms), so the
+// peer sees what a direct connection would have seen.
+func (c *conn) closeUpstream(upstream closeReason) bool {
+	return c.closeWith(reasonUpstream, upstream)
 }
 
-func (c *conn) closeWith(reason closeReason, code websocket.StatusCode, text string) bool {
+func (c *conn) closeWith(reason, upstream closeReason) bool {
 	if reason == reasonNone {
 		reason = reasonPeerClosed
 	}
@@ -242,19 +254,13 @@ func (c *conn) closeWith(reason closeReason, code websocket.StatusCode, text str
 		c.mu.Unlock()
 		return false
 	}
-	c.reason = reason
-	c.upCode, c.upText = code, text
+	c.reason, c.upstream = reason, upstream
 	c.closing.Store(true)
 	c.mu.Unlock()
-	close(c.done)
 	if !c.link {
 		c.core.m.disconnect[reason].Inc()
 	}
-	if reason.abrupt() && c.abort != nil {
-		c.core.goAbort(c.abort)
-	} else {
-		c.armCloseGrace()
-	}
+	c.t.closed(reason)
 	return true
 }
 
@@ -265,16 +271,15 @@ func (c *conn) closeReason() closeReason {
 	return c.reason
 }
 
-// closeStatus is the WebSocket close code and text for c's close reason:
-// the holder's own status for a forwarded client (reasonUpstream).
-func (c *conn) closeStatus() (closeReason, websocket.StatusCode, string) {
+// closeStatus returns why c was closed and the reason its transport tells
+// the peer: the holder's own for a forwarded peer (reasonUpstream).
+func (c *conn) closeStatus() (reason, told closeReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reason == reasonUpstream {
-		return c.reason, c.upCode, c.upText
+		return c.reason, c.upstream
 	}
-	code, text := c.reason.wsCode()
-	return c.reason, code, text
+	return c.reason, c.reason
 }
 
 // releaseQueue frees whatever is still queued (after close).
@@ -287,31 +292,4 @@ func (c *conn) releaseQueue() {
 	for _, b := range q {
 		putBuf(b)
 	}
-}
-
-// armCloseGrace starts the bound of a graceful close: the flush and the
-// close handshake need a peer that reads, and a writer blocked on one that
-// does not (full TCP window) would never return. Past core.closeGrace the
-// transport is dropped, which fails the blocked write and the parked read.
-// The writer disarms it when it ends (endWriter).
-func (c *conn) armCloseGrace() {
-	if c.abort == nil {
-		return
-	}
-	c.mu.Lock()
-	if !c.writerEnded && c.grace == nil {
-		c.grace = time.AfterFunc(c.core.closeGrace, c.abort)
-	}
-	c.mu.Unlock()
-}
-
-// endWriter records that c's writer has returned: the transport is closed
-// (or being dropped), so a pending close grace is disarmed.
-func (c *conn) endWriter() {
-	c.mu.Lock()
-	c.writerEnded = true
-	if c.grace != nil {
-		c.grace.Stop()
-	}
-	c.mu.Unlock()
 }

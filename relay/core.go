@@ -2,6 +2,7 @@ package relay
 
 import (
 	"crypto/rand"
+	"fmt"
 	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
@@ -50,6 +51,17 @@ type core struct {
 	stopping atomic.Bool   // closeAll(reasonShutdown) has begun: host-left kicks say 1012 too
 	idle     chan struct{} // cap 1: signalled when the last conn leaves
 	aborts   sync.WaitGroup
+	// nat introduces two UDP peers of a room to each other (udp_nat.go);
+	// nil without a UDP transport. Static after construction.
+	nat natBroker
+}
+
+// natBroker is what the core needs of the UDP transport for NAT
+// introduction: whether a conn can punch (a UDP peer of this machine, not
+// one forwarded here over a link) and a token to expect from two of them.
+type natBroker interface {
+	canPunch(cn *conn) bool
+	expect(token string, host, client *conn)
 }
 
 func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
@@ -70,33 +82,25 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 }
 
 // newConn registers a new connection with a fresh id. ids are positive as
-// a C# int (PurrNet reads them signed) and unique within the process.
-func (c *core) newConn(abort func()) *conn {
+// a C# int (PurrNet reads them signed), unique within the process and
+// shared by every transport. A nil t is a conn with no transport (tests).
+func (c *core) newConn(t transport, f framing) *conn {
 	var id uint32
 	for id == 0 {
 		id = c.nextID.Add(1) & 0x7fffffff
 	}
-	cn := &conn{
-		id:    wire.ConnID(id),
-		core:  c,
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
-		abort: abort,
+	if t == nil {
+		t = nopTransport{}
 	}
+	cn := &conn{id: wire.ConnID(id), core: c, t: t, framing: f}
 	c.conns.add(cn)
 	return cn
 }
 
 // newLink returns the upstream queue of a forwarded connection (forward.go):
 // a conn that is in no table and counts in no connection metric.
-func (c *core) newLink(abort func()) *conn {
-	return &conn{
-		core:  c,
-		link:  true,
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
-		abort: abort,
-	}
+func (c *core) newLink(t transport, f framing) *conn {
+	return &conn{core: c, t: t, framing: f, link: true}
 }
 
 func (c *core) goAbort(abort func()) {
@@ -120,6 +124,8 @@ func (c *core) handle(cn *conn, b *buf) {
 		c.fromHost(cn, b)
 	case rolePipe:
 		c.fromPipe(cn, b)
+	case roleForwarded:
+		cn.up.enqueue(b, dirMeshOut)
 	}
 }
 
@@ -132,11 +138,25 @@ const maxClientPayload = wire.MaxMessageSize - 5
 // writing the header into the buffer's headroom (no copy). The enqueue
 // happens under the room lock, so a client that the host kicked (or whose
 // host left) can never slip a packet in after its disconnect notice.
+//
+// Over UDP a client's packet is [method][payload] and the host gets
+// [2][sender][payload] with that method (PurrLay's rule: a packet of one
+// byte or less is dropped, whatever the transport).
 func (c *core) fromClient(cn *conn, b *buf) {
 	if b.len() <= 1 {
 		putBuf(b)
 		c.m.drop(dropSmallClient)
 		return
+	}
+	if cn.framing == framingUDP {
+		d := wire.Delivery(b.b[b.off])
+		if !d.Valid() {
+			putBuf(b)
+			c.m.drop(dropBadMethod)
+			return
+		}
+		b.method = d
+		b.off++
 	}
 	if b.len() > maxClientPayload {
 		// Legal from the client, but the host's socket could not take the
@@ -190,6 +210,23 @@ func (c *core) fromHost(cn *conn, b *buf) {
 		c.m.drop(dropEmptyPayload)
 		return
 	}
+	skip := 5
+	if p.Type == wire.HostSendOne && cn.framing == framingUDP {
+		// [1][target:4][method][payload]
+		if len(p.Payload) < 2 || !wire.Delivery(p.Payload[0]).Valid() {
+			putBuf(b)
+			if len(p.Payload) == 1 {
+				c.m.drop(dropEmptyPayload)
+			} else if len(p.Payload) == 0 {
+				c.m.drop(dropTruncated)
+			} else {
+				c.m.drop(dropBadMethod)
+			}
+			return
+		}
+		b.method = wire.Delivery(p.Payload[0])
+		skip = 6
+	}
 	r := cn.room
 	r.mu.Lock()
 	t := r.clients[p.Target]
@@ -200,7 +237,7 @@ func (c *core) fromHost(cn *conn, b *buf) {
 		return
 	}
 	if p.Type == wire.HostSendOne {
-		b.off += 5
+		b.off += skip
 		t.enqueue(b, dirToClient)
 		r.mu.Unlock()
 		return
@@ -226,8 +263,17 @@ func (c *core) removeClientLocked(r *room, cl *conn) {
 }
 
 // fromPipe forwards [target][data] as [sender][data], rewriting the id in
-// place.
+// place (over UDP [method][target][data], sent with that method).
 func (c *core) fromPipe(cn *conn, b *buf) {
+	if cn.framing == framingUDP {
+		if b.len() < 1 || !wire.Delivery(b.b[b.off]).Valid() {
+			putBuf(b)
+			c.m.drop(dropBadMethod)
+			return
+		}
+		b.method = wire.Delivery(b.b[b.off])
+		b.off++
+	}
 	target, data, err := wire.ParsePipe(b.frame())
 	if err != nil {
 		putBuf(b)
@@ -281,11 +327,16 @@ func (c *core) auth(cn *conn, b *buf) {
 		c.authFail(cn)
 		return
 	}
+	cn.nat = a.NAT
 	switch {
 	case wire.SecretEqual(a.ClientSecret, r.clientSecret):
 		cn.role, cn.room = roleClient, r
 		r.clients[cn.id] = cn
 		if r.host != nil {
+			// NAT introduction first on both sides (PurrLay's order): the
+			// host learns a punch is pending before the client's notice,
+			// the client before [3], after which it reads only game data.
+			c.introduceLocked(r, cn)
 			f := getBuf(5)
 			f.end = len(wire.AppendConnected(f.b[:0], cn.id))
 			r.host.enqueue(f, dirControl)
@@ -338,6 +389,9 @@ func (c *core) leave(cn *conn) {
 		r.mu.Unlock()
 	case roleHost:
 		c.hostLeft(cn)
+	case roleForwarded:
+		// The holder sees the peer leave: the link closes normally.
+		cn.up.close(reasonClientLeft)
 	}
 	if c.conns.remove(cn) && c.conns.n.Load() == 0 {
 		select {
@@ -509,4 +563,26 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// introduceLocked starts a NAT introduction between r's host and a client
+// that just joined when both asked for it ({"nat":true}) and both are UDP
+// peers of this machine: the same [6][token] to the host, then the client
+// (docs/UDP.md, NAT punch flow). The token ends with the client's id (the
+// host maps the direct peer to it) and carries 128 random bits (it is the
+// host's accept key for the direct connection, so it must not be
+// guessable). The peers stay relayed either way. The caller holds r.mu.
+func (c *core) introduceLocked(r *room, cl *conn) {
+	h := r.host
+	if c.nat == nil || !cl.nat || !h.nat || !c.nat.canPunch(h) || !c.nat.canPunch(cl) {
+		return
+	}
+	token := fmt.Sprintf("%.8s_%s_%d", r.epoch, randomHex(16), cl.id)
+	c.nat.expect(token, h, cl)
+	for _, to := range [...]*conn{h, cl} {
+		f := getBuf(1 + len(token))
+		f.end = copy(f.b[1:], token) + 1
+		f.b[0] = wire.ToHostNATIntroduce
+		to.enqueue(f, dirControl)
+	}
 }

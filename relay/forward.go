@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -18,16 +17,29 @@ import (
 // close handshake with the holder before dropping the link outright.
 const linkGrace = flushTimeout + time.Second
 
-// openLink decides, from a connection's first (authentication) message,
-// whether it belongs to a room another machine holds, and if so opens a
-// link to that machine (wire.PathForward). It returns nil when the
-// connection is to be served here: a pipe, a malformed message, a local
-// room, or a room the balancer does not know (the core then answers as
-// usual, [4] for an unknown room). It runs on the connection's reader
-// before any frame of it is routed: room lookups (at most 2 s each), a
-// handover (about 5 s at most, handover.go) and link dials
-// (ForwardTimeout) bound it.
-func (m *mesh) openLink(first []byte) *uplink {
+// forward decides, from a connection's first (authentication) message,
+// whether it belongs to a room another machine holds, and if so carries
+// the connection there: it opens a link to the holder (wire.PathForward),
+// makes the conn a forwarded one (roleForwarded: its frames go to the link)
+// and queues first on the link. It reports false when the connection is
+// to be served here: a pipe, a malformed message, a local room, a room the
+// balancer does not know, a holder that cannot be reached (the core then
+// answers as usual, [4] for an unknown room). It runs on the connection's
+// reader (a UDP peer's authentication goroutine) before any frame of it is
+// routed: room lookups (at most 2 s each), a handover (about 5 s at most,
+// handover.go) and link dials (ForwardTimeout) bound it.
+func (m *mesh) forward(c *conn, first *buf) bool {
+	up := m.openLink(first.frame(), c.framing)
+	if up == nil {
+		return false
+	}
+	m.runLink(c, up, first)
+	return true
+}
+
+// openLink finds the holder of the room first names and opens a link to
+// it, or returns nil (see forward).
+func (m *mesh) openLink(first []byte, f framing) *uplink {
 	a, err := wire.ParseAuth(first)
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
@@ -58,7 +70,7 @@ func (m *mesh) openLink(first []byte) *uplink {
 			deadline = time.Now().Add(m.s.opts.ForwardTimeout)
 		}
 		ctx, cancel := context.WithDeadline(m.s.ctx, deadline)
-		up, err := m.dialLink(ctx, loc) // the context only bounds the handshake
+		up, err := m.dialLink(ctx, loc, f) // the context only bounds the handshake
 		cancel()
 		if err == nil {
 			m.m.forwards.WithLabelValues("ok").Inc()
@@ -74,8 +86,9 @@ func (m *mesh) openLink(first []byte) *uplink {
 	}
 }
 
-// dialLink opens the link to the holder at loc (wire.PathForward).
-func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*uplink, error) {
+// dialLink opens the link to the holder at loc (wire.PathForward), for a
+// connection framed f.
+func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, f framing) (*uplink, error) {
 	target := linkURL(loc.Endpoint)
 	if target == "" {
 		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
@@ -83,6 +96,9 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation) (*uplink, er
 	h := http.Header{}
 	wire.SetInternal(h, m.s.opts.Secret)
 	h.Set(wire.HeaderForwardedBy, m.s.opts.BootID)
+	if f == framingUDP {
+		h.Set(wire.HeaderLinkFraming, wire.LinkFramingUDP)
+	}
 	start := time.Now()
 	up, err := dialUplink(ctx, m.dial, target, h)
 	if err != nil {
@@ -104,75 +120,52 @@ func linkURL(endpoint string) string {
 	return ""
 }
 
-// runForwarded carries client connection c (its WebSocket ws) over link
-// up to the machine holding its room, starting with the authentication
-// message first, and returns why the client side ended. It is the
-// forwarding path, DERP-mesh style: nothing is written inline by a
-// reader.
+// runLink carries connection c (of any transport) over link up to the
+// machine holding its room, starting with the authentication message
+// first. It is the forwarding path, DERP-mesh style: nothing is written
+// inline by a reader.
 //
-//	client reader (this goroutine) --enqueue--> link queue --> link writer --> holder
-//	holder --> link reader --enqueue--> c's queue --> c's writer --> client
+//	c's reader --core.handle (roleForwarded)--> link queue --> link writer --> holder
+//	holder --> link reader --enqueue--> c's queue --> c's writer --> peer
 //
 // Both queues are ordinary conn queues with their bounds and slow-receiver
 // rules. The holder serves the link as an ordinary connection, so the
-// client sees the holder's own frames, notices and close status: a close
-// frame from the holder is passed on with its code and text after the
-// frames queued before it (1000 kicked or host left, 1008 [4] then
-// authentication failed, 1012 shutdown); a link that drops without a close
-// frame (the holder died) drops the client at once, as a direct
-// connection to a dead machine would drop. A client that leaves closes the
-// link normally, so the holder sees it leave; a holder that does not
-// answer that close within linkGrace has its link's socket closed by the
-// edge (uplink.drop), whatever coder/websocket's own timers say.
-func (m *mesh) runForwarded(ws *websocket.Conn, c *conn, up *uplink, first *buf) closeReason {
-	link := m.s.core.newLink(up.drop)
+// peer sees the holder's own frames, notices and close status: a close
+// frame from the holder is passed on with its reason after the frames
+// queued before it (kicked, host left, [4] then authentication failed,
+// shutdown); a link that drops without a close frame (the holder died)
+// drops the peer at once, as a direct connection to a dead machine would
+// drop. A peer that leaves closes the link normally (core.leave), so the
+// holder sees it leave; a holder that does not answer that close within
+// linkGrace has its link's socket closed by the edge (uplink.drop),
+// whatever coder/websocket's own timers say. A UDP peer's link speaks
+// PurrNet's UDP framing (wire.HeaderLinkFraming): the holder prefixes each
+// frame with its delivery method, which the link reader strips.
+//
+// Goroutines: the link's writer and reader; the writer, once it ends,
+// drops the socket and waits for the reader. The session counts until
+// then.
+func (m *mesh) runLink(c *conn, up *uplink, first *buf) {
+	t := newWSTransport(m.s.core, up.ws, up.lc, up.drop, linkGrace)
+	link := m.s.core.newLink(t, c.framing)
+	c.role, c.up = roleForwarded, link
 	m.m.active.Inc()
-	defer m.m.active.Dec()
-	writerDone := make(chan struct{})
-	var readerWG sync.WaitGroup
-	go m.s.wsWriter(up.ws, up.lc, link, writerDone)
-	readerWG.Go(func() { m.linkReader(up.ws, c, link) })
-	link.enqueue(first, dirMeshOut)
-
-	reason := m.pumpClient(ws, c, link)
-	c.close(reason) // no-op when the holder's close came first
-	link.close(reasonClientLeft)
-	t := time.NewTimer(linkGrace)
-	select {
-	case <-writerDone:
-	case <-t.C:
-		up.drop()
+	m.s.sessions.Add(1)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		m.linkReader(up.ws, c, link)
+	}()
+	go func() {
+		writerDone := make(chan struct{})
+		m.s.wsWriter(t, link, writerDone)
 		<-writerDone
-	}
-	t.Stop()
-	up.drop() // the handshake is over or given up: the reader ends at once
-	readerWG.Wait()
-	return reason
-}
-
-// pumpClient reads the forwarded client's messages, exactly as the direct
-// reader does (same limits, same reasons), and queues them on the link.
-func (m *mesh) pumpClient(ws *websocket.Conn, c *conn, link *conn) closeReason {
-	ctx := context.Background()
-	for {
-		typ, rd, err := ws.Reader(ctx)
-		if err != nil {
-			return readFailure(err, ctx)
-		}
-		if typ != websocket.MessageBinary {
-			return reasonTextFrame
-		}
-		b, err := readMessage(rd)
-		if err != nil {
-			return readFailure(err, ctx)
-		}
-		if c.closing.Load() {
-			putBuf(b)
-			m.s.core.m.drop(dropSenderClosed)
-			return reasonNone
-		}
-		link.enqueue(b, dirMeshOut)
-	}
+		up.drop() // the close handshake is over or given up: the reader ends at once
+		<-readerDone
+		m.m.active.Dec()
+		m.s.sessions.Done()
+	}()
+	link.enqueue(first, dirMeshOut)
 }
 
 // linkReader reads the holder's frames into c's queue until the link
@@ -187,12 +180,21 @@ func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn) {
 		}
 		var b *buf
 		if err == nil {
-			b, err = readInto(rd, 0, wire.MaxMessageSize+headroom)
+			b, err = readInto(rd, 0, wire.MaxMessageSize+headroom+1)
+		}
+		if err == nil && c.framing == framingUDP {
+			if b.len() < 1 || !wire.Delivery(b.b[b.off]).Valid() {
+				err = errors.New("the holder sent a frame without a delivery method")
+				putBuf(b)
+			} else {
+				b.method = wire.Delivery(b.b[b.off])
+				b.off++
+			}
 		}
 		if err != nil {
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
-				c.closeUpstream(ce.Code, ce.Reason)
+				c.closeUpstream(reasonOfClose(ce.Code, ce.Reason))
 			} else {
 				c.close(reasonUpstreamLost)
 			}
@@ -216,5 +218,9 @@ func (s *Server) handleForward(w http.ResponseWriter, r *http.Request) error {
 	if s.mesh != nil {
 		s.mesh.m.accepted.Inc()
 	}
-	return s.acceptWS(w, r, true)
+	f := framingWS
+	if r.Header.Get(wire.HeaderLinkFraming) == wire.LinkFramingUDP {
+		f = framingUDP
+	}
+	return s.acceptWS(w, r, true, f)
 }

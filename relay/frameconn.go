@@ -40,6 +40,10 @@ var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBufSize); 
 type frameConn struct {
 	net.Conn
 	masked bool // client frames (a link to a holder machine), masked per RFC 6455 5.3
+	// prefixMethod puts each frame's delivery method in front of it: the
+	// holder's side of a link carrying a UDP peer (wire.HeaderLinkFraming).
+	// Set before the writer starts; static afterwards.
+	prefixMethod bool
 
 	mu sync.Mutex
 	// upgraded is set once the WebSocket handshake is over (at the hijack
@@ -94,6 +98,13 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 	if f.masked {
 		maxHeader = maxMaskedHeader
 	}
+	if f.prefixMethod {
+		maxHeader++
+	}
+	pre := 0
+	if f.prefixMethod {
+		pre = 1 // never on a masked link: only the holder's side prefixes
+	}
 	for _, b := range batch {
 		p := b.frame()
 		if len(out)+maxHeader+len(p) > cap(out) && len(out) > 0 {
@@ -101,6 +112,21 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 				return fmt.Errorf("failed to write frames: %w", err)
 			}
 			out = out[:0]
+		}
+		if pre == 1 {
+			if len(out)+frameHeaderLen(len(p)+1, false)+1+len(p) <= cap(out) {
+				out = append(append(appendFrameHeader(out, len(p)+1), byte(b.method)), p...)
+				continue
+			}
+			out = append(appendFrameHeader(out, len(p)+1), byte(b.method))
+			if _, err := f.Conn.Write(out); err != nil {
+				return fmt.Errorf("failed to write a frame header: %w", err)
+			}
+			out = out[:0]
+			if _, err := f.Conn.Write(p); err != nil {
+				return fmt.Errorf("failed to write a frame: %w", err)
+			}
+			continue
 		}
 		if len(out)+frameHeaderLen(len(p), f.masked)+len(p) <= cap(out) {
 			out = f.appendFrame(out, p)

@@ -23,10 +23,13 @@ const (
 	// whose [2][sender:4][payload] frame would pass the 65,535 bytes the
 	// host's socket takes (PurrNet drops the host's connection beyond).
 	dropTooLargeForHost = "too_large_for_host"
+	dropBadMethod       = "bad_method"        // a UDP packet with no valid delivery method byte
+	dropTooLargeForUDP  = "too_large_for_udp" // an unreliable frame longer than one LiteNetLib packet
 )
 
 var dropReasons = []string{dropQueueOverflow, dropReceiverClosed, dropSmallClient, dropNoHost,
-	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed, dropTooLargeForHost}
+	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed, dropTooLargeForHost,
+	dropBadMethod, dropTooLargeForUDP}
 
 // Forwarding directions for purrfly_relay_forwarded_*{dir}.
 const (

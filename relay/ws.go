@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,7 +22,7 @@ const flushTimeout = 2 * time.Second
 // handshake. A writer blocked on a peer that stopped reading (a full TCP
 // window) would otherwise never return, and its connection, goroutines,
 // socket and queue would stay forever; past the grace the transport is
-// dropped (conn.armCloseGrace).
+// dropped (wsTransport.closed).
 const closeGrace = 5 * time.Second
 
 var errMessageTooBig = errors.New("message larger than 65,535 bytes")
@@ -48,7 +49,7 @@ func (s *Server) wsHandler() http.Handler {
 // client. The handler goroutine reads the authentication and then hands
 // the reading to a goroutine of the connection's own (runWS).
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
-	return s.acceptWS(w, r, false)
+	return s.acceptWS(w, r, false, framingWS)
 }
 
 // acceptWS upgrades and runs one WebSocket connection; it returns once
@@ -56,7 +57,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
 // its own goroutines. A forwarded one (a link from another machine of the
 // app, wire.PathForward) is neither routed before the upgrade nor
 // forwarded after its authentication.
-func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool) error {
+func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool, f framing) error {
 	if !forwarded {
 		sid, err := wire.ParseSessionHint(r.URL.Query().Get(wire.SessionQueryParam))
 		if err != nil {
@@ -90,7 +91,7 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 		s.sessions.Done()
 		return nil
 	}
-	s.runWS(ws, hw.fc, forwarded, func() {
+	s.runWS(ws, hw.fc, forwarded, f, func() {
 		s.raw.forget(raw)
 		s.sessions.Done()
 	})
@@ -106,9 +107,68 @@ func (s *Server) wsRouter() Router {
 	return s.opts.Router
 }
 
+// wsTransport is a conn's WebSocket: its writer goroutine (wsWriter)
+// drains the conn's queue; a graceful close is bounded by grace, after
+// which drop ends the socket so that a writer blocked on a peer that does
+// not read is released.
+type wsTransport struct {
+	core  *core
+	ws    *websocket.Conn
+	fc    *frameConn    // the socket our data frames go through (frameconn.go); nil: write through ws
+	drop  func()        // static: ends the transport at once
+	grace time.Duration // static: bound of a graceful close
+	wake_ chan struct{} // static, cap 1: signalled when a frame is queued
+	done  chan struct{} // static, closed once when the conn is closed
+
+	mu          sync.Mutex
+	timer       *time.Timer // guarded by mu: the graceful close's bound
+	writerEnded bool        // guarded by mu: the writer returned (no bound needed)
+}
+
+func newWSTransport(c *core, ws *websocket.Conn, fc *frameConn, drop func(), grace time.Duration) *wsTransport {
+	return &wsTransport{core: c, ws: ws, fc: fc, drop: drop, grace: grace,
+		wake_: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (t *wsTransport) wake() {
+	select {
+	case t.wake_ <- struct{}{}:
+	default:
+	}
+}
+
+// closed wakes the writer for its last round and, for an abrupt reason,
+// drops the socket on a goroutine of its own (it may be called under a
+// room lock); a graceful close arms the grace.
+func (t *wsTransport) closed(reason closeReason) {
+	close(t.done)
+	if reason.abrupt() {
+		t.core.goAbort(t.drop)
+		return
+	}
+	t.mu.Lock()
+	if !t.writerEnded && t.timer == nil {
+		t.timer = time.AfterFunc(t.grace, t.drop)
+	}
+	t.mu.Unlock()
+}
+
+// endWriter records that the writer has returned: the transport is closed
+// (or being dropped), so a pending close grace is disarmed.
+func (t *wsTransport) endWriter() {
+	t.mu.Lock()
+	t.writerEnded = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.mu.Unlock()
+}
+
 // runWS is the life of one WebSocket connection: a reader that routes
 // what it reads and a second goroutine that writes (its data frames
-// through fc, frameconn.go); done runs once both have ended.
+// through fc, frameconn.go); done runs once both have ended. A link from
+// another machine carrying a UDP peer (f is framingUDP) speaks PurrNet's UDP
+// framing.
 //
 // The calling goroutine, the HTTP handler, reads and routes the first
 // message (the authentication) and then hands the reading to a fresh
@@ -119,49 +179,47 @@ func (s *Server) wsRouter() Router {
 // gone, net/http's request, response and 4 KiB buffers are garbage too.
 // Issue 7 counts what an idle connection costs; BENCHMARKS.md has the
 // numbers.
-func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, done func()) {
+func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, f framing, done func()) {
 	ws.SetReadLimit(wire.MaxMessageSize)
-	c := s.core.newConn(func() { _ = ws.CloseNow() })
+	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
+	if f == framingUDP {
+		fc.prefixMethod = true
+	}
+	c := s.core.newConn(t, f)
 	writerDone := make(chan struct{})
-	go s.wsWriter(ws, fc, c, writerDone)
+	go s.wsWriter(t, c, writerDone)
 	end := func(reason closeReason) {
 		s.core.leave(c)
 		c.close(reason)
 		<-writerDone
 		done()
 	}
-	reason, up, first := s.wsAuth(ws, c, forwarded)
-	switch {
-	case up != nil:
-		go func() { end(s.mesh.runForwarded(ws, c, up, first)) }()
-	case reason == reasonNone && !c.closing.Load():
+	reason := s.wsAuth(ws, c, forwarded)
+	if reason == reasonNone && !c.closing.Load() {
 		go func() { end(s.wsReadLoop(ws, c)) }()
-	default:
-		end(reason)
+		return
 	}
+	end(reason)
 }
 
 // wsAuth reads and routes a connection's first message, bounded by the
 // authentication timeout, and returns why the connection ended
 // (reasonNone: it goes on). On a multi-machine relay, a connection whose
 // first message names a room held by another machine (and that is not
-// itself forwarded) is carried to that machine instead (forward.go): then
-// it returns the link and the first message, not yet routed.
-func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) (closeReason, *uplink, *buf) {
+// itself forwarded) is carried to that machine instead (forward.go).
+func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) closeReason {
 	authCtx, cancel := context.WithTimeout(context.Background(), s.authTimeout)
 	b, reason := wsRead(authCtx, ws)
 	// Authenticated or not, the deadline only covers the first message.
 	cancel()
 	if reason != reasonNone {
-		return reason, nil, nil
+		return reason
 	}
-	if s.mesh != nil && !forwarded {
-		if up := s.mesh.openLink(b.frame()); up != nil {
-			return reasonNone, up, b
-		}
+	if s.mesh != nil && !forwarded && s.mesh.forward(c, b) {
+		return reasonNone
 	}
 	s.core.handle(c, b)
-	return reasonNone, nil, nil
+	return reasonNone
 }
 
 // wsReadLoop reads the messages after the first and hands them to the
@@ -211,17 +269,17 @@ func readFailure(err error, authCtx context.Context) closeReason {
 
 // wsWriter is the connection's only writer: it drains the queue in batches
 // and, once the conn is closed, flushes (when the reason allows), sends the
-// close frame and returns. Each batch goes through fc in one system call
-// (an accepted connection's socket, or a link's); without fc (a link over
+// close frame and returns. Each batch goes through t.fc in one system call
+// (an accepted connection's socket, or a link's); without it (a link over
 // TLS) it writes through coder/websocket, one message at a time.
-func (s *Server) wsWriter(ws *websocket.Conn, fc *frameConn, c *conn, done chan<- struct{}) {
+func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 	defer close(done)
-	defer c.endWriter()
+	defer t.endWriter()
 	var batch []*buf
 	for {
 		select {
-		case <-c.done:
-			s.wsClose(ws, fc, c, batch)
+		case <-t.done:
+			s.wsClose(t, c, batch)
 			return
 		default:
 		}
@@ -231,12 +289,12 @@ func (s *Server) wsWriter(ws *websocket.Conn, fc *frameConn, c *conn, done chan<
 				batch = nil
 			}
 			select {
-			case <-c.wake:
-			case <-c.done:
+			case <-t.wake_:
+			case <-t.done:
 			}
 			continue
 		}
-		if !writeBatch(context.Background(), ws, fc, batch) {
+		if !writeBatch(context.Background(), t.ws, t.fc, batch) {
 			c.close(reasonWriteError)
 		}
 	}
@@ -245,8 +303,8 @@ func (s *Server) wsWriter(ws *websocket.Conn, fc *frameConn, c *conn, done chan<
 // wsClose ends a closed conn's transport: it flushes what is still queued
 // when the reason allows (bounded by flushTimeout), then sends the close
 // frame, or drops the socket for abrupt reasons.
-func (s *Server) wsClose(ws *websocket.Conn, fc *frameConn, c *conn, batch []*buf) {
-	reason, code, text := c.closeStatus()
+func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
+	reason, told := c.closeStatus()
 	ok := true
 	if reason.flush() {
 		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
@@ -255,7 +313,7 @@ func (s *Server) wsClose(ws *websocket.Conn, fc *frameConn, c *conn, batch []*bu
 			if len(batch) == 0 {
 				break
 			}
-			ok = writeBatch(ctx, ws, fc, batch)
+			ok = writeBatch(ctx, t.ws, t.fc, batch)
 		}
 		cancel()
 	}
@@ -263,10 +321,11 @@ func (s *Server) wsClose(ws *websocket.Conn, fc *frameConn, c *conn, batch []*bu
 	// A flush that failed (timed out) may have left half a frame on the
 	// wire: no close frame can follow it.
 	if reason.abrupt() || !ok {
-		_ = ws.CloseNow()
+		_ = t.ws.CloseNow()
 		return
 	}
-	_ = ws.Close(code, text)
+	code, text := told.wsCode()
+	_ = t.ws.Close(code, text)
 }
 
 // writeBatch writes every frame of batch in order and releases them; on the
@@ -286,4 +345,42 @@ func writeBatch(ctx context.Context, ws *websocket.Conn, fc *frameConn, batch []
 		batch[i] = nil
 	}
 	return ok
+}
+
+// wsCode is the WebSocket close code and text for a reason.
+func (r closeReason) wsCode() (websocket.StatusCode, string) {
+	switch r {
+	case reasonAuthFailed:
+		return websocket.StatusPolicyViolation, "authentication failed"
+	case reasonTextFrame:
+		return websocket.StatusUnsupportedData, "binary messages only"
+	case reasonTooBig:
+		return websocket.StatusMessageTooBig, "message too big"
+	case reasonKicked:
+		return websocket.StatusNormalClosure, "kicked"
+	case reasonHostLeft:
+		return websocket.StatusNormalClosure, "host left"
+	case reasonShutdown:
+		return websocket.StatusServiceRestart, "relay restarting"
+	case reasonRoomGone:
+		return websocket.StatusServiceRestart, "room moved"
+	case reasonSlowReceiver, reasonQueueOverflow:
+		return websocket.StatusPolicyViolation, "too slow"
+	}
+	return websocket.StatusNormalClosure, ""
+}
+
+// reasonOfClose maps a close frame from a holder machine (what wsCode
+// wrote there) back to the core's reason, for the forwarded peer.
+func reasonOfClose(code websocket.StatusCode, text string) closeReason {
+	for _, r := range [...]closeReason{reasonAuthFailed, reasonTextFrame, reasonTooBig, reasonKicked,
+		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver} {
+		if c, t := r.wsCode(); c == code && t == text {
+			return r
+		}
+	}
+	if code == websocket.StatusServiceRestart {
+		return reasonShutdown
+	}
+	return reasonClientLeft // a normal closure: 1000, no text
 }
