@@ -2,9 +2,9 @@ package relay
 
 import (
 	"crypto/rand"
-	"fmt"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
