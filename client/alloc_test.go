@@ -42,7 +42,7 @@ func TestReadsDoNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.CloseNow()
-	c := &Client{ws: h.ws} // same connection, the client's read path
+	c := &Client{l: h.l} // same connection, the client's read path
 	select {
 	case <-ready:
 	case <-ctx.Done():

@@ -82,6 +82,14 @@ type DialOptions struct {
 	NAT bool
 	// ProvisionalHostSecret is sent by a host being promoted by migration.
 	ProvisionalHostSecret string
+	// Transport is TransportWebSocket (default) or TransportUDP: LiteNetLib
+	// 2.x to the first IPv4 address of the capability's host at its
+	// udpPortV2, as PurrNet's desktop builds connect. URL, NoSessionHint,
+	// HTTPHeader and HTTPClient are WebSocket's; UDPAddr is UDP's.
+	Transport Transport
+	// UDPAddr overrides the UDP address (ip:port) derived from the
+	// capability; with it the capability only supplies the secret.
+	UDPAddr string
 }
 
 // RelayURL returns the WebSocket URL PurrNet connects to for a capability:
@@ -178,9 +186,10 @@ func dialWS(ctx context.Context, rawURL string, opts *DialOptions, limit int64) 
 	return ws, nil
 }
 
-// authenticate dials, sends auth and returns the connection with the relay's
-// first answer. On any failure the connection is closed.
-func authenticate(ctx context.Context, rawURL string, auth []byte, opts *DialOptions) (*websocket.Conn, []byte, error) {
+// authenticate dials rawURL (a WebSocket), sends auth and returns the
+// connection with the relay's first answer. On any failure the connection
+// is closed.
+func authenticate(ctx context.Context, rawURL string, auth []byte, opts *DialOptions) (link, []byte, string, error) {
 	if opts == nil {
 		opts = &DialOptions{}
 	}
@@ -188,56 +197,88 @@ func authenticate(ctx context.Context, rawURL string, auth []byte, opts *DialOpt
 	defer cancel()
 	ws, err := dialWS(ctx, rawURL, opts, ReadLimit)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	if err := ws.Write(ctx, websocket.MessageBinary, auth); err != nil {
-		ws.CloseNow()
-		return nil, nil, fmt.Errorf("failed to send authentication: %w", err)
+	return exchangeAuth(ctx, wsLink{ws}, auth)
+}
+
+// exchangeAuth sends the authentication message (ReliableOrdered over UDP,
+// as PurrTransport) and returns the relay's answer. A NAT introduction
+// ([6][token], for {"nat":true}) may come first; its token is returned.
+func exchangeAuth(ctx context.Context, l link, auth []byte) (link, []byte, string, error) {
+	if err := l.write(ctx, wire.ReliableOrdered, auth); err != nil {
+		l.closeNow()
+		return nil, nil, "", fmt.Errorf("failed to send authentication: %w", err)
 	}
-	typ, reply, err := ws.Read(ctx)
+	var token string
+	for {
+		_, reply, err := l.read(ctx)
+		if err != nil {
+			l.closeNow()
+			if errors.Is(err, ErrTextFrame) {
+				return nil, nil, "", fmt.Errorf("failed to authenticate: %w", ErrTextFrame)
+			}
+			return nil, nil, "", fmt.Errorf("failed to read authentication reply: %w", err)
+		}
+		if len(reply) == 1 && reply[0] == wire.AuthFailed {
+			l.closeNow()
+			return nil, nil, "", fmt.Errorf("failed to authenticate: %w", ErrAuthFailed)
+		}
+		if len(reply) > 1 && reply[0] == wire.ToHostNATIntroduce && token == "" {
+			token = string(reply[1:])
+			continue
+		}
+		return l, reply, token, nil
+	}
+}
+
+// dialLink connects to the relay of capability c for room over the
+// transport opts asks for and authenticates with auth.
+func dialLink(ctx context.Context, c wire.Capability, room string, auth []byte, opts *DialOptions) (link, []byte, string, error) {
+	if opts.Transport != TransportUDP {
+		u, err := roomURL(c, room, opts)
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("failed to connect: %w", err)
+		}
+		return authenticate(ctx, u, auth, opts)
+	}
+	ctx, cancel := dialContext(ctx)
+	defer cancel()
+	to, err := udpTarget(ctx, c, opts)
 	if err != nil {
-		ws.CloseNow()
-		return nil, nil, fmt.Errorf("failed to read authentication reply: %w", err)
+		return nil, nil, "", fmt.Errorf("failed to connect: %w", err)
 	}
-	if typ != websocket.MessageBinary {
-		ws.CloseNow()
-		return nil, nil, fmt.Errorf("failed to authenticate: %w", ErrTextFrame)
+	l, err := dialUDP(ctx, to)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	if len(reply) == 1 && reply[0] == wire.AuthFailed {
-		ws.CloseNow()
-		return nil, nil, fmt.Errorf("failed to authenticate: %w", ErrAuthFailed)
-	}
-	return ws, reply, nil
+	return exchangeAuth(ctx, l, auth)
 }
 
 // authRoom authenticates a host or client connection: reply must be [3].
-func authRoom(ctx context.Context, c wire.Capability, room string, opts *DialOptions) (*websocket.Conn, error) {
+func authRoom(ctx context.Context, c wire.Capability, room string, opts *DialOptions) (link, string, error) {
 	if opts == nil {
 		opts = &DialOptions{}
 	}
 	if room == "" {
-		return nil, errors.New("failed to connect: empty room name")
+		return nil, "", errors.New("failed to connect: empty room name")
 	}
-	if opts.URL == "" {
+	if opts.URL == "" && opts.UDPAddr == "" {
 		if err := ValidateCapability(c); err != nil {
-			return nil, fmt.Errorf("failed to connect: %w", err)
+			return nil, "", fmt.Errorf("failed to connect: %w", err)
 		}
-	}
-	u, err := roomURL(c, room, opts)
-	if err != nil {
-		return nil, fmt.Errorf("failed to connect: %w", err)
 	}
 	auth := authJSON(authMessage{RoomName: room, ClientSecret: c.Secret, NAT: opts.NAT,
 		ProvisionalHostSecret: opts.ProvisionalHostSecret})
-	ws, reply, err := authenticate(ctx, u, auth, opts)
+	l, reply, token, err := dialLink(ctx, c, room, auth, opts)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(reply) != 1 || reply[0] != wire.Authenticated {
-		ws.CloseNow()
-		return nil, fmt.Errorf("failed to authenticate: %w (%d bytes, first %#x)", ErrUnexpectedReply, len(reply), firstByte(reply))
+		l.closeNow()
+		return nil, "", fmt.Errorf("failed to authenticate: %w (%d bytes, first %#x)", ErrUnexpectedReply, len(reply), firstByte(reply))
 	}
-	return ws, nil
+	return l, token, nil
 }
 
 func firstByte(b []byte) int {

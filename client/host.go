@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/coder/websocket"
-
+	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
 )
 
 // Host is a room's host connection. See the package doc for which methods may
 // run concurrently.
 type Host struct {
-	ws   *websocket.Conn // static after DialHost; coder/websocket guards it
-	room string          // static
+	l    link   // static after DialHost
+	room string // static
 }
 
 // DialHost connects to the relay of capability c (from Allocate) as the host
@@ -22,11 +21,11 @@ type Host struct {
 // A 4 gives ErrAuthFailed. Without a deadline on ctx, DefaultDialTimeout
 // bounds the whole exchange.
 func DialHost(ctx context.Context, c wire.Capability, room string, opts *DialOptions) (*Host, error) {
-	ws, err := authRoom(ctx, c, room, opts)
+	l, _, err := authRoom(ctx, c, room, opts)
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	return &Host{ws: ws, room: room}, nil
+	return &Host{l: l, room: room}, nil
 }
 
 // Room returns the room name the host authenticated for.
@@ -35,15 +34,32 @@ func (h *Host) Room() string { return h.room }
 // bufPool holds write buffers so that SendOne does not allocate per packet.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// SendOne delivers payload to client target of the room ([1][target:4][payload]).
-// The whole message must fit wire.MaxMessageSize, else ErrTooLarge.
+// SendOne delivers payload to client target of the room ([1][target:4][payload]),
+// ReliableOrdered over UDP. The whole message must fit wire.MaxMessageSize,
+// else ErrTooLarge.
 func (h *Host) SendOne(ctx context.Context, target wire.ConnID, payload []byte) error {
-	if 5+len(payload) > wire.MaxMessageSize {
+	return h.SendOneWith(ctx, target, wire.ReliableOrdered, payload)
+}
+
+// SendOneWith is SendOne with a delivery method: over UDP the packet is
+// [1][target:4][method][payload], sent with that method, and the client
+// receives it with that method; over WebSocket d is ignored.
+func (h *Host) SendOneWith(ctx context.Context, target wire.ConnID, d wire.Delivery, payload []byte) error {
+	head := 5
+	if h.l.udp() {
+		head = 6
+	}
+	if head+len(payload) > wire.MaxMessageSize {
 		return fmt.Errorf("failed to send to %d: %w", target, ErrTooLarge)
 	}
 	bp := bufPool.Get().(*[]byte)
-	b := wire.AppendSendOne((*bp)[:0], target, payload)
-	err := h.ws.Write(ctx, websocket.MessageBinary, b)
+	var b []byte
+	if h.l.udp() {
+		b = wire.AppendSendOneUDP((*bp)[:0], target, d, payload)
+	} else {
+		b = wire.AppendSendOne((*bp)[:0], target, payload)
+	}
+	err := h.l.write(ctx, d, b)
 	*bp = b[:0]
 	bufPool.Put(bp)
 	if err != nil {
@@ -52,10 +68,11 @@ func (h *Host) SendOne(ctx context.Context, target wire.ConnID, payload []byte) 
 	return nil
 }
 
-// Kick asks the relay to disconnect client target ([2][target:4]).
+// Kick asks the relay to disconnect client target ([2][target:4];
+// ReliableSequenced over UDP, as PurrNet sends it).
 func (h *Host) Kick(ctx context.Context, target wire.ConnID) error {
 	var a [5]byte
-	if err := h.ws.Write(ctx, websocket.MessageBinary, wire.AppendKick(a[:0], target)); err != nil {
+	if err := h.l.write(ctx, wire.ReliableSequenced, wire.AppendKick(a[:0], target)); err != nil {
 		return fmt.Errorf("failed to kick %d: %w", target, err)
 	}
 	return nil
@@ -63,67 +80,97 @@ func (h *Host) Kick(ctx context.Context, target wire.ConnID) error {
 
 // KeepAlive sends the host keepalive ([0]); the relay ignores it.
 func (h *Host) KeepAlive(ctx context.Context) error {
-	if err := h.ws.Write(ctx, websocket.MessageBinary, []byte{wire.HostKeepAlive}); err != nil {
+	if err := h.l.write(ctx, wire.ReliableOrdered, []byte{wire.HostKeepAlive}); err != nil {
 		return fmt.Errorf("failed to send keepalive: %w", err)
 	}
 	return nil
 }
 
-// WriteRaw sends b as one binary message, unframed (for tests of unknown or
-// truncated packets). It refuses more than wire.MaxMessageSize; use Raw for
-// oversized messages.
+// WriteRaw sends b as one message, unframed (for tests of unknown or
+// truncated packets), ReliableOrdered over UDP. It refuses more than
+// wire.MaxMessageSize; use Raw for oversized messages.
 func (h *Host) WriteRaw(ctx context.Context, b []byte) error {
-	return writeChecked(ctx, h.ws, b)
+	return h.WriteRawWith(ctx, wire.ReliableOrdered, b)
+}
+
+// WriteRawWith is WriteRaw with a delivery method (UDP).
+func (h *Host) WriteRawWith(ctx context.Context, d wire.Delivery, b []byte) error {
+	if len(b) > wire.MaxMessageSize {
+		return ErrTooLarge
+	}
+	return h.l.write(ctx, d, b)
 }
 
 // Next reads and decodes the next relay -> host packet. The packet owns its
 // memory. A packet that does not decode is returned as an error wrapping the
 // wire error (wire.ErrUnknownPacket, wire.ErrTruncatedPacket, ...).
 func (h *Host) Next(ctx context.Context) (wire.ToHostPacket, error) {
-	b, err := readMessage(ctx, h.ws)
+	p, _, err := h.NextWith(ctx)
+	return p, err
+}
+
+// NextWith is Next that also returns the delivery method the packet came
+// with (UDP: a client's data comes with the client's method; always
+// ReliableOrdered over WebSocket).
+func (h *Host) NextWith(ctx context.Context) (wire.ToHostPacket, wire.Delivery, error) {
+	d, b, err := h.l.read(ctx)
 	if err != nil {
-		return wire.ToHostPacket{}, fmt.Errorf("failed to read from relay: %w", err)
+		return wire.ToHostPacket{}, d, fmt.Errorf("failed to read from relay: %w", err)
 	}
 	p, err := wire.ParseToHostPacket(b)
 	if err != nil {
-		return wire.ToHostPacket{}, fmt.Errorf("failed to decode relay packet (type %#x, %d bytes): %w", firstByte(b), len(b), err)
+		return wire.ToHostPacket{}, d, fmt.Errorf("failed to decode relay packet (type %#x, %d bytes): %w", firstByte(b), len(b), err)
 	}
-	return p, nil
+	return p, d, nil
 }
 
 // NextInto reads the next relay -> host packet into buf without allocating
 // and decodes it. The Event aliases buf: it is valid until buf is reused.
 // Make buf ReadLimit bytes long to accept every message. With a context
-// that has no Done channel (context.Background) it allocates nothing; a
-// cancellable context costs coder/websocket one timer registration per read.
+// that has no Done channel (context.Background) it allocates nothing over
+// WebSocket; a cancellable context costs coder/websocket one timer
+// registration per read.
 func (h *Host) NextInto(ctx context.Context, buf []byte) (Event, error) {
-	n, err := readInto(ctx, h.ws, buf)
+	d, n, err := h.l.readInto(ctx, buf)
 	if err != nil {
 		return Event{}, fmt.Errorf("failed to read from relay: %w", err)
 	}
-	return ParseEvent(buf[:n])
+	e, err := ParseEvent(buf[:n])
+	e.Delivery = d
+	return e, err
 }
 
 // ReadRaw reads the next message as it is, undecoded.
 func (h *Host) ReadRaw(ctx context.Context) ([]byte, error) {
-	b, err := readMessage(ctx, h.ws)
+	_, b, err := h.l.read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read from relay: %w", err)
 	}
 	return b, nil
 }
 
-// Close leaves the room with a normal closure and waits for the relay's
-// close reply (coder/websocket bounds each half of the handshake to 5 s). The
-// relay then disconnects the room's clients. A connection the relay already
-// closed gives nil.
-func (h *Host) Close() error { return closeWS(h.ws) }
+// Close leaves the room with a normal closure (over UDP: a Disconnect once
+// what was sent is acknowledged) and waits for the relay's answer
+// (bounded). The relay then disconnects the room's clients. A connection
+// the relay already closed gives nil.
+func (h *Host) Close() error { return h.l.close() }
 
 // CloseNow drops the connection without a close handshake.
-func (h *Host) CloseNow() error { return closeNow(h.ws) }
+func (h *Host) CloseNow() error { return h.l.closeNow() }
 
-// Raw returns an unchecked view of the same connection.
-func (h *Host) Raw() *Raw { return &Raw{ws: h.ws} }
+// Transport is how the host reaches the relay.
+func (h *Host) Transport() Transport { return transportOf(h.l) }
+
+// Raw returns an unchecked view of the same connection (WebSocket only;
+// nil over UDP).
+func (h *Host) Raw() *Raw { return rawOf(h.l) }
+
+// NATIntroduce asks the relay, over the host's own UDP socket as PurrNet
+// does, to introduce it to the client a [6][token] named, and returns the
+// introduction (the client's addresses). UDP only.
+func (h *Host) NATIntroduce(ctx context.Context, token string) (litenet.NatPacket, error) {
+	return natIntroduce(ctx, h.l, token)
+}
 
 // Event is one relay -> host packet decoded without allocation by NextInto.
 type Event struct {
@@ -135,7 +182,9 @@ type Event struct {
 	ID wire.ConnID
 	// Payload is a Data packet's payload or a NATIntroduce token.
 	Payload []byte
-	ids     []byte // Connected: 4 bytes per id
+	// Delivery is the method the packet came with (UDP).
+	Delivery wire.Delivery
+	ids      []byte // Connected: 4 bytes per id
 }
 
 // Count returns the number of client ids the event carries.

@@ -3,9 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
-
-	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -13,23 +12,50 @@ import (
 // Pipe is a pipe-mode peer: no room, no host, connection-id forwarding. See
 // the package doc for which methods may run concurrently.
 type Pipe struct {
-	ws *websocket.Conn // static after DialPipe; coder/websocket guards it
-	id wire.ConnID     // static: the relay's [5][id:4] reply
+	l  link        // static after DialPipe
+	id wire.ConnID // static: the relay's [5][id:4] reply
 }
 
 // DialPipe connects to the relay WebSocket at url (ws://host:port) and
 // authenticates with {"pipe":true}; the relay answers [5][id:4]. A 4 gives
-// ErrAuthFailed. opts.URL and opts.NoSessionHint are ignored.
+// ErrAuthFailed. opts.URL and opts.NoSessionHint are ignored. With
+// opts.Transport TransportUDP it connects over LiteNetLib to
+// opts.UDPAddr instead (url is ignored).
 func DialPipe(ctx context.Context, url string, opts *DialOptions) (*Pipe, error) {
-	ws, reply, err := authenticate(ctx, url, []byte(PipeAuthJSON), opts)
+	if opts == nil {
+		opts = &DialOptions{}
+	}
+	var l link
+	var reply []byte
+	var err error
+	if opts.Transport == TransportUDP {
+		l, reply, err = dialPipeUDP(ctx, opts.UDPAddr)
+	} else {
+		l, reply, _, err = authenticate(ctx, url, []byte(PipeAuthJSON), opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
 	if len(reply) != 5 || reply[0] != wire.PipeAuthenticated {
-		ws.CloseNow()
+		l.closeNow()
 		return nil, fmt.Errorf("pipe: failed to authenticate: %w (%d bytes, first %#x)", ErrUnexpectedReply, len(reply), firstByte(reply))
 	}
-	return &Pipe{ws: ws, id: le32(reply[1:])}, nil
+	return &Pipe{l: l, id: le32(reply[1:])}, nil
+}
+
+func dialPipeUDP(ctx context.Context, addr string) (link, []byte, error) {
+	to, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid UDP address %q: %w", addr, err)
+	}
+	ctx, cancel := dialContext(ctx)
+	defer cancel()
+	u, err := dialUDP(ctx, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, reply, _, err := exchangeAuth(ctx, u, []byte(PipeAuthJSON))
+	return l, reply, err
 }
 
 // ID returns the connection id the relay gave this pipe.
@@ -37,14 +63,30 @@ func (p *Pipe) ID() wire.ConnID { return p.id }
 
 var pipePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// Send sends data to pipe peer target ([target:4][data]).
+// Send sends data to pipe peer target ([target:4][data]; over UDP
+// [method][target:4][data], ReliableOrdered).
 func (p *Pipe) Send(ctx context.Context, target wire.ConnID, data []byte) error {
-	if 4+len(data) > wire.MaxMessageSize {
+	return p.SendWith(ctx, target, wire.ReliableOrdered, data)
+}
+
+// SendWith is Send with a delivery method (UDP; the peer receives the data
+// with that method).
+func (p *Pipe) SendWith(ctx context.Context, target wire.ConnID, d wire.Delivery, data []byte) error {
+	head := 4
+	if p.l.udp() {
+		head = 5
+	}
+	if head+len(data) > wire.MaxMessageSize {
 		return fmt.Errorf("failed to send to pipe %d: %w", target, ErrTooLarge)
 	}
 	bp := pipePool.Get().(*[]byte)
-	b := wire.AppendPipe((*bp)[:0], target, data)
-	err := p.ws.Write(ctx, websocket.MessageBinary, b)
+	var b []byte
+	if p.l.udp() {
+		b = wire.AppendPipeUDP((*bp)[:0], d, target, data)
+	} else {
+		b = wire.AppendPipe((*bp)[:0], target, data)
+	}
+	err := p.l.write(ctx, d, b)
 	*bp = b[:0]
 	pipePool.Put(bp)
 	if err != nil {
@@ -55,7 +97,7 @@ func (p *Pipe) Send(ctx context.Context, target wire.ConnID, data []byte) error 
 
 // Recv returns the next packet: the sender's id and its data.
 func (p *Pipe) Recv(ctx context.Context) (wire.ConnID, []byte, error) {
-	b, err := readMessage(ctx, p.ws)
+	_, b, err := p.l.read(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("failed to read from relay: %w", err)
 	}
@@ -67,10 +109,11 @@ func (p *Pipe) Recv(ctx context.Context) (wire.ConnID, []byte, error) {
 }
 
 // Close closes the pipe with a normal closure.
-func (p *Pipe) Close() error { return closeWS(p.ws) }
+func (p *Pipe) Close() error { return p.l.close() }
 
 // CloseNow drops the connection without a close handshake.
-func (p *Pipe) CloseNow() error { return closeNow(p.ws) }
+func (p *Pipe) CloseNow() error { return p.l.closeNow() }
 
-// Raw returns an unchecked view of the same connection.
-func (p *Pipe) Raw() *Raw { return &Raw{ws: p.ws} }
+// Raw returns an unchecked view of the same connection (WebSocket only;
+// nil over UDP).
+func (p *Pipe) Raw() *Raw { return rawOf(p.l) }

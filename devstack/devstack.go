@@ -29,7 +29,11 @@ const DefaultSecret = "PURRNET"
 
 // Options configure a Stack. Zero values mean the defaults.
 type Options struct {
-	BalancerPort      int      // 0 = ephemeral
+	BalancerPort int // 0 = ephemeral
+	// UDPBasePort is the LiteNetLib port of the first relay, the next
+	// relays taking the next ports; 0 = an ephemeral port each. Every relay
+	// advertises the port it bound.
+	UDPBasePort       int
 	Regions           []string // default DefaultRegions
 	Secret            string   // default DefaultSecret
 	HeartbeatInterval time.Duration
@@ -81,8 +85,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, fmt.Errorf("failed to start the balancer: %w", err)
 	}
 	s := &Stack{Balancer: b, opts: opts}
-	for _, region := range opts.Regions {
-		r, err := s.startRelay(region)
+	for i, region := range opts.Regions {
+		udpPort := 0
+		if opts.UDPBasePort > 0 {
+			udpPort = opts.UDPBasePort + i
+		}
+		r, err := s.startRelay(region, udpPort)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -96,7 +104,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	return s, nil
 }
 
-func (s *Stack) startRelay(region string) (*relay.Server, error) {
+func (s *Stack) startRelay(region string, udpPort int) (*relay.Server, error) {
 	r, err := relay.New(relay.Options{
 		Secret:            s.opts.Secret,
 		BalancerURL:       s.Balancer.URL(),
@@ -104,7 +112,7 @@ func (s *Stack) startRelay(region string) (*relay.Server, error) {
 		PublicHost:        "127.0.0.1",
 		Region:            region,
 		UDPPort:           7777,
-		UDPPortV2:         7778,
+		UDPPortV2:         udpPort,
 		HeartbeatInterval: s.opts.HeartbeatInterval,
 		EmptyRoomTimeout:  s.opts.EmptyRoomTimeout,
 		DrainTimeout:      s.opts.DrainTimeout,

@@ -22,9 +22,9 @@ func TestAllocateNewAndLegacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsPort := map[string]int{}
+	wsPort, udpPort := map[string]int{}, map[string]int{}
 	for _, sv := range servers {
-		wsPort[sv.Region] = sv.WebSocketsPort
+		wsPort[sv.Region], udpPort[sv.Region] = sv.WebSocketsPort, sv.UDPPortV2
 	}
 	for _, tc := range []struct {
 		name, region string
@@ -44,8 +44,9 @@ func TestAllocateNewAndLegacy(t *testing.T) {
 			if c.Host == "" { // an older answer may leave host out: take it from /servers
 				c.Host = "127.0.0.1"
 			}
-			if c.Secret == "" || c.Port != wsPort[tc.region] || c.UDPPortV2 != 7778 || c.UDPPort != 7777 || c.SSL {
-				t.Fatalf("capability %+v: want a secret, port %d of region %s, udp 7777/7778, no ssl", redact(c), wsPort[tc.region], tc.region)
+			if c.Secret == "" || c.Port != wsPort[tc.region] || c.UDPPortV2 != udpPort[tc.region] || c.UDPPort != 7777 || c.SSL {
+				t.Fatalf("capability %+v: want a secret, port %d and UDP port %d of region %s, udp 7777, no ssl",
+					redact(c), wsPort[tc.region], udpPort[tc.region], tc.region)
 			}
 			h, err := client.DialHost(tctx(t), c, room, nil)
 			if err != nil {

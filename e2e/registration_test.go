@@ -49,7 +49,7 @@ func TestForgedHeartbeatsRefused(t *testing.T) {
 	p := newPair(t, s.api, "eu", "guarded")
 	live := wire.RelayInfo{
 		BootID: r.BootID(), Endpoint: r.HTTPURL(), Host: "127.0.0.1", Region: "eu",
-		Port: portOf(t, r.WSURL()), UDPPort: 7777, UDPPortV2: 7778,
+		Port: portOf(t, r.WSURL()), UDPPort: 7777, UDPPortV2: portOf(t, "udp://"+r.UDPAddr()),
 	}
 	beat := func(info wire.RelayInfo) answer {
 		body, _ := json.Marshal(wire.RegisterRequest{Relay: info})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -241,4 +242,14 @@ func counterValue(c prometheus.Metric) float64 {
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+// udpPortOf is the UDP port s bound (and advertises).
+func udpPortOf(tb testing.TB, s *Server) int {
+	tb.Helper()
+	ap, err := netip.ParseAddrPort(s.UDPAddr())
+	if err != nil {
+		tb.Fatalf("relay UDP address %q: %v", s.UDPAddr(), err)
+	}
+	return int(ap.Port())
 }

@@ -120,7 +120,7 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 			Secret:    a.hostSecret,
 			Port:      s.advertisedWSPort,
 			UDPPort:   s.opts.UDPPort,
-			UDPPortV2: s.opts.UDPPortV2,
+			UDPPortV2: s.advertisedUDPPortV2,
 			SSL:       s.opts.SSL,
 		},
 		Publication: a.pub,

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAllocate(t *testing.T) {
-	s := startRelay(t, Options{PublicHost: "relay.example", PublicWSPort: 443, SSL: true, UDPPortV2: 7000})
+	s := startRelay(t, Options{PublicHost: "relay.example", PublicWSPort: 443, SSL: true, PublicUDPPortV2: 7000})
 
 	a, status, e := allocate(t, s, "room", "id-1")
 	if status != http.StatusOK {

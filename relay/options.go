@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -20,6 +21,7 @@ const (
 	DefaultRequestTimeout      = 5 * time.Second
 	DefaultUDPPort             = 7777
 	DefaultUDPPortV2           = 7778
+	DefaultUDPTimeout          = 10 * time.Second
 	DefaultAuthTimeout         = 10 * time.Second
 	DefaultSlowReceiverTimeout = 2 * time.Second
 	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
@@ -46,8 +48,23 @@ type Options struct {
 	Endpoint     string // HOST_ENDPOINT: apiEndpoint URL; "" = http(s)://PublicHost:<actual HTTP port> (MultiMachine: http://ListenHost:<port> when it binds one address)
 	Region       string // HOST_REGION
 	SSL          bool   // HOST_SSL
-	UDPPort      int    // advertised only; 0 = 7777
-	UDPPortV2    int    // advertised only; 0 = 7778
+	UDPPort      int    // UDP_PORT: advertised only (LiteNetLib 1.x is not served); 0 = 7777
+
+	// UDP (LiteNetLib 2.x, PurrNet's desktop, mobile and Editor builds).
+	// UDPPortV2 is the port (UDP_PORT_V2, the caller applies 7778): 0 =
+	// ephemeral, -1 = no UDP (7778 is still advertised, as clients need the
+	// field). UDPHost is the bind address (UDP_HOST): "" = ListenHost, and a
+	// wildcard (or "::") means 0.0.0.0, since PurrNet's clients dial IPv4
+	// only; on Fly the caller passes fly-global-services' address, the only
+	// one whose replies Fly routes. PublicUDPPortV2 (HOST_UDP_PORT_V2) is
+	// advertised instead of the bound port when set. UDPSockets (default 1)
+	// sockets share the port, each with its own reader. UDPTimeout drops a
+	// silent peer (default 10 s: twice PurrNet's client's own).
+	UDPPortV2       int
+	UDPHost         string
+	PublicUDPPortV2 int
+	UDPSockets      int
+	UDPTimeout      time.Duration
 
 	// PublicEndpoint is the API endpoint clients ping (the balancer lists it
 	// as apiEndpoint in /servers) when it differs from Endpoint: a machine
@@ -114,16 +131,28 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("invalid relay options: WebSocket port %d", o.WSPort)
 	case o.PublicWSPort < 0 || o.PublicWSPort > 65535:
 		return o, fmt.Errorf("invalid relay options: public WebSocket port %d", o.PublicWSPort)
-	case o.UDPPort < 0 || o.UDPPort > 65535 || o.UDPPortV2 < 0 || o.UDPPortV2 > 65535:
+	case o.UDPPort < 0 || o.UDPPort > 65535 || o.UDPPortV2 < -1 || o.UDPPortV2 > 65535 ||
+		o.PublicUDPPortV2 < 0 || o.PublicUDPPortV2 > 65535:
 		return o, errors.New("invalid relay options: UDP port out of range")
+	case o.UDPSockets < 0 || o.UDPSockets > 64:
+		return o, errors.New("invalid relay options: UDP sockets must be between 1 and 64")
 	case len(o.Region) > wire.MaxRegionLen:
 		return o, errors.New("invalid relay options: region too long")
 	}
 	if o.UDPPort == 0 {
 		o.UDPPort = DefaultUDPPort
 	}
-	if o.UDPPortV2 == 0 {
-		o.UDPPortV2 = DefaultUDPPortV2
+	if o.UDPHost == "" {
+		o.UDPHost = o.ListenHost
+	}
+	if ip, err := netip.ParseAddr(o.UDPHost); o.UDPHost == "" || err == nil && ip.IsUnspecified() {
+		o.UDPHost = "0.0.0.0"
+	}
+	if o.UDPSockets == 0 {
+		o.UDPSockets = 1
+	}
+	if o.UDPTimeout <= 0 {
+		o.UDPTimeout = DefaultUDPTimeout
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval

@@ -42,7 +42,7 @@ func TestRegistrationHeartbeatAndSnapshot(t *testing.T) {
 	reg := fb.lastRegister()
 	info := reg.Relay
 	if info.BootID != "relay-boot-1" || info.Region != "ams" || info.Host != "127.0.0.1" ||
-		info.Endpoint != s.HTTPURL() || info.Port == 0 || info.UDPPortV2 != DefaultUDPPortV2 || reg.Draining {
+		info.Endpoint != s.HTTPURL() || info.Port == 0 || info.UDPPortV2 != udpPortOf(t, s) || reg.Draining {
 		t.Fatalf("register %+v", reg)
 	}
 	if reg.HeartbeatSeconds != 30 { // the balancer expires it after 3 of them at the least

@@ -33,18 +33,20 @@ type Server struct {
 	m        *metrics
 	gatherer prometheus.Gatherer
 	core     *core
-	reg      *registrar // nil when standalone
-	mesh     *mesh      // nil unless Options.MultiMachine
+	reg      *registrar    // nil when standalone
+	mesh     *mesh         // nil unless Options.MultiMachine
+	udp      *udpTransport // nil when UDP is off; set by Start
 
 	authTimeout     time.Duration // static; tests may shorten it before Start
 	cleanupInterval time.Duration // static
 
 	// Set by Start before anything is served; static afterwards.
-	httpLn, wsLn     net.Listener
-	httpSrv, wsSrv   *http.Server
-	advertisedWSPort int
-	ctx              context.Context
-	cancel           context.CancelCauseFunc
+	httpLn, wsLn        net.Listener
+	httpSrv, wsSrv      *http.Server
+	advertisedWSPort    int
+	advertisedUDPPortV2 int
+	ctx                 context.Context
+	cancel              context.CancelCauseFunc
 
 	bg       sync.WaitGroup // serve loops, cleanup tick, registrar
 	sessions sync.WaitGroup // WebSocket connections (each waits for its writer)
@@ -115,6 +117,15 @@ func (s *Server) Start() error {
 			return fmt.Errorf("failed to listen on the WebSocket port: %w", err)
 		}
 	}
+	if s.opts.UDPPortV2 >= 0 {
+		if err := s.startUDP(); err != nil {
+			s.httpLn.Close()
+			if s.wsLn != nil {
+				s.wsLn.Close()
+			}
+			return err
+		}
+	}
 	s.started = true
 	s.completeAddresses()
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
@@ -145,8 +156,9 @@ func (s *Server) Start() error {
 		s.reg.info = s.relayInfo()
 		s.bg.Go(func() { s.reg.run(s.ctx) })
 	}
-	s.log.Info("relay listening", "http", s.httpURLLocked(), "ws", s.wsURLLocked(),
-		"publicHost", s.opts.PublicHost, "port", s.advertisedWSPort, "bootId", s.opts.BootID)
+	s.log.Info("relay listening", "http", s.httpURLLocked(), "ws", s.wsURLLocked(), "udp", s.udpAddrLocked(),
+		"publicHost", s.opts.PublicHost, "port", s.advertisedWSPort, "udpPortV2", s.advertisedUDPPortV2,
+		"bootId", s.opts.BootID)
 	return nil
 }
 
@@ -161,6 +173,13 @@ func (s *Server) completeAddresses() {
 	s.advertisedWSPort = wsPort
 	if s.opts.PublicWSPort != 0 {
 		s.advertisedWSPort = s.opts.PublicWSPort
+	}
+	s.advertisedUDPPortV2 = DefaultUDPPortV2
+	if s.udp != nil {
+		s.advertisedUDPPortV2 = int(s.udp.addr().Port())
+	}
+	if s.opts.PublicUDPPortV2 != 0 {
+		s.advertisedUDPPortV2 = s.opts.PublicUDPPortV2
 	}
 	if s.opts.PublicHost == "" {
 		s.opts.PublicHost = s.opts.ListenHost
@@ -190,7 +209,7 @@ func (s *Server) relayInfo() wire.RelayInfo {
 		Region:         s.opts.Region,
 		Port:           s.advertisedWSPort,
 		UDPPort:        s.opts.UDPPort,
-		UDPPortV2:      s.opts.UDPPortV2,
+		UDPPortV2:      s.advertisedUDPPortV2,
 		SSL:            s.opts.SSL,
 		MachineID:      s.opts.MachineID,
 		PublicEndpoint: s.opts.PublicEndpoint,
@@ -206,6 +225,9 @@ func (s *Server) cleanupLoop() {
 		s.core.expire()
 		if s.mesh != nil {
 			s.mesh.given.sweep(s.clock.Now())
+		}
+		if s.udp != nil {
+			s.udp.nat.sweep()
 		}
 	})
 }
@@ -242,6 +264,21 @@ func (s *Server) wsURLLocked() string {
 		return "ws://" + s.httpLn.Addr().String()
 	}
 	return ""
+}
+
+// UDPAddr is the bound address of the LiteNetLib socket ("" before Start
+// or with UDP off).
+func (s *Server) UDPAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.udpAddrLocked()
+}
+
+func (s *Server) udpAddrLocked() string {
+	if s.udp == nil {
+		return ""
+	}
+	return s.udp.addr().String()
 }
 
 // BootID is this process's boot id.
@@ -346,6 +383,9 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 		s.reg.do(uctx, s.ctx.Done(), s.reg.flushOutbox)
 		cancel()
 	}
+	if s.udp != nil {
+		s.udp.ep.Close()
+	}
 	s.cancel(errors.New("relay closed"))
 	s.bg.Wait()
 	s.core.aborts.Wait()
@@ -378,5 +418,8 @@ func (s *Server) waitSessions(ctx context.Context, graceful bool) {
 	}
 	s.log.Warn("closing connections that did not finish their close handshake")
 	s.raw.closeAll()
+	if s.udp != nil {
+		s.udp.ep.Close() // every UDP peer ends at once
+	}
 	<-done
 }

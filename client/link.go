@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"errors"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Transport is how a connection reaches the relay.
+type Transport uint8
+
+const (
+	// TransportWebSocket: ws(s)://host:port, as PurrNet's WebGL builds.
+	TransportWebSocket Transport = iota
+	// TransportUDP: LiteNetLib 2.x to host:udpPortV2, as PurrNet's
+	// desktop, mobile and Editor builds (udp.go).
+	TransportUDP
+)
+
+func (t Transport) String() string {
+	if t == TransportUDP {
+		return "udp"
+	}
+	return "ws"
+}
+
+// ParseTransport reads "ws" or "udp".
+func ParseTransport(s string) (Transport, bool) {
+	switch s {
+	case "ws", "websocket":
+		return TransportWebSocket, true
+	case "udp":
+		return TransportUDP, true
+	}
+	return 0, false
+}
+
+// link is one relay connection's transport. Over WebSocket every message
+// is reliable and ordered and the delivery method is ignored; over UDP it
+// picks the LiteNetLib method and PurrNet's UDP framing applies
+// (wire/udp.go). Writes may run concurrently with each other and with one
+// reader; close and closeNow may be called at any time.
+type link interface {
+	write(ctx context.Context, d wire.Delivery, b []byte) error
+	read(ctx context.Context) (wire.Delivery, []byte, error)
+	readInto(ctx context.Context, buf []byte) (wire.Delivery, int, error)
+	close() error
+	closeNow() error
+	udp() bool
+}
+
+// wsLink is a WebSocket link.
+type wsLink struct{ ws *websocket.Conn }
+
+func (l wsLink) write(ctx context.Context, _ wire.Delivery, b []byte) error {
+	return l.ws.Write(ctx, websocket.MessageBinary, b)
+}
+
+func (l wsLink) read(ctx context.Context) (wire.Delivery, []byte, error) {
+	b, err := readMessage(ctx, l.ws)
+	return wire.ReliableOrdered, b, err
+}
+
+func (l wsLink) readInto(ctx context.Context, buf []byte) (wire.Delivery, int, error) {
+	n, err := readInto(ctx, l.ws, buf)
+	return wire.ReliableOrdered, n, err
+}
+
+func (l wsLink) close() error    { return closeWS(l.ws) }
+func (l wsLink) closeNow() error { return closeNow(l.ws) }
+func (l wsLink) udp() bool       { return false }
+
+func transportOf(l link) Transport {
+	if l.udp() {
+		return TransportUDP
+	}
+	return TransportWebSocket
+}
+
+func rawOf(l link) *Raw {
+	if w, ok := l.(wsLink); ok {
+		return &Raw{ws: w.ws}
+	}
+	return nil
+}
+
+// natIntroduce runs a NAT introduction request over a UDP link.
+func natIntroduce(ctx context.Context, l link, token string) (litenet.NatPacket, error) {
+	u, ok := l.(*udpLink)
+	if !ok {
+		return litenet.NatPacket{}, errors.New("NAT introduction needs a UDP connection")
+	}
+	return u.natIntroduce(ctx, token)
+}

@@ -1,0 +1,268 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// ErrDisconnected: the relay (or the network) ended a UDP connection; the
+// error names LiteNetLib's reason ("remote": the relay disconnected it).
+var ErrDisconnected = errors.New("relay disconnected")
+
+// UDP client bounds: what a reader that falls behind may have waiting
+// before the connection is dropped, and how long Close waits for the
+// relay's acknowledgement of what was sent.
+const (
+	udpQueueMax    = 8192
+	udpQueueBytes  = 32 << 20
+	udpCloseWait   = 3 * time.Second
+	udpPingEvery   = 900 * time.Millisecond // as PurrTransport
+	udpTimeout     = 5 * time.Second        // as PurrTransport
+	natRequestWait = 500 * time.Millisecond // PurrNet repeats its introduce request this often
+)
+
+// udpLink is a LiteNetLib connection to the relay: its own socket and
+// endpoint (litenet.Dial), messages queued by the endpoint's reader for
+// this side's reader.
+type udpLink struct {
+	ep *litenet.Endpoint // static after dial
+	p  *litenet.Peer     // static after dial
+
+	mu     sync.Mutex
+	q      []udpMsg // guarded by mu: received, not yet read
+	qBytes int      // guarded by mu
+	why    litenet.Reason
+	nat    []litenet.NatPacket // guarded by mu: NAT messages received
+	notify chan struct{}       // cap 1: a message (or the end) arrived
+	natSig chan struct{}       // cap 1: a NAT message arrived
+	gone   chan struct{}       // closed once the connection ended
+	ended  bool                // guarded by mu
+}
+
+type udpMsg struct {
+	d    wire.Delivery
+	data []byte
+}
+
+// udpTarget is the relay's UDP address for a capability: the first IPv4
+// address of its host (PurrTransport resolves and takes the first IPv4) at
+// udpPortV2, or opts.UDPAddr.
+func udpTarget(ctx context.Context, c wire.Capability, opts *DialOptions) (netip.AddrPort, error) {
+	if opts.UDPAddr != "" {
+		ap, err := netip.ParseAddrPort(opts.UDPAddr)
+		if err != nil {
+			return netip.AddrPort{}, fmt.Errorf("invalid UDP address %q: %w", opts.UDPAddr, err)
+		}
+		return ap, nil
+	}
+	if c.UDPPortV2 < 1 || c.UDPPortV2 > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("invalid relay UDP port %d", c.UDPPortV2)
+	}
+	if ip, err := netip.ParseAddr(c.Host); err == nil {
+		return netip.AddrPortFrom(ip.Unmap(), uint16(c.UDPPortV2)), nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", c.Host)
+	if err != nil || len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("failed to resolve relay host %q to an IPv4 address: %w", c.Host, err)
+	}
+	return netip.AddrPortFrom(ips[0].Unmap(), uint16(c.UDPPortV2)), nil
+}
+
+// dialUDP connects over LiteNetLib with key "PurrNet", set up as
+// PurrTransport sets its client up (ping every 900 ms, 5 s timeout).
+func dialUDP(ctx context.Context, to netip.AddrPort) (*udpLink, error) {
+	l := &udpLink{notify: make(chan struct{}, 1), natSig: make(chan struct{}, 1), gone: make(chan struct{})}
+	ep, p, err := litenet.Dial(ctx, to, "PurrNet", litenet.Config{
+		Handler:           l,
+		PingInterval:      udpPingEvery,
+		DisconnectTimeout: udpTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to connect to relay udp://%s: %w", to, err)
+	}
+	l.ep, l.p = ep, p
+	return l, nil
+}
+
+// Handler of the link's endpoint.
+
+func (l *udpLink) Connected(*litenet.Peer) {}
+
+func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
+	l.mu.Lock()
+	if l.ended {
+		l.mu.Unlock()
+		return
+	}
+	if len(l.q) >= udpQueueMax || l.qBytes+len(data) > udpQueueBytes {
+		l.mu.Unlock()
+		l.p.Close(false) // this side stopped reading: give up as a slow reader would be given up
+		return
+	}
+	l.q = append(l.q, udpMsg{d: wire.Delivery(m), data: append([]byte(nil), data...)})
+	l.qBytes += len(data)
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *udpLink) Flush(*litenet.Peer) bool { return false }
+
+func (l *udpLink) Disconnected(_ *litenet.Peer, why litenet.Reason) {
+	l.mu.Lock()
+	if !l.ended {
+		l.ended, l.why = true, why
+		close(l.gone)
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *udpLink) Nat(_ netip.AddrPort, n litenet.NatPacket) {
+	n.Token = append([]byte(nil), n.Token...)
+	l.mu.Lock()
+	if len(l.nat) < 64 {
+		l.nat = append(l.nat, n)
+	}
+	l.mu.Unlock()
+	select {
+	case l.natSig <- struct{}{}:
+	default:
+	}
+}
+
+func (l *udpLink) signal() {
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
+}
+
+// link methods.
+
+func (l *udpLink) udp() bool { return true }
+
+func (l *udpLink) write(ctx context.Context, d wire.Delivery, b []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := l.p.Send(litenet.Method(d), b); err != nil {
+		if errors.Is(err, litenet.ErrClosed) {
+			return l.endErr()
+		}
+		return fmt.Errorf("%w: %v", ErrTooLarge, err)
+	}
+	return nil
+}
+
+// next waits for the next message.
+func (l *udpLink) next(ctx context.Context) (udpMsg, error) {
+	for {
+		l.mu.Lock()
+		if len(l.q) > 0 {
+			m := l.q[0]
+			l.q[0] = udpMsg{}
+			l.q = l.q[1:]
+			l.qBytes -= len(m.data)
+			l.mu.Unlock()
+			return m, nil
+		}
+		ended := l.ended
+		l.mu.Unlock()
+		if ended {
+			return udpMsg{}, l.endErr()
+		}
+		select {
+		case <-l.notify:
+		case <-ctx.Done():
+			return udpMsg{}, ctx.Err()
+		}
+	}
+}
+
+func (l *udpLink) read(ctx context.Context) (wire.Delivery, []byte, error) {
+	m, err := l.next(ctx)
+	return m.d, m.data, err
+}
+
+func (l *udpLink) readInto(ctx context.Context, buf []byte) (wire.Delivery, int, error) {
+	m, err := l.next(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(m.data) > len(buf) {
+		return m.d, 0, ErrBufferTooSmall
+	}
+	return m.d, copy(buf, m.data), nil
+}
+
+// endErr is the error of a connection that ended.
+func (l *udpLink) endErr() error {
+	l.mu.Lock()
+	why := l.why
+	l.mu.Unlock()
+	return fmt.Errorf("%w (%s)", ErrDisconnected, why)
+}
+
+// close disconnects after what was sent is acknowledged (or udpCloseWait).
+func (l *udpLink) close() error {
+	l.p.Close(true)
+	t := time.NewTimer(udpCloseWait)
+	select {
+	case <-l.gone:
+	case <-t.C:
+	}
+	t.Stop()
+	return l.ep.Close()
+}
+
+func (l *udpLink) closeNow() error { return l.ep.Close() }
+
+// natIntroduce sends LiteNetLib NAT introduce requests for token from the
+// link's socket (as PurrNet does, every 500 ms) until the relay answers
+// with an introduction, and returns it.
+func (l *udpLink) natIntroduce(ctx context.Context, token string) (litenet.NatPacket, error) {
+	local := l.ep.LocalAddr()
+	req := litenet.AppendNatRequest(nil, local, token)
+	tick := time.NewTicker(natRequestWait)
+	defer tick.Stop()
+	for {
+		if err := l.ep.WriteTo(req, l.p.Addr()); err != nil {
+			return litenet.NatPacket{}, fmt.Errorf("failed to send a NAT introduce request: %w", err)
+		}
+		for {
+			l.mu.Lock()
+			for i, n := range l.nat {
+				if n.Kind == litenet.NatResponse && string(n.Token) == token {
+					l.nat = append(l.nat[:i], l.nat[i+1:]...)
+					l.mu.Unlock()
+					return n, nil
+				}
+			}
+			l.mu.Unlock()
+			select {
+			case <-l.natSig:
+				continue
+			case <-l.gone:
+				return litenet.NatPacket{}, l.endErr()
+			case <-tick.C:
+			case <-ctx.Done():
+				return litenet.NatPacket{}, fmt.Errorf("no NAT introduction for %s: %w", token, ctx.Err())
+			}
+			break
+		}
+	}
+}
+
+// localAddr is the link's socket address (tests).
+func (l *udpLink) localAddr() string {
+	return net.JoinHostPort(l.ep.LocalAddr().Addr().String(), strconv.Itoa(int(l.ep.LocalAddr().Port())))
+}

@@ -1,0 +1,203 @@
+package relay
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// udpConn is one LiteNetLib peer as a conn's transport. u, p and c are
+// static after Connected. litenet serialises Receive and Disconnected per
+// peer, which makes the socket reader this conn's reader; while a routed
+// authentication runs (authing), its goroutine is the reader instead, and
+// what arrives meanwhile waits in early.
+type udpConn struct {
+	u *udpTransport
+	p *litenet.Peer
+	c *conn
+
+	mu      sync.Mutex
+	authing bool           // guarded by mu: the auth goroutine is the reader
+	early   []*buf         // guarded by mu: frames received while authing, in order
+	left    bool           // guarded by mu: the peer went away while authing
+	why     litenet.Reason // guarded by mu: why, for left
+}
+
+// wake: the core queued frames; the flush pulls them.
+func (uc *udpConn) wake() { uc.p.Wake() }
+
+// closed: graceful reasons send what is queued (and wait for the acks)
+// before LiteNetLib's Disconnect; abrupt ones disconnect at once.
+func (uc *udpConn) closed(reason closeReason) { uc.p.Close(reason.flush()) }
+
+// deliver routes one message of the peer. The first one (the
+// authentication) is routed on a goroutine of its own when it may name a
+// room held by another machine.
+func (uc *udpConn) deliver(b *buf) {
+	uc.mu.Lock()
+	if uc.authing {
+		if len(uc.early) >= udpEarlyMax {
+			uc.mu.Unlock()
+			putBuf(b)
+			uc.c.core.m.drop(dropSenderClosed)
+			uc.c.close(reasonQueueOverflow)
+			return
+		}
+		uc.early = append(uc.early, b)
+		uc.mu.Unlock()
+		uc.u.m.early.Inc()
+		return
+	}
+	mesh := uc.u.s.mesh
+	if uc.c.role == roleNone && mesh != nil && mesh.mayForward(b.frame()) {
+		uc.authing = true
+		uc.mu.Unlock()
+		uc.u.s.sessions.Add(1)
+		go uc.authRouted(b)
+		return
+	}
+	uc.mu.Unlock()
+	uc.handle(b)
+}
+
+// handle gives b to the core and confirms the peer once authenticated.
+func (uc *udpConn) handle(b *buf) {
+	authing := uc.c.role == roleNone
+	uc.u.s.core.handle(uc.c, b)
+	if authing && uc.c.role != roleNone {
+		uc.p.Confirm()
+	}
+}
+
+// authRouted routes a first message that may belong to another machine
+// (forward.go), then everything that arrived meanwhile, in order, and
+// hands the reading back to the socket reader.
+func (uc *udpConn) authRouted(first *buf) {
+	defer uc.u.s.sessions.Done()
+	if uc.u.s.mesh.forward(uc.c, first) {
+		uc.p.Confirm()
+	} else {
+		uc.handle(first)
+	}
+	for {
+		uc.mu.Lock()
+		if len(uc.early) == 0 {
+			uc.authing = false
+			left, why := uc.left, uc.why
+			uc.mu.Unlock()
+			if left {
+				uc.end(why)
+			}
+			return
+		}
+		b := uc.early[0]
+		uc.early[0] = nil
+		uc.early = uc.early[1:]
+		uc.mu.Unlock()
+		if uc.c.closing.Load() {
+			putBuf(b)
+			uc.c.core.m.drop(dropSenderClosed)
+			continue
+		}
+		uc.handle(b)
+	}
+}
+
+// flush sends what the core queued for the peer, within udpBacklog, and
+// reports whether frames were left behind. It runs in litenet's flush
+// (Handler.Flush).
+func (uc *udpConn) flush() bool {
+	var arr [maxBatch]*buf
+	for uc.p.Backlog() < udpBacklog {
+		batch := uc.c.takeBatch(arr[:0])
+		if len(batch) == 0 {
+			return false
+		}
+		for i, b := range batch {
+			uc.send(b)
+			putBuf(b)
+			batch[i] = nil
+		}
+	}
+	return uc.c.queued()
+}
+
+// maxUDPSingle is the longest frame one LiteNetLib packet carries for a
+// method that cannot fragment.
+func maxUDPSingle(m litenet.Method) int {
+	if m == litenet.Unreliable {
+		return litenet.MaxUnreliablePayload
+	}
+	return litenet.MaxChanneledPayload
+}
+
+// send queues one frame on the peer with its delivery method.
+func (uc *udpConn) send(b *buf) {
+	m := litenet.Method(b.method)
+	data := b.frame()
+	if !m.Fragments() && len(data) > maxUDPSingle(m) {
+		if !m.Reliable() {
+			uc.c.core.m.drop(dropTooLargeForUDP)
+			return
+		}
+		m = litenet.ReliableOrdered // PurrLay's rule for a reliable frame too long for its method
+		uc.u.m.upgraded.Inc()
+	}
+	if err := uc.p.Send(m, data); err != nil {
+		if errors.Is(err, litenet.ErrClosed) {
+			uc.c.core.m.drop(dropReceiverClosed)
+		} else {
+			uc.c.core.m.drop(dropTooLargeForUDP)
+		}
+	}
+}
+
+// gone: litenet says the peer left (or was dropped).
+func (uc *udpConn) gone(why litenet.Reason) {
+	uc.mu.Lock()
+	if uc.authing {
+		uc.left, uc.why = true, why
+		uc.mu.Unlock()
+		return // the auth goroutine ends it when done
+	}
+	uc.mu.Unlock()
+	uc.end(why)
+}
+
+// end is the end of the conn: it leaves the core once and frees what is
+// queued. Only the conn's reader calls it.
+func (uc *udpConn) end(why litenet.Reason) {
+	uc.u.s.core.leave(uc.c)
+	uc.c.close(reasonOfPeer(why))
+	uc.c.releaseQueue()
+	uc.mu.Lock()
+	early := uc.early
+	uc.early = nil
+	uc.mu.Unlock()
+	for _, b := range early {
+		putBuf(b)
+	}
+	uc.u.s.sessions.Done()
+}
+
+// reasonOfPeer maps why LiteNetLib lost a peer to the core's reason.
+func reasonOfPeer(why litenet.Reason) closeReason {
+	switch why {
+	case litenet.ReasonPendingTimeout:
+		return reasonAuthTimeout
+	case litenet.ReasonTooBig:
+		return reasonTooBig
+	case litenet.ReasonShutdown:
+		return reasonShutdown
+	}
+	return reasonPeerClosed
+}
+
+// mayForward reports whether a first message names a room this machine
+// does not hold (so routing it may need the network).
+func (m *mesh) mayForward(first []byte) bool {
+	a, err := wire.ParseAuth(first)
+	return err == nil && !a.Pipe && !m.local(a.RoomName)
+}
