@@ -34,6 +34,9 @@ type SmokeOptions struct {
 	// NoSessionHint connects like PurrNet's own client, without the ?s=
 	// affinity hint on the WebSocket URLs (DialOptions.NoSessionHint).
 	NoSessionHint bool
+	// Transport connects the host and the client over WebSocket (default)
+	// or UDP (LiteNetLib 2.x at the relay's udpPortV2).
+	Transport Transport
 	// HTTPClient is used for balancer requests and WebSocket dials; nil means
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -46,7 +49,7 @@ type SmokeReport struct {
 	Region      string        // requested region
 	RelayRegion string        // region of the relay serving the room ("" if /servers did not tell)
 	Room        string        // room name used
-	RelayURL    string        // WebSocket URL host and client used (no credential)
+	RelayURL    string        // URL host and client used, ws(s):// or udp:// (no credential)
 	ClientID    wire.ConnID   // the client's id as the host saw it
 	Steps       []SmokeStep   // in order
 	Elapsed     time.Duration // whole run
@@ -106,7 +109,7 @@ func Smoke(ctx context.Context, opts SmokeOptions) (SmokeReport, error) {
 		return s.rep, &SmokeError{Step: StepAllocate, Err: errors.New("no balancer URL given")}
 	}
 	s.bal = &Balancer{BaseURL: opts.Balancer, HTTP: opts.HTTPClient, Timeout: s.opts.Timeout}
-	s.dial = &DialOptions{NoSessionHint: opts.NoSessionHint, HTTPClient: opts.HTTPClient}
+	s.dial = &DialOptions{NoSessionHint: opts.NoSessionHint, HTTPClient: opts.HTTPClient, Transport: opts.Transport}
 	for _, st := range []struct {
 		name string
 		fn   func(context.Context) error
@@ -128,7 +131,7 @@ func Smoke(ctx context.Context, opts SmokeOptions) (SmokeReport, error) {
 		}
 	}
 	s.rep.Elapsed = time.Since(s.start)
-	s.opts.Logf("smoke passed: room %s, region %q, %s", s.rep.Room, s.rep.RelayRegion, s.rep.Elapsed.Round(time.Millisecond))
+	s.opts.Logf("smoke passed over %s: room %s, region %q, %s", s.opts.Transport, s.rep.Room, s.rep.RelayRegion, s.rep.Elapsed.Round(time.Millisecond))
 	return s.rep, nil
 }
 
@@ -180,6 +183,9 @@ func (s *smoke) allocate(ctx context.Context) error {
 	}
 	s.hostC = c
 	s.rep.RelayURL, _ = RelayURL(c)
+	if s.opts.Transport == TransportUDP {
+		s.rep.RelayURL = "udp://" + net.JoinHostPort(c.Host, strconv.Itoa(c.UDPPortV2))
+	}
 	s.opts.Logf("allocated room %s on relay %s", s.opts.Room, s.rep.RelayURL)
 	return nil
 }
@@ -227,7 +233,7 @@ func (s *smoke) join(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Host != s.hostC.Host || c.Port != s.hostC.Port || c.SSL != s.hostC.SSL {
+	if c.Host != s.hostC.Host || c.Port != s.hostC.Port || c.SSL != s.hostC.SSL || c.UDPPortV2 != s.hostC.UDPPortV2 {
 		u, _ := RelayURL(c)
 		return fmt.Errorf("join points at relay %s, allocation at %s", u, s.rep.RelayURL)
 	}

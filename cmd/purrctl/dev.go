@@ -17,10 +17,12 @@ func devCommand() *cli.Command {
 		Flags: []cli.Flag{
 			debugFlag(),
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on 127.0.0.1 (0: any free port)"},
+			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib port of the first relay, the next ones counting up (0: any free ports)"},
 		},
 		Action: func(c *cli.Context) error {
 			stack, err := devstack.Start(c.Context, devstack.Options{
 				BalancerPort: c.Int("port"),
+				UDPBasePort:  c.Int("udp-port"),
 				DrainTimeout: 2 * time.Second,
 				Logger:       newLogger(c),
 			})
@@ -31,7 +33,7 @@ func devCommand() *cli.Command {
 			fmt.Fprintf(w, "purrfly dev stack is up.\n\n")
 			fmt.Fprintf(w, "  Master server (paste into PurrTransport): %s\n\n", stack.Balancer.URL())
 			for i, r := range stack.Relays {
-				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  boot %s\n", devstack.DefaultRegions[i], r.HTTPURL(), r.WSURL(), r.BootID())
+				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  boot %s\n", devstack.DefaultRegions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.BootID())
 			}
 			fmt.Fprintf(w, "\n  Check it: go run ./cmd/purrctl smoke --balancer %s\n  Stop with Ctrl-C.\n", stack.Balancer.URL())
 			<-c.Context.Done()

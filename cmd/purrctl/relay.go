@@ -25,7 +25,7 @@ const shutdownMargin = 15 * time.Second
 func relayCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "relay",
-		Usage: "run a relay (PurrLay): hosts and clients of rooms connect to it over WebSocket",
+		Usage: "run a relay (PurrLay): hosts and clients of rooms connect to it over WebSocket or UDP (LiteNetLib 2.x)",
 		Flags: []cli.Flag{
 			secretFlag(), debugFlag(),
 			&cli.StringFlag{Name: "balancer", EnvVars: []string{"BALANCER_URL"}, Usage: "balancer base URL to register with (empty: standalone)"},
@@ -38,8 +38,12 @@ func relayCommand() *cli.Command {
 			&cli.StringFlag{Name: "endpoint", EnvVars: []string{"HOST_ENDPOINT"}, Usage: "API endpoint URL the balancer and clients reach"},
 			&cli.IntFlag{Name: "endpoint-port", EnvVars: []string{"HOST_PORT"}, Usage: "port of the default API endpoint URL"},
 			&cli.IntFlag{Name: "public-ws-port", EnvVars: []string{"HOST_WS_PORT"}, Usage: "WebSocket port advertised to clients (default 443 on Fly, else the listener's)"},
-			&cli.IntFlag{Name: "udp-port", EnvVars: []string{"UDP_PORT"}, Value: 7777, Usage: "advertised LiteNetLib 1.x UDP port"},
-			&cli.IntFlag{Name: "udp-port-v2", EnvVars: []string{"UDP_PORT_V2"}, Value: 7778, Usage: "advertised LiteNetLib 2.x UDP port"},
+			&cli.IntFlag{Name: "udp-port", EnvVars: []string{"UDP_PORT"}, Value: 7777, Usage: "advertised LiteNetLib 1.x UDP port (1.x is not served)"},
+			&cli.IntFlag{Name: "udp-port-v2", EnvVars: []string{"UDP_PORT_V2"}, Value: 7778, Usage: "LiteNetLib 2.x UDP port (0: any free port, -1: no UDP)"},
+			&cli.StringFlag{Name: "udp-host", EnvVars: []string{"UDP_HOST"}, Usage: "UDP bind address (default fly-global-services on Fly, else HOST; IPv4)"},
+			&cli.IntFlag{Name: "public-udp-port-v2", EnvVars: []string{"HOST_UDP_PORT_V2"}, Usage: "UDP port advertised to clients (default the bound one)"},
+			&cli.IntFlag{Name: "udp-sockets", EnvVars: []string{"UDP_SOCKETS"}, Value: 1, Usage: "UDP sockets sharing the port, each with its own reader (Linux)"},
+			&cli.IntFlag{Name: "udp-timeout", EnvVars: []string{"UDP_TIMEOUT_SECONDS"}, Value: 10, Usage: "seconds of silence after which a UDP peer is dropped"},
 			&cli.IntFlag{Name: "heartbeat", EnvVars: []string{"HEARTBEAT_SECONDS"}, Value: 30, Usage: "seconds between registrations with the balancer"},
 			&cli.IntFlag{Name: "empty-room-timeout", EnvVars: []string{"EMPTY_ROOM_TIMEOUT_SECONDS"}, Value: 300, Usage: "seconds an empty room lives"},
 			&cli.IntFlag{Name: "drain-timeout", EnvVars: []string{"DRAIN_TIMEOUT_SECONDS"}, Value: 25, Usage: "seconds a stopping relay waits for rooms to empty"},
@@ -80,7 +84,7 @@ func runRelay(c *cli.Context) error {
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("failed to start the relay: %w", err)
 	}
-	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "boot", srv.BootID(),
+	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "udp", srv.UDPAddr(), "boot", srv.BootID(),
 		"region", opts.Region, "balancer", opts.BalancerURL, "affinity", aff != nil,
 		"multiMachine", opts.MultiMachine, "endpoint", opts.Endpoint, "publicEndpoint", opts.PublicEndpoint)
 	<-c.Context.Done()
@@ -106,6 +110,10 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		PublicWSPort:      c.Int("public-ws-port"),
 		UDPPort:           c.Int("udp-port"),
 		UDPPortV2:         c.Int("udp-port-v2"),
+		UDPHost:           c.String("udp-host"),
+		PublicUDPPortV2:   c.Int("public-udp-port-v2"),
+		UDPSockets:        c.Int("udp-sockets"),
+		UDPTimeout:        seconds(c, "udp-timeout"),
 		HeartbeatInterval: seconds(c, "heartbeat"),
 		EmptyRoomTimeout:  seconds(c, "empty-room-timeout"),
 		DrainTimeout:      seconds(c, "drain-timeout"),
@@ -157,12 +165,36 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 			return o, usagef("HOST_ENDPOINT must be an http(s) URL")
 		}
 	}
-	for name, p := range map[string]int{"PORT": o.HTTPPort, "UDP_PORT": o.UDPPort, "UDP_PORT_V2": o.UDPPortV2} {
+	for name, p := range map[string]int{"PORT": o.HTTPPort, "UDP_PORT": o.UDPPort, "HOST_UDP_PORT_V2": o.PublicUDPPortV2} {
 		if p < 0 || p > 65535 {
 			return o, usagef("%s must be a port number", name)
 		}
 	}
+	if o.UDPPortV2 < -1 || o.UDPPortV2 > 65535 {
+		return o, usagef("UDP_PORT_V2 must be a port number, 0 (any) or -1 (no UDP)")
+	}
+	if o.UDPSockets < 1 || o.UDPSockets > 64 {
+		return o, usagef("UDP_SOCKETS must be between 1 and 64")
+	}
+	if fly && o.UDPHost == "" && o.UDPPortV2 >= 0 {
+		o.UDPHost = flyGlobalServices()
+	}
 	return o, nil
+}
+
+// flyGlobalServices is the IPv4 address of fly-global-services, the only
+// address a Fly machine may answer UDP from (Fly routes the replies of
+// that one back through its edge). Without it the relay binds 0.0.0.0,
+// whose UDP replies Fly does not route; that is logged loudly.
+func flyGlobalServices() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", "fly-global-services")
+	if err != nil || len(ips) == 0 {
+		slog.Warn("fly-global-services does not resolve: UDP binds 0.0.0.0 and its replies will not reach clients through Fly", "err", err)
+		return ""
+	}
+	return ips[0].String()
 }
 
 // affinity builds the session-affinity router: on Fly (FLY_MACHINE_ID set)

@@ -20,24 +20,40 @@ func smokeCommand() *cli.Command {
 			&cli.StringFlag{Name: "room", Usage: "room name (default: a fresh random name)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each step"},
 			&cli.BoolFlag{Name: "no-session-hint", Usage: "connect like PurrNet's own client, without the ?s= affinity hint"},
+			&cli.StringFlag{Name: "transport", Value: "both", Usage: "ws (WebGL builds), udp (LiteNetLib: desktop, mobile, Editor) or both, one after the other"},
 		},
 		Action: func(c *cli.Context) error {
-			w := c.App.Writer
-			rep, err := client.Smoke(c.Context, client.SmokeOptions{
-				Balancer:      c.String("balancer"),
-				Region:        c.String("region"),
-				StrictRegion:  c.Bool("strict-region"),
-				Room:          c.String("room"),
-				Timeout:       c.Duration("timeout"),
-				NoSessionHint: c.Bool("no-session-hint"),
-				Logf: func(format string, args ...any) {
-					fmt.Fprintf(w, "  "+format+"\n", args...)
-				},
-			})
-			if err != nil {
-				return err
+			var trs []client.Transport
+			switch v := c.String("transport"); v {
+			case "both":
+				trs = []client.Transport{client.TransportWebSocket, client.TransportUDP}
+			default:
+				tr, ok := client.ParseTransport(v)
+				if !ok {
+					return usagef("--transport must be ws, udp or both")
+				}
+				trs = []client.Transport{tr}
 			}
-			_ = rep // Smoke's last log line is the summary.
+			w := c.App.Writer
+			for _, tr := range trs {
+				fmt.Fprintf(w, "smoke over %s:\n", tr)
+				// Each run gets its own room (unless --room names one).
+				_, err := client.Smoke(c.Context, client.SmokeOptions{
+					Balancer:      c.String("balancer"),
+					Region:        c.String("region"),
+					StrictRegion:  c.Bool("strict-region"),
+					Room:          c.String("room"),
+					Timeout:       c.Duration("timeout"),
+					NoSessionHint: c.Bool("no-session-hint"),
+					Transport:     tr,
+					Logf: func(format string, args ...any) {
+						fmt.Fprintf(w, "  "+format+"\n", args...)
+					},
+				})
+				if err != nil {
+					return err // Smoke's last log line is the summary.
+				}
+			}
 			return nil
 		},
 	}

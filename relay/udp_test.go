@@ -1,0 +1,358 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// udpCap is a capability of relay s over UDP for secret.
+func udpCap(s *Server, secret string) (wire.Capability, *client.DialOptions) {
+	return wire.Capability{Host: "127.0.0.1", Port: 1, UDPPortV2: 1, Secret: secret},
+		&client.DialOptions{Transport: client.TransportUDP, UDPAddr: s.UDPAddr()}
+}
+
+func tctx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// udpHost connects the host of room over UDP.
+func udpHost(tb testing.TB, s *Server, room, secret string, nat bool) *client.Host {
+	tb.Helper()
+	c, o := udpCap(s, secret)
+	o.NAT = nat
+	h, err := client.DialHost(tctx(tb), c, room, o)
+	if err != nil {
+		tb.Fatalf("UDP host: %v", err)
+	}
+	tb.Cleanup(func() { _ = h.CloseNow() })
+	return h
+}
+
+// udpClient connects a client of room over UDP.
+func udpClient(tb testing.TB, s *Server, room, secret string, nat bool) *client.Client {
+	tb.Helper()
+	c, o := udpCap(s, secret)
+	o.NAT = nat
+	cl, err := client.DialClient(tctx(tb), c, room, o)
+	if err != nil {
+		tb.Fatalf("UDP client: %v", err)
+	}
+	tb.Cleanup(func() { _ = cl.CloseNow() })
+	return cl
+}
+
+// NAT introduction (docs/UDP.md): when host and client both ask for it, each
+// gets the same [6][token] (the host before the client's connect notice,
+// the client before [3]); their introduce requests, from their own relay
+// sockets, are answered with each other's addresses. A stranger with the
+// token gets nothing; without nat on both sides nobody gets [6].
+func TestUDPNATIntroduction(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, cs := mustAllocate(t, s, "nat-room")
+	h := udpHost(t, s, "nat-room", hs, true)
+	cl := udpClient(t, s, "nat-room", cs, true)
+	token := cl.NATToken()
+	p, err := h.Next(tctx(t))
+	if err != nil || p.Type != wire.ToHostNATIntroduce || string(p.Payload) != token || token == "" {
+		t.Fatalf("host's first packet %+v (%v), want [6] with the client's token %q", p, err, token)
+	}
+	p, err = h.Next(tctx(t))
+	if err != nil || p.Type != wire.ToHostConnected {
+		t.Fatalf("host's second packet %+v (%v), want the connect notice", p, err)
+	}
+	if !strings.HasSuffix(token, "_"+itoa(int(p.IDs[0]))) {
+		t.Fatalf("token %q does not end with the client id %d", token, p.IDs[0])
+	}
+
+	// A stranger holding the token is ignored.
+	stranger, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	relayAddr := netip.MustParseAddrPort(s.UDPAddr())
+	_, _ = stranger.WriteToUDPAddrPort(litenet.AppendNatRequest(nil, netip.MustParseAddrPort("10.0.0.9:9"), token), relayAddr)
+
+	type result struct {
+		n   litenet.NatPacket
+		err error
+	}
+	hc, cc := make(chan result, 1), make(chan result, 1)
+	go func() { n, err := h.NATIntroduce(tctx(t), token); hc <- result{n, err} }()
+	go func() { n, err := cl.NATIntroduce(tctx(t)); cc <- result{n, err} }()
+	hr, cr := <-hc, <-cc
+	if hr.err != nil || cr.err != nil {
+		t.Fatalf("introductions: host %v, client %v", hr.err, cr.err)
+	}
+	if hr.n.External == cr.n.External || hr.n.External.Addr() != relayAddr.Addr() {
+		t.Fatalf("host was introduced to %v, client to %v", hr.n.External, cr.n.External)
+	}
+	_ = stranger.SetReadDeadline(time.Now().Add(200 * time.Millisecond)) // wall clock: a bound on a real socket
+	if n, _, err := stranger.ReadFromUDPAddrPort(make([]byte, 512)); err == nil {
+		t.Fatalf("a stranger with the token got %d bytes", n)
+	}
+
+	// Without nat on the client: no [6] on either side.
+	plain := udpClient(t, s, "nat-room", cs, false)
+	if plain.NATToken() != "" {
+		t.Fatal("a client without nat got a token")
+	}
+	if p, err := h.Next(tctx(t)); err != nil || p.Type != wire.ToHostConnected {
+		t.Fatalf("host got %+v (%v), want only the connect notice", p, err)
+	}
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for n > 0 || i == len(b) {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
+
+// Frames too long for their method: an Unreliable one is dropped and
+// counted, a ReliableSequenced one goes ReliableOrdered; a packet without a
+// valid delivery method byte is dropped; the peers stay.
+func TestUDPFramesTooLongForTheirMethod(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, cs := mustAllocate(t, s, "sizes")
+	h := udpHost(t, s, "sizes", hs, false)
+	cl := udpClient(t, s, "sizes", cs, false)
+	id := nextOfType(t, h, wire.ToHostConnected).IDs[0]
+
+	// [4][1022 bytes] fits one Unreliable packet; [2][id][1022 bytes] does not.
+	if err := cl.SendWith(tctx(t), wire.Unreliable, make([]byte, litenet.MaxUnreliablePayload-1)); err != nil {
+		t.Fatal(err)
+	}
+	// [3][1019 bytes] fits one ReliableSequenced packet; the host's frame
+	// does not, so it goes ReliableOrdered.
+	rs := make([]byte, litenet.MaxChanneledPayload-1)
+	rs[0] = 'r'
+	if err := cl.SendWith(tctx(t), wire.ReliableSequenced, rs); err != nil {
+		t.Fatal(err)
+	}
+	p, d, err := h.NextWith(tctx(t))
+	if err != nil || p.Type != wire.ToHostData || p.Payload[0] != 'r' || len(p.Payload) != len(rs) {
+		t.Fatalf("host got %+v (%v), want the ReliableSequenced frame", p, err)
+	}
+	if d != wire.ReliableOrdered {
+		t.Fatalf("the too-long ReliableSequenced frame came with method %d, want ReliableOrdered", d)
+	}
+	if got := counterValue(s.m.drops[dropTooLargeForUDP]); got != 1 {
+		t.Fatalf("too_large_for_udp drops %v, want 1", got)
+	}
+	// A method byte that is no method.
+	if err := cl.WriteRawWith(tctx(t), wire.ReliableOrdered, []byte{9, 'x', 'y'}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.SendWith(tctx(t), wire.ReliableOrdered, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextOfType(t, h, wire.ToHostData); string(p.Payload) != "after" || p.IDs[0] != id {
+		t.Fatalf("host got %+v", p)
+	}
+	if got := counterValue(s.m.drops[dropBadMethod]); got != 1 {
+		t.Fatalf("bad_method drops %v, want 1", got)
+	}
+}
+
+func nextOfType(t testing.TB, h *client.Host, typ byte) wire.ToHostPacket {
+	t.Helper()
+	p, err := h.Next(tctx(t))
+	if err != nil || p.Type != typ {
+		t.Fatalf("host got %+v (%v), want type %d", p, err, typ)
+	}
+	return p
+}
+
+// A UDP peer that never authenticates is dropped after the authentication
+// timeout, and a relay that shuts down disconnects its UDP peers.
+func TestUDPAuthTimeoutAndShutdown(t *testing.T) {
+	s := startRelay(t, Options{DrainTimeout: -1}, func(s *Server) { s.authTimeout = 200 * time.Millisecond })
+	ctx := tctx(t)
+	silent := &probe{done: make(chan litenet.Reason, 1)}
+	// It pings (so the relay knows it is there) but never authenticates.
+	ep, _, err := litenet.Dial(ctx, netip.MustParseAddrPort(s.UDPAddr()), "PurrNet",
+		litenet.Config{Handler: silent, PingInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	select {
+	case why := <-silent.done:
+		if why != litenet.ReasonRemote {
+			t.Fatalf("silent peer ended %v, want the relay's Disconnect", why)
+		}
+	case <-ctx.Done():
+		t.Fatal("a peer that never authenticated was kept")
+	}
+	waitFor(t, "the auth timeout counted", func() bool { return counterValue(s.m.disconnect[reasonAuthTimeout]) == 1 })
+
+	hs, cs := mustAllocate(t, s, "bye")
+	h := udpHost(t, s, "bye", hs, false)
+	cl := udpClient(t, s, "bye", cs, false)
+	nextOfType(t, h, wire.ToHostConnected)
+	go func() { _ = s.Shutdown(context.Background()) }()
+	if _, err := cl.Recv(tctx(t)); !errors.Is(err, client.ErrDisconnected) {
+		t.Fatalf("client after shutdown: %v", err)
+	}
+	if _, err := h.Next(tctx(t)); !errors.Is(err, client.ErrDisconnected) {
+		t.Fatalf("host after shutdown: %v", err)
+	}
+}
+
+// probe is a litenet Handler that only reports how the peer ended.
+type probe struct{ done chan litenet.Reason }
+
+func (p *probe) Connected(*litenet.Peer)                       {}
+func (p *probe) Receive(*litenet.Peer, litenet.Method, []byte) {}
+func (p *probe) Flush(*litenet.Peer) bool                      { return false }
+func (p *probe) Disconnected(_ *litenet.Peer, why litenet.Reason) {
+	select {
+	case p.done <- why:
+	default:
+	}
+}
+func (p *probe) Nat(netip.AddrPort, litenet.NatPacket) {}
+
+// rawUDP is a hand-made LiteNetLib peer on a plain socket, for measuring
+// the relay alone: it allocates nothing itself.
+type rawUDP struct {
+	tb    testing.TB
+	c     *net.UDPConn
+	relay netip.AddrPort
+	buf   []byte
+}
+
+func newRawUDP(tb testing.TB, relay netip.AddrPort, connectTime int64) *rawUDP {
+	tb.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_, _ = c.WriteToUDPAddrPort(litenet.AppendDisconnect(nil, 0, connectTime), relay)
+		c.Close()
+	})
+	// One deadline for the whole test: setting one per read would allocate.
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // wall clock: a bound on a real socket
+	r := &rawUDP{tb: tb, c: c, relay: relay, buf: make([]byte, 2048)}
+	r.send(litenet.AppendConnectRequest(nil, 0, connectTime, 1, relay, "PurrNet"))
+	if b := r.read(); len(b) != 15 || litenet.Property(b[0]) != litenet.PropConnectAccept {
+		tb.Fatalf("accept %x", b)
+	}
+	return r
+}
+
+func (r *rawUDP) send(b []byte) {
+	if _, err := r.c.WriteToUDPAddrPort(b, r.relay); err != nil {
+		r.tb.Fatal(err)
+	}
+}
+
+func (r *rawUDP) read() []byte {
+	n, _, err := r.c.ReadFromUDPAddrPort(r.buf)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	return r.buf[:n]
+}
+
+// auth sends the authentication message (ReliableOrdered, sequence 0) and
+// acknowledges the relay's reliable packets until one holds want.
+func (r *rawUDP) auth(room, secret string, want byte) {
+	r.tb.Helper()
+	msg := client.AuthMessage(room, secret, false)
+	p := []byte{byte(litenet.PropReliableMerged), 0, 0, byte(litenet.ReliableOrdered), byte(len(msg)), byte(len(msg) >> 8)}
+	r.send(append(p, msg...))
+	r.expectReliable(want)
+}
+
+// expectReliable acknowledges every reliable packet of the relay (one ack
+// of the whole window) until a ReliableMerged message starting with want
+// arrives.
+func (r *rawUDP) expectReliable(want byte) {
+	r.tb.Helper()
+	for {
+		for _, p := range splitMerged(r.read()) {
+			if litenet.Property(p[0]&0x1f) != litenet.PropReliableMerged {
+				continue
+			}
+			ack := make([]byte, 13)
+			ack[0], ack[3] = byte(litenet.PropAck), p[3]
+			for i := range 8 {
+				ack[4+i] = 0xff
+			}
+			r.send(ack)
+			if len(p) > 6 && p[6] == want {
+				return
+			}
+		}
+	}
+}
+
+func splitMerged(b []byte) [][]byte {
+	if litenet.Property(b[0]&0x1f) != litenet.PropMerged {
+		return [][]byte{b}
+	}
+	var out [][]byte
+	for pos := 1; pos+2 <= len(b); {
+		n := int(b[pos]) | int(b[pos+1])<<8
+		pos += 2
+		if n == 0 || pos+n > len(b) {
+			break
+		}
+		out = append(out, b[pos:pos+n])
+		pos += n
+	}
+	return out
+}
+
+// The UDP forwarding path allocates nothing: a client's Unreliable packet
+// read by the relay's socket, routed to the host, packed and written, end
+// to end on real sockets.
+func TestUDPForwardingAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	s := startRelay(t, Options{})
+	hs, cs := mustAllocate(t, s, "udp-allocs")
+	relayAddr := netip.MustParseAddrPort(s.UDPAddr())
+	host := newRawUDP(t, relayAddr, 100)
+	host.auth("udp-allocs", hs, wire.Authenticated)
+	cl := newRawUDP(t, relayAddr, 200)
+	cl.auth("udp-allocs", cs, wire.Authenticated)
+	host.expectReliable(wire.ToHostConnected)
+
+	// [Unreliable][method 4][payload] in, [Unreliable][2][id:4][payload] out.
+	msg := append([]byte{byte(litenet.PropUnreliable), byte(wire.Unreliable)}, make([]byte, 100)...)
+	run := func() {
+		cl.send(msg)
+		for {
+			b := host.read()
+			if litenet.Property(b[0]&0x1f) == litenet.PropUnreliable && len(b) == 1+5+100 && b[1] == wire.ToHostData {
+				return
+			}
+		}
+	}
+	for range 200 {
+		run()
+	}
+	if n := testing.AllocsPerRun(1000, run); n > 0 {
+		t.Fatalf("%.2f allocations per forwarded datagram", n)
+	}
+}
