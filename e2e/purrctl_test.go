@@ -54,6 +54,11 @@ func TestPurrctl(t *testing.T) {
 			t.Fatalf("purrctl smoke --balancer %s: %v\n%s\ndev output:\n%s", url, err, out, dev.output())
 		}
 		t.Logf("purrctl smoke:\n%s", out)
+		for _, tr := range []string{"ws", "udp"} {
+			if !strings.Contains(string(out), "smoke passed over "+tr) {
+				t.Fatalf("purrctl smoke against purrctl dev did not pass over %s:\n%s", tr, out)
+			}
+		}
 		waitFor(t, 5*time.Second, "the smoke room to leave /list", func() bool {
 			l, err := api.List(t.Context(), 0)
 			return err == nil && l.Total == 0

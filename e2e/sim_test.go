@@ -66,8 +66,16 @@ func testSimCommand(t *testing.T, bin string) {
 	for _, region := range []string{"ams", "sea"} {
 		smoke := exec.CommandContext(tctx(t), bin, "smoke", "--balancer", bal, "--region", region, "--strict-region", "--timeout", "10s")
 		smoke.Env = localEnv()
-		if out, err := smoke.CombinedOutput(); err != nil {
+		out, err := smoke.CombinedOutput()
+		if err != nil {
 			t.Fatalf("purrctl smoke in %s through the sim's proxy: %v\n%s\nsim output:\n%s", region, err, out, sim.output())
+		}
+		// Over WebSocket through the proxy, and over UDP through the app's
+		// UDP service.
+		for _, tr := range []string{"ws", "udp"} {
+			if !strings.Contains(string(out), "smoke passed over "+tr) {
+				t.Fatalf("purrctl smoke in %s did not pass over %s:\n%s", region, tr, out)
+			}
 		}
 	}
 	if running := processesWith(t, "PURRFLY_E2E_MARK="+mark); len(running) != 6 {

@@ -71,6 +71,11 @@ func startFleet(t *testing.T) *fleet {
 			a.Env["HOST_DOMAIN"] = base + ".1"
 			a.Env["HEARTBEAT_SECONDS"] = "1"
 			a.Env["DRAIN_TIMEOUT_SECONDS"] = "1"
+			// The app's public UDP port, on the test's own address; the
+			// relays advertise it.
+			udpPort := 20000 + rand.IntN(20000)
+			a.UDP[0].Port = udpPort
+			a.Env["HOST_UDP_PORT_V2"] = strconv.Itoa(udpPort)
 		}
 	}
 	logDir := t.TempDir()

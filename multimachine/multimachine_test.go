@@ -164,6 +164,60 @@ func TestMultiMachineRelayApp(t *testing.T) {
 		return
 	}
 
+	if !t.Run("UDP players reach rooms on every machine", func(t *testing.T) {
+		// All of an app's UDP reaches one machine (as on Fly): a UDP client
+		// of a room held elsewhere is forwarded over the mesh, and a UDP
+		// host takes its empty room along to the machine it reached.
+		sum := func(name, label string) float64 { return f.sumMetric(machines, name, label) }
+		forwards := sum("purrfly_relay_mesh_forwards_total", `result="ok"`)
+		udpOpts := &client.DialOptions{Transport: client.TransportUDP}
+		some := games[6:12]
+		err := each(ctx, some, func(ctx context.Context, g *game) error {
+			if err := f.addClientWith(ctx, g, udpOpts); err != nil {
+				return err
+			}
+			if err := g.exchange(ctx, 2); err != nil {
+				return err
+			}
+			last := len(g.clients) - 1
+			c, id := g.clients[last], g.ids[last]
+			if err := c.Close(); err != nil {
+				return fmt.Errorf("room %s: UDP client close: %w", g.name, err)
+			}
+			return g.expectLeft(ctx, id)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holders := map[string]bool{}
+		for _, g := range some {
+			holders[g.holder] = true
+		}
+		got := sum("purrfly_relay_mesh_forwards_total", `result="ok"`) - forwards
+		if len(holders) > 1 && got == 0 {
+			t.Fatalf("UDP clients of rooms on %d machines were never forwarded", len(holders))
+		}
+		t.Logf("%v of %d UDP clients were forwarded to their room's machine", got, len(some))
+
+		g := f.allocate("udp-host-room")
+		h, err := client.DialHost(ctx, g.hostCap, g.name, udpOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.host = h
+		defer g.closeNow()
+		for _, o := range []*client.DialOptions{udpOpts, f.dialOpts("")} {
+			if err := f.addClientWith(ctx, g, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.exchange(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}) {
+		return
+	}
+
 	var added string
 	if !t.Run("scale 3 to 4", func(t *testing.T) {
 		added = f.launch(machines[0])
