@@ -2,8 +2,13 @@
 // `purrctl smoke`, the rollout tool's smoke step and the load generator of
 // `purrctl bench` all speak the protocol through it, so nothing is written twice.
 //
-// It speaks exactly what PurrNet's PurrTransport (WebGL build, i.e. over
-// WebSocket) speaks; see /work/shared/PROTOCOL.md sections 1 to 3.
+// It speaks exactly what PurrNet's PurrTransport speaks: over WebSocket as
+// its WebGL builds do (docs/PROTOCOL.md sections 1 to 3), and over UDP
+// with LiteNetLib 2.x as its desktop, mobile and Editor builds do
+// (docs/UDP.md; DialOptions.Transport, package litenet): the same
+// authentication message sent ReliableOrdered, PurrNet's UDP framing with
+// delivery methods in the packets (wire/udp.go), a NAT introduction
+// ([6][token]) read before [3] when asked for ({"nat":true}).
 //
 // # Roles
 //
@@ -50,6 +55,11 @@
 // ReadLimit (exactly 65,535 bytes, as PurrNet's host socket; a relay drops a
 // client payload over 65,530 bytes rather than frame it past that); a larger
 // message closes the connection with status 1009.
+//
+// Over UDP each connection has its own socket and LiteNetLib endpoint
+// (two goroutines); received messages wait in a bounded queue for the
+// reader (a reader far behind gets the connection dropped), and Close
+// disconnects once what was sent is acknowledged. Raw is WebSocket only.
 //
 // # Concurrency
 //

@@ -1,24 +1,44 @@
 // Package relay is purrfly's PurrLay replacement: the server PurrNet hosts
-// and clients connect to, over WebSocket, to reach each other through a
-// room. It speaks PurrNet's relay protocol byte for byte
-// (shared/PROTOCOL.md section 2, codecs in package wire) and keeps itself
-// registered with the balancer through wire's internal protocol.
+// and clients connect to, over WebSocket (WebGL builds) or UDP through
+// LiteNetLib 2.x (desktop, mobile and Editor builds), to reach each other
+// through a room. It speaks PurrNet's relay protocol byte for byte
+// (docs/PROTOCOL.md section 2, docs/UDP.md; codecs in package wire) and
+// keeps itself registered with the balancer through wire's internal
+// protocol.
 //
 // # Shape
 //
-//	transports (ws.go)          routing core (core.go, conn.go, rooms.go)      registrar (registrar.go)
-//	  reader goroutine  --(conn, *buf)-->  core.handle: auth / route  --enqueue-->  conn queue
-//	  writer goroutine  <--takeBatch------------------------------------------  conn queue
+//	transports                     routing core (core.go, conn.go, rooms.go)      registrar (registrar.go)
+//	  ws.go: reader goroutine  --(conn, *buf)-->  core.handle: auth / route  --enqueue-->  conn queue
+//	  udp.go: socket reader    --(conn, *buf)-->                                      |
+//	  writers drain the queue  <--takeBatch / transport.wake------------------------ conn queue
 //	                                       room changes --roomChanged/roomRemoved--> dirty set, outbox
 //
-// The routing core knows connections (conn) and rooms, never a transport.
-// A transport creates a conn with core.newConn (which hands out the
-// process-wide connection id), gives every received message to core.handle
-// from one reader goroutine, drains the conn's queue from one writer
-// goroutine, and calls core.leave once at the end. WebSocket is the only
-// transport today (coder/websocket, on the dedicated port and as an
-// upgrade at / on the HTTP port); UDP can be added beside it without
-// touching the core.
+// The routing core knows connections (conn) and rooms, never a transport:
+// a conn has a small transport interface (wake: frames were queued;
+// closed: end, gracefully or not) and a framing (PurrNet's WebSocket
+// framing, or its UDP framing whose packets carry LiteNetLib delivery
+// methods, wire/udp.go). Close reasons are the core's own vocabulary; each
+// transport tells them its own way (ws.go maps them to close codes,
+// udp_conn.go to LiteNetLib's Disconnect after a drain or at once). A
+// transport creates a conn with core.newConn (which hands out the
+// process-wide connection id, shared by every transport), gives every
+// received message to core.handle from one reader at a time, drains the
+// conn's queue from its writer and calls core.leave once at the end.
+//
+//   - WebSocket (ws.go; coder/websocket, on the dedicated port and as an
+//     upgrade at / on the HTTP port): one reader and one writer goroutine
+//     per connection.
+//   - UDP (udp.go, udp_conn.go; package litenet): no goroutine per peer. A
+//     socket reader reads batches of datagrams for every peer (recvmmsg)
+//     and delivers each peer's messages in order; the conn's queue is
+//     pulled into LiteNetLib packets by whoever flushes the socket (the
+//     reader right after its batch, else litenet's flusher), many peers
+//     per sendmmsg. A frame goes out with its delivery method (the client's
+//     or host's; ReliableOrdered for the relay's own packets).
+//   - A forwarded connection (forward.go) is a role of the core
+//     (roleForwarded): its frames go to the link toward the holder
+//     machine, whatever the transport the peer came over.
 //
 // # The forwarding path
 //
@@ -32,7 +52,8 @@
 //
 // Nothing the relay sends is longer than 65,535 bytes: PurrNet's host
 // socket (SimpleWebTransport) ends the connection, and so the room, on a
-// longer message. A client payload of up to 65,535 bytes is legal, but one
+// longer message (over UDP the same bound applies, as a room may mix
+// transports). A client payload of up to 65,535 bytes is legal, but one
 // over 65,530 would make a longer [2][sender:4][payload] frame, so it is
 // dropped and counted (too_large_for_host; PurrLay's SendOne drops it too)
 // and the client stays connected. SEND_ONE and pipe frames only shrink or
@@ -73,8 +94,9 @@
 // its close handshake outlives linkGrace. Buffers are held only while queued or
 // being written, never by an idle connection.
 //
-// An idle connection costs about 18 KiB (BENCHMARKS.md; the target was
-// 30). The HTTP handler upgrades, reads and routes the authentication (the
+// An idle WebSocket connection costs about 18 KiB (BENCHMARKS.md; the
+// target was 30); an idle UDP peer much less (no goroutine, no socket of
+// its own: its LiteNetLib state, its conn and its queue). The HTTP handler upgrades, reads and routes the authentication (the
 // deepest work a reader does: JSON, perhaps a handover or a link dial) and
 // then hands reading to a fresh goroutine and returns, so the long-lived
 // reader keeps a small stack and net/http's request state is garbage.
@@ -105,11 +127,16 @@
 //     empty-room cleanup tick, the registrar, plus two per connection;
 //     Shutdown and Close wait for all of them, and close the TCP sockets
 //     outright if a close handshake hangs.
-//   - conn: id, channels and the abort hook are static; role and room are
-//     written once by the conn's reader at authentication (under room.mu);
-//     the queue and close reason are guarded by conn.mu. Only the reader
-//     calls handle and leave; only the writer calls the transport's Write
-//     and Close.
+//   - conn: id, transport and framing are static; role, room, up (the
+//     link of a forwarded conn) and nat are written once by the conn's
+//     reader at authentication (under room.mu); the queue and close reason
+//     are guarded by conn.mu. Only the reader calls handle and leave; only
+//     the transport's writer drains the queue.
+//   - wsTransport: channels static, the close grace guarded by its mu.
+//   - udpConn: the peer and conn static; the routed-authentication state
+//     (authing, early, left) guarded by its mu; litenet serialises a peer's
+//     deliveries, which makes the socket reader (or, while a first message
+//     is being routed to another machine, that goroutine) the conn's reader.
 //   - room: everything but the name is guarded by room.mu, which is never
 //     held across I/O.
 //   - roomTable/connTable: sharded maps, each shard under its own mutex.
@@ -273,6 +300,13 @@
 // machine. Machines that
 // join register and take new rooms; rooms do not move when the machine
 // set changes.
+//
+// A UDP peer lands where Fly sends the app's UDP (one machine at a time):
+// its first message is routed on a goroutine of its own (the socket
+// reader never waits on the network), and a link carrying it says so
+// (wire.HeaderLinkFraming): the holder reads PurrNet's UDP framing from it
+// and prefixes every frame it sends back with the frame's delivery method,
+// which the edge strips and sends the frame to the peer with.
 //
 // Cost: a forwarded connection is one more hop and two more goroutines
 // (the link's reader and writer) on the edge. purrfly_relay_mesh_* count
