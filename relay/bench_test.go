@@ -45,12 +45,18 @@ func newCoreRoomNamed(tb testing.TB, name string) *coreRoom {
 }
 
 func newCoreRoomIn(tb testing.TB, c *core, name string) *coreRoom {
+	return newCoreRoomFramed(tb, c, name, framingWS, framingWS)
+}
+
+// newCoreRoomFramed is newCoreRoomIn with the host's and the client's
+// framings.
+func newCoreRoomFramed(tb testing.TB, c *core, name string, host, client framing) *coreRoom {
 	tb.Helper()
 	a, err := c.allocate(name, "id")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cr := &coreRoom{core: c, host: c.newConn(nil, framingWS), client: c.newConn(nil, framingWS)}
+	cr := &coreRoom{core: c, host: c.newConn(nil, host), client: c.newConn(nil, client)}
 	cr.deliver(cr.host, wire.Auth{RoomName: name, ClientSecret: a.hostSecret}.Marshal())
 	cr.deliver(cr.client, wire.Auth{RoomName: name, ClientSecret: a.pub.ClientSecret}.Marshal())
 	cr.drain(cr.host)
