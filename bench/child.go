@@ -20,6 +20,9 @@ const ServerEnv = "PURRFLY_BENCH_SERVER"
 const (
 	KindRelay = "relay" // a purrfly relay registering with BalancerURL
 	KindEcho  = "echo"  // the coder/websocket echo baseline
+	// KindUDPEcho is the UDP runs' baseline: one read and one write per
+	// datagram (udpecho.go); its ready URL is udp://127.0.0.1:port.
+	KindUDPEcho = "udp-echo"
 	// KindBalancer is a purrfly balancer; its ready URL is http://.
 	KindBalancer = "balancer"
 )
@@ -46,6 +49,8 @@ type ready struct {
 	PID int    `json:"pid"`
 	// HTTPURL is a relay child's main HTTP port (/metrics, /ping, links).
 	HTTPURL string `json:"http_url,omitempty"`
+	// UDPAddr is a relay child's LiteNetLib socket (127.0.0.1:port).
+	UDPAddr string `json:"udp_addr,omitempty"`
 }
 
 // child is a running server process. The parent owns it; stop kills it.
@@ -54,6 +59,7 @@ type child struct {
 	stdin io.Closer // closing it tells the child to exit
 	url   string
 	http  string // relay children: the main HTTP port's URL
+	udp   string // relay children: the LiteNetLib socket's address
 	pid   int
 	done  chan struct{} // closed when Wait returned
 }
@@ -112,7 +118,7 @@ func startChild(ctx context.Context, o Options, cfg ServerConfig) (*child, error
 	select {
 	case r, ok := <-lines:
 		if ok && r.URL != "" {
-			c.url, c.http = r.URL, r.HTTPURL
+			c.url, c.http, c.udp = r.URL, r.HTTPURL, r.UDPAddr
 			return c, nil
 		}
 		c.stop()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ type target struct {
 	bal      *client.Balancer // relay: where rooms are allocated and joined
 	region   string           // relay: allocation region
 	echoURL  string           // baseline: the echo server's ws:// URL
+	udpEcho  netip.AddrPort   // UDP baseline: the echo server's address
+	// udpPort is the relay child's LiteNetLib port (0 = unknown): every
+	// allocation and join of a UDP run must carry it as udpPortV2.
+	udpPort int
 
 	// Forwarding mode: hosts dial hostURL and clients clientURL, both
 	// without a session hint, as PurrNet's own client does; every room
@@ -36,11 +41,16 @@ type target struct {
 	edgeMetrics        string // the edge relay's /metrics URL
 }
 
-// conn is one load connection: a Host (relay rooms' hosts) or a Client
-// (relay clients, and every baseline connection).
+// echo reports whether t is a baseline echo server (WebSocket or UDP).
+func (t target) echo() bool { return t.echoURL != "" || t.udpEcho.IsValid() }
+
+// conn is one load connection: a Host (relay rooms' hosts), a Client
+// (relay clients, and every WebSocket baseline connection) or a plain UDP
+// socket (every UDP baseline connection).
 type conn struct {
 	host *client.Host
 	cl   *client.Client
+	udp  *net.UDPConn
 }
 
 func (c conn) closeNow() {
@@ -49,6 +59,23 @@ func (c conn) closeNow() {
 	}
 	if c.cl != nil {
 		_ = c.cl.CloseNow()
+	}
+	if c.udp != nil {
+		_ = c.udp.Close()
+	}
+}
+
+// close leaves gracefully (over UDP: a Disconnect the relay acknowledges,
+// bounded by the client).
+func (c conn) close() {
+	if c.host != nil {
+		_ = c.host.Close()
+	}
+	if c.cl != nil {
+		_ = c.cl.Close()
+	}
+	if c.udp != nil {
+		_ = c.udp.Close()
 	}
 }
 
@@ -113,7 +140,11 @@ func connect(ctx context.Context, o Options, t target) ([]*room, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	// Dials run DialParallel at once: rooms in parallel, a room's
 	// connections one after another.
-	g.SetLimit(max(1, o.DialParallel/(min(o.Clients, 8)+1)))
+	par := o.DialParallel
+	if o.Transport == client.TransportUDP {
+		par = min(par, udpDialParallel)
+	}
+	g.SetLimit(max(1, par/(min(o.Clients, 8)+1)))
 	for i := range rooms {
 		g.Go(func() error {
 			r, err := connectRoom(gctx, o, t, &d, fmt.Sprintf("bench-%s-%d", prefix, i), o.clientsIn(i))
@@ -129,6 +160,9 @@ func connect(ctx context.Context, o Options, t target) ([]*room, error) {
 }
 
 func connectRoom(ctx context.Context, o Options, t target, d *dialer, name string, clients int) (*room, error) {
+	if t.udpEcho.IsValid() {
+		return connectUDPEchoRoom(t.udpEcho, clients)
+	}
 	r := &room{}
 	if t.echoURL != "" {
 		capab := wire.Capability{Secret: "bench"}
@@ -154,7 +188,10 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 	if t.holderPort != 0 && hostCap.Port != t.holderPort {
 		return r, fmt.Errorf("room %s was placed on port %d, not on the holder relay (port %d)", name, hostCap.Port, t.holderPort)
 	}
-	h, err := client.DialHost(ctx, hostCap, name, &client.DialOptions{HTTPClient: d.next(), URL: t.hostURL, NoSessionHint: t.hostURL != ""})
+	if err := t.checkUDPPort(o, hostCap, name); err != nil {
+		return r, err
+	}
+	h, err := client.DialHost(ctx, hostCap, name, dialOptions(o, d, t.hostURL))
 	if err != nil {
 		return r, err
 	}
@@ -166,8 +203,11 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 	if err != nil {
 		return r, err
 	}
+	if err := t.checkUDPPort(o, joinCap, name); err != nil {
+		return r, err
+	}
 	for range clients {
-		c, err := client.DialClient(ctx, joinCap, name, &client.DialOptions{HTTPClient: d.next(), URL: t.clientURL, NoSessionHint: t.clientURL != ""})
+		c, err := client.DialClient(ctx, joinCap, name, dialOptions(o, d, t.clientURL))
 		if err != nil {
 			return r, err
 		}
@@ -185,6 +225,59 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 		}
 	}
 	return r, nil
+}
+
+// udpDialParallel bounds a UDP run's dials in flight: every load socket
+// has source address 127.0.0.1 and litenet holds at most
+// DefaultMaxPendingPerIP (64) unauthenticated connections per address.
+const udpDialParallel = 32
+
+// dialOptions are the options of a relay connection: over WebSocket from
+// the dialer's next source address, to url when set (the forwarding
+// mode's, without the session hint, as PurrNet connects); over UDP to the
+// capability's host at its udpPortV2.
+func dialOptions(o Options, d *dialer, url string) *client.DialOptions {
+	if o.Transport == client.TransportUDP {
+		return &client.DialOptions{Transport: client.TransportUDP}
+	}
+	return &client.DialOptions{HTTPClient: d.next(), URL: url, NoSessionHint: url != ""}
+}
+
+// checkUDPPort fails a UDP run whose capability does not name the relay
+// child's LiteNetLib port.
+func (t target) checkUDPPort(o Options, c wire.Capability, room string) error {
+	if o.Transport != client.TransportUDP || t.udpPort == 0 || c.UDPPortV2 == t.udpPort {
+		return nil
+	}
+	return fmt.Errorf("room %s came with udpPortV2 %d, not the relay child's UDP port %d", room, c.UDPPortV2, t.udpPort)
+}
+
+// udpCloseParallel bounds the graceful closes at the end of a UDP run.
+const udpCloseParallel = 256
+
+// endRooms closes every connection at the end of a run. Over WebSocket
+// dropping them is enough: the relay sees each TCP connection end. A
+// LiteNetLib peer dropped without a word would stay on the relay until
+// its timeout (relay.DefaultUDPTimeout), pinged and holding memory into
+// the next run, so UDP connections leave gracefully, udpCloseParallel at
+// once, each bounded by the client's own wait.
+func endRooms(rooms []*room, o Options) {
+	if o.Transport != client.TransportUDP {
+		closeRooms(rooms)
+		return
+	}
+	var g errgroup.Group
+	g.SetLimit(udpCloseParallel)
+	for _, r := range rooms {
+		if r == nil {
+			continue
+		}
+		g.Go(func() error { r.host.close(); return nil })
+		for _, c := range r.clients {
+			g.Go(func() error { c.close(); return nil })
+		}
+	}
+	_ = g.Wait()
 }
 
 func closeRooms(rooms []*room) {

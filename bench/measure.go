@@ -18,7 +18,7 @@ import (
 // still be alive at the end.
 func measure(ctx context.Context, o Options, t target) (*Side, error) {
 	s := &Side{Server: t.name, ServerPID: t.pid, EdgePID: t.edgePID}
-	if t.echoURL != "" {
+	if t.echo() {
 		s.Server = "echo"
 	}
 	m, edge := meter{pid: t.pid}, meter{pid: t.edgePID}
@@ -43,14 +43,14 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 
 	var tr *traffic
 	if o.Idle == 0 {
-		tr = newTraffic(o, rooms, t.echoURL != "")
+		tr = newTraffic(o, rooms, t)
 		tr.start()
 	}
 	stopAll := func() {
 		if tr != nil {
 			close(tr.stop)
 		}
-		closeRooms(rooms)
+		endRooms(rooms, o)
 		if tr != nil {
 			tr.wg.Wait() // closed connections unblock every loop
 		}

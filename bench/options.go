@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // Mode says who sends in a traffic run.
@@ -50,6 +53,10 @@ const (
 	// address before the next one is used (the ephemeral port range is
 	// about 28,000 ports per address pair).
 	sourceIPSpan = 16_000
+	// MaxUDPConnections bounds a UDP run: every load socket binds an
+	// ephemeral port of the unspecified address (litenet.Dial does), so
+	// the sockets of one run share Linux's default range of 28,232 ports.
+	MaxUDPConnections = 28_000
 )
 
 // Options configure a Run. Zero values take the defaults above.
@@ -67,6 +74,16 @@ type Options struct {
 	Window   int
 	Duration time.Duration // measured window
 	Warmup   time.Duration // traffic before the measured window, not counted
+
+	// Transport is how the load reaches the relay: client.TransportWebSocket
+	// (default) or client.TransportUDP, LiteNetLib 2.x to the relay's
+	// udpPortV2. Over UDP the baseline is a plain UDP echo server
+	// (KindUDPEcho) and the load's baseline connections plain UDP sockets.
+	Transport client.Transport
+	// Delivery is the LiteNetLib method a UDP run's messages are sent
+	// with (default DefaultUDPDelivery); WebSocket has no choice.
+	Delivery Delivery
+	method   wire.Delivery // Delivery's method, set by withDefaults
 
 	// Baseline also runs the same load shape against a plain coder/websocket
 	// echo server in its own process and reports relay/baseline ratios.
@@ -167,6 +184,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if err := o.checkTransport(); err != nil {
+		return o, err
+	}
 	switch {
 	case o.Rooms < 1 || o.Clients < 1:
 		return o, fmt.Errorf("%w: rooms and clients must be at least 1", ErrInvalidOptions)
@@ -201,7 +221,41 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// connections is the number of WebSocket connections of one side.
+// checkTransport validates Transport and Delivery and sets method.
+func (o *Options) checkTransport() error {
+	udp := o.Transport == client.TransportUDP
+	switch {
+	case o.Transport != client.TransportWebSocket && !udp:
+		return fmt.Errorf("%w: transport %d (want ws or udp)", ErrInvalidOptions, o.Transport)
+	case !udp && o.Delivery != "":
+		return fmt.Errorf("%w: delivery methods are UDP's (WebSocket is reliable and ordered)", ErrInvalidOptions)
+	case !udp:
+		o.method = wire.ReliableOrdered
+		return nil
+	}
+	if o.Delivery == "" {
+		o.Delivery = DefaultUDPDelivery
+	}
+	m, ok := o.Delivery.method()
+	o.method = m
+	switch limit := maxUnfragmented(m); {
+	case !ok:
+		return fmt.Errorf("%w: delivery %q (want ro, ru, seq, rs or unrel)", ErrInvalidOptions, o.Delivery)
+	case o.Size > MaxUDPSize:
+		return fmt.Errorf("%w: size over UDP must be at most %d bytes (the baseline sends a message as one datagram)", ErrInvalidOptions, MaxUDPSize)
+	case limit > 0 && o.Size > limit:
+		return fmt.Errorf("%w: %s carries at most %d payload bytes in one LiteNetLib packet (only ro and ru fragment)", ErrInvalidOptions, o.Delivery, limit)
+	case o.Forwarded || o.BalancerLoad > 0:
+		return fmt.Errorf("%w: the forwarding and balancer modes run over WebSocket only", ErrInvalidOptions)
+	case o.Idle > 0 && o.Baseline:
+		return fmt.Errorf("%w: no idle baseline over UDP (a UDP echo server keeps nothing per peer)", ErrInvalidOptions)
+	case o.connections() > MaxUDPConnections:
+		return fmt.Errorf("%w: more than %d UDP connections", ErrInvalidOptions, MaxUDPConnections)
+	}
+	return nil
+}
+
+// connections is the number of connections (or UDP sockets) of one side.
 func (o Options) connections() int {
 	if o.Idle > 0 {
 		return o.Idle

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/purrfly/purrfly/client"
 )
 
 // Result is what Run reports; `purrctl bench --json` prints it as is.
@@ -34,7 +36,12 @@ type Result struct {
 
 // Shape is the load of the run, the same for the relay and the baseline.
 type Shape struct {
-	Kind        string  `json:"kind"` // "traffic", "idle", "balancer" or "forwarded"
+	Kind string `json:"kind"` // "traffic", "idle", "balancer" or "forwarded"
+	// Transport is "ws" or "udp" (LiteNetLib 2.x); Delivery, over UDP,
+	// LiteNetLib's name of the method the messages went with
+	// ("Unreliable", "ReliableOrdered", ...).
+	Transport   string  `json:"transport,omitempty"`
+	Delivery    string  `json:"delivery,omitempty"`
 	Mode        Mode    `json:"mode,omitempty"`
 	Rooms       int     `json:"rooms"`
 	Clients     int     `json:"clients_per_room"`
@@ -110,7 +117,10 @@ func newShape(o Options) Shape {
 	s := Shape{
 		Kind: "traffic", Mode: o.Mode, Rooms: o.Rooms, Clients: o.Clients, Connections: o.connections(),
 		Size: o.Size, Rate: o.Rate, DurationSec: o.Duration.Seconds(), WarmupSec: o.Warmup.Seconds(),
-		CPUs: runtime.NumCPU(), Balancer: "in-process", Repeat: o.Repeat,
+		CPUs: runtime.NumCPU(), Balancer: "in-process", Repeat: o.Repeat, Transport: o.Transport.String(),
+	}
+	if o.Transport == client.TransportUDP {
+		s.Delivery = o.Delivery.String()
 	}
 	if o.Rate == 0 {
 		s.Window = o.Window
@@ -120,7 +130,7 @@ func newShape(o Options) Shape {
 			WarmupSec: o.Warmup.Seconds(), CPUs: runtime.NumCPU(), Balancer: "child", Repeat: 1}
 	}
 	if o.Idle > 0 {
-		s.Kind, s.Mode, s.Size, s.Window, s.WarmupSec = "idle", "", 0, 0, 0
+		s.Kind, s.Mode, s.Size, s.Window, s.WarmupSec, s.Delivery = "idle", "", 0, 0, 0, ""
 	}
 	if o.BalancerURL != "" {
 		s.Balancer = o.BalancerURL

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/purrfly/purrfly/balancer"
@@ -130,18 +131,41 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 		if err := waitRegistered(ctx, bc, o.Secret, s.relayCh, 1); err != nil {
 			return nil, err
 		}
-		o.Logger.Info("relay child ready", "pid", s.relayCh.pid, "ws", s.relayCh.url)
+		o.Logger.Info("relay child ready", "pid", s.relayCh.pid, "ws", s.relayCh.url, "udp", s.relayCh.udp)
 		s.relay = target{name: "relay", pid: s.relayCh.pid, bal: bc, region: benchRegion, children: []*child{s.relayCh}}
+		if o.Transport == client.TransportUDP {
+			ap, err := netip.ParseAddrPort(s.relayCh.udp)
+			if err != nil {
+				return nil, fmt.Errorf("failed to read the relay child's UDP address %q: %w", s.relayCh.udp, err)
+			}
+			s.relay.udpPort = int(ap.Port())
+		}
 	}
 	if o.Baseline {
-		s.echoCh, err = startChild(ctx, o, ServerConfig{Kind: KindEcho})
-		if err != nil {
-			return nil, err
-		}
-		o.Logger.Info("echo child ready", "pid", s.echoCh.pid, "ws", s.echoCh.url)
-		s.base = target{name: "baseline", baseline: true, pid: s.echoCh.pid, echoURL: s.echoCh.url, children: []*child{s.echoCh}}
+		return s, s.startEcho(ctx, o)
 	}
 	return s, nil
+}
+
+// startEcho starts the baseline: the WebSocket echo child, or the UDP
+// echo child for a UDP run.
+func (s *servers) startEcho(ctx context.Context, o Options) error {
+	kind := KindEcho
+	if o.Transport == client.TransportUDP {
+		kind = KindUDPEcho
+	}
+	var err error
+	if s.echoCh, err = startChild(ctx, o, ServerConfig{Kind: kind}); err != nil {
+		return err
+	}
+	o.Logger.Info("echo child ready", "kind", kind, "pid", s.echoCh.pid, "url", s.echoCh.url)
+	s.base = target{name: "baseline", baseline: true, pid: s.echoCh.pid, children: []*child{s.echoCh}}
+	if kind == KindEcho {
+		s.base.echoURL = s.echoCh.url
+		return nil
+	}
+	s.base.udpEcho, err = udpURLAddr(s.echoCh.url)
+	return err
 }
 
 // startBalancer starts the in-process balancer.

@@ -42,6 +42,8 @@ func ServeChild(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slo
 		return serveRelay(ctx, cfg, stdout, log)
 	case KindEcho:
 		return serveEcho(ctx, stdout, log)
+	case KindUDPEcho:
+		return serveUDPEcho(ctx, stdout, log)
 	case KindBalancer:
 		return serveBalancer(ctx, cfg, stdout, log)
 	}
@@ -70,9 +72,13 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		BalancerURL: cfg.BalancerURL,
 		ListenHost:  "127.0.0.1",
 		PublicHost:  "127.0.0.1",
-		Region:      cfg.Region,
-		Version:     "bench",
-		Logger:      log,
+		// LiteNetLib on an ephemeral port of loopback, advertised as the
+		// allocations' and joins' udpPortV2.
+		UDPHost:   "127.0.0.1",
+		UDPPortV2: 0,
+		Region:    cfg.Region,
+		Version:   "bench",
+		Logger:    log,
 		// A machine of a multi-machine app registers under its own HTTP
 		// URL (the relay derives http://127.0.0.1:<port> from ListenHost)
 		// and advertises the app's public endpoint.
@@ -86,7 +92,7 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		return fmt.Errorf("failed to start the relay: %w", err)
 	}
 	defer srv.Close()
-	if err := printReadyLine(stdout, ready{URL: srv.WSURL(), HTTPURL: srv.HTTPURL()}); err != nil {
+	if err := printReadyLine(stdout, ready{URL: srv.WSURL(), HTTPURL: srv.HTTPURL(), UDPAddr: srv.UDPAddr()}); err != nil {
 		return err
 	}
 	<-ctx.Done()

@@ -62,58 +62,26 @@ type receiver struct {
 
 func nowNS(base time.Time) int64 { return int64(time.Since(base)) }
 
-// newTraffic wires senders and receivers onto the connected rooms.
-// The baseline reproduces the relay's pattern on an echo server: whoever
-// sends to the relay sends the same bytes to the echo server and reads
-// them back on the same connection.
-func newTraffic(o Options, rooms []*room, baseline bool) *traffic {
+// newTraffic wires senders and receivers onto the connected rooms of t:
+// the relay's (addRelay), or a baseline's, which reproduces the relay's
+// pattern on an echo server (addEcho, addUDPEcho): whoever sends to the
+// relay sends the same bytes to the echo server and reads them back on
+// the same connection.
+func newTraffic(o Options, rooms []*room, t target) *traffic {
 	tr := &traffic{o: o, base: time.Now(), stop: make(chan struct{})}
-	ctx := context.Background() // no timer per read or write; closing unblocks
 	fanIn := o.Mode == FanIn || o.Mode == Both
 	fanOut := o.Mode == FanOut || o.Mode == Both
 	for _, r := range rooms {
 		if len(r.clients) == 0 {
 			continue
 		}
-		if fanIn {
-			for _, c := range r.clients {
-				cl := c.cl
-				tr.addSender(make([]byte, o.Size), 0, 1, func(f []byte) error { return cl.Send(ctx, f) })
-				if baseline {
-					tr.addReceiver(clientRecv(cl, 0))
-				}
-			}
-			if !baseline {
-				h := r.host.host
-				tr.addReceiver(func(buf []byte) ([]byte, error) {
-					ev, err := h.NextInto(ctx, buf)
-					if err != nil || ev.Type != wire.ToHostData {
-						return nil, err
-					}
-					return ev.Payload, nil
-				})
-			}
-		}
-		if fanOut {
-			n := len(r.clients)
-			if baseline {
-				cl := r.host.cl
-				frame := wire.AppendSendOne(nil, 1, make([]byte, o.Size))
-				tr.addSender(frame, 5, n, func(f []byte) error { return cl.Send(ctx, f) })
-				tr.addReceiver(clientRecv(cl, 5))
-			} else {
-				h, ids, k := r.host.host, r.ids, 0
-				tr.addSender(make([]byte, o.Size), 0, n, func(f []byte) error {
-					t := ids[k]
-					if k++; k == len(ids) {
-						k = 0
-					}
-					return h.SendOne(ctx, t, f)
-				})
-				for _, c := range r.clients {
-					tr.addReceiver(clientRecv(c.cl, 0))
-				}
-			}
+		switch {
+		case t.udpEcho.IsValid():
+			tr.addUDPEcho(r, fanIn, fanOut)
+		case t.echoURL != "":
+			tr.addEcho(r, fanIn, fanOut)
+		default:
+			tr.addRelay(r, fanIn, fanOut)
 		}
 	}
 	limit := max(1, o.MaxMessages/int64(max(1, len(tr.senders))))
@@ -121,6 +89,59 @@ func newTraffic(o Options, rooms []*room, baseline bool) *traffic {
 		s.limit = limit
 	}
 	return tr
+}
+
+// addRelay wires one relay room: clients send to their host, the host
+// sends SEND_ONE to its clients in turn, with the run's delivery method
+// (ignored over WebSocket).
+func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
+	ctx := context.Background() // no timer per read or write; closing unblocks
+	d := tr.o.method
+	if fanIn {
+		for _, c := range r.clients {
+			cl := c.cl
+			tr.addSender(make([]byte, tr.o.Size), 0, 1, func(f []byte) error { return cl.SendWith(ctx, d, f) })
+		}
+		h := r.host.host
+		tr.addReceiver(func(buf []byte) ([]byte, error) {
+			ev, err := h.NextInto(ctx, buf)
+			if err != nil || ev.Type != wire.ToHostData {
+				return nil, err
+			}
+			return ev.Payload, nil
+		})
+	}
+	if fanOut {
+		h, ids, k := r.host.host, r.ids, 0
+		tr.addSender(make([]byte, tr.o.Size), 0, len(ids), func(f []byte) error {
+			t := ids[k]
+			if k++; k == len(ids) {
+				k = 0
+			}
+			return h.SendOneWith(ctx, t, d, f)
+		})
+		for _, c := range r.clients {
+			tr.addReceiver(clientRecv(c.cl, 0))
+		}
+	}
+}
+
+// addEcho wires one room of the WebSocket baseline.
+func (tr *traffic) addEcho(r *room, fanIn, fanOut bool) {
+	ctx := context.Background()
+	if fanIn {
+		for _, c := range r.clients {
+			cl := c.cl
+			tr.addSender(make([]byte, tr.o.Size), 0, 1, func(f []byte) error { return cl.Send(ctx, f) })
+			tr.addReceiver(clientRecv(cl, 0))
+		}
+	}
+	if fanOut {
+		cl := r.host.cl
+		frame := wire.AppendSendOne(nil, 1, make([]byte, tr.o.Size))
+		tr.addSender(frame, 5, len(r.clients), func(f []byte) error { return cl.Send(ctx, f) })
+		tr.addReceiver(clientRecv(cl, 5))
+	}
 }
 
 func clientRecv(cl *client.Client, skip int) func([]byte) ([]byte, error) {

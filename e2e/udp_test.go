@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/udptest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -152,5 +154,121 @@ func TestUDPAuthFailedAndKick(t *testing.T) {
 	}
 	if _, err := b.Recv(tctx(t)); !errors.Is(err, client.ErrDisconnected) {
 		t.Fatalf("client after its host left: %v, want ErrDisconnected", err)
+	}
+}
+
+// TestUDPThroughLossyNetwork: a UDP client behind 10% loss, duplicates and
+// reordering plays with its host through the relay: every ReliableOrdered
+// message arrives, in order, both ways, and every ReliableUnordered one
+// exactly once.
+func TestUDPThroughLossyNetwork(t *testing.T) {
+	s := startDev(t, nil, "eu")
+	o := allocHostOn(t, s, client.TransportUDP, "lossy")
+	jc, err := s.api.Join(tctx(t), "lossy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := udptest.NewLossyProxy(t, netip.MustParseAddrPort(s.relays[0].UDPAddr()), 0.10, 0.05, 0.10)
+	cl, err := client.DialClient(tctx(t), jc, "lossy", &client.DialOptions{Transport: client.TransportUDP, UDPAddr: proxy.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.CloseNow()
+	id := expectConnected(t, o.host)[0]
+	const n = 300
+	for i := range n {
+		if err := cl.SendWith(tctx(t), wire.ReliableOrdered, fmt.Appendf(nil, "ro-%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.SendWith(tctx(t), wire.ReliableUnordered, fmt.Appendf(nil, "ru-%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.host.SendOneWith(tctx(t), id, wire.ReliableOrdered, fmt.Appendf(nil, "down-%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nextRO, ru := 0, map[string]bool{}
+	for nextRO < n || len(ru) < n {
+		p := next(t, o.host)
+		switch s := string(p.Payload); {
+		case p.Type != wire.ToHostData:
+			t.Fatalf("host got packet type %d", p.Type)
+		case s[:3] == "ro-":
+			if want := fmt.Sprintf("ro-%04d", nextRO); s != want {
+				t.Fatalf("host got %s, want %s (order)", s, want)
+			}
+			nextRO++
+		default:
+			if ru[s] {
+				t.Fatalf("host got %s twice", s)
+			}
+			ru[s] = true
+		}
+	}
+	for i := range n {
+		if got, want := string(recv(t, cl)), fmt.Sprintf("down-%04d", i); got != want {
+			t.Fatalf("client got %s, want %s (order)", got, want)
+		}
+	}
+}
+
+// TestUDPPipesLateHostAndLimits: pipe mode over UDP and mixed with
+// WebSocket ([method][target][data] in, [sender][data] out with the same
+// method); a UDP host that logs in after its clients gets [3] then one
+// [0][ids] packet; a UDP client's one-byte packet is dropped; the client
+// refuses a packet past 65,535 bytes (relay/udp_test.go: the relay ends a
+// peer that sends one).
+func TestUDPPipesLateHostAndLimits(t *testing.T) {
+	s := startDev(t, nil, "eu")
+	r := s.relays[0]
+	up, err := client.DialPipe(tctx(t), "", &client.DialOptions{Transport: client.TransportUDP, UDPAddr: r.UDPAddr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.CloseNow()
+	wp, err := client.DialPipe(tctx(t), r.WSURL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wp.CloseNow()
+	if err := up.SendWith(tctx(t), wp.ID(), wire.Unreliable, []byte("to-ws")); err != nil {
+		t.Fatal(err)
+	}
+	if from, data, err := wp.Recv(tctx(t)); err != nil || from != up.ID() || string(data) != "to-ws" {
+		t.Fatalf("ws pipe got %d %q %v", from, data, err)
+	}
+	if err := wp.Send(tctx(t), up.ID(), []byte("to-udp")); err != nil {
+		t.Fatal(err)
+	}
+	if from, data, err := up.Recv(tctx(t)); err != nil || from != wp.ID() || string(data) != "to-udp" {
+		t.Fatalf("udp pipe got %d %q %v", from, data, err)
+	}
+
+	c, err := s.api.Allocate(tctx(t), "eu", "udp-late", client.NewAllocationID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := joinOn(t, s, client.TransportUDP, "udp-late")
+	b := joinOn(t, s, client.TransportWebSocket, "udp-late")
+	h, err := client.DialHost(tctx(t), c, "udp-late", dialOpts(client.TransportUDP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.CloseNow()
+	ids := expectConnected(t, h)
+	if len(ids) != 2 {
+		t.Fatalf("late UDP host got %v, want both clients in one packet", ids)
+	}
+	if err := a.SendWith(tctx(t), wire.ReliableOrdered, nil); err != nil { // [2] alone: one byte
+		t.Fatal(err)
+	}
+	if err := b.Send(tctx(t), []byte("ws")); err != nil {
+		t.Fatal(err)
+	}
+	if p := next(t, h); p.Type != wire.ToHostData || string(p.Payload) != "ws" {
+		t.Fatalf("host got %+v, want the WebSocket client's packet only", p)
+	}
+	if err := a.SendWith(tctx(t), wire.ReliableOrdered, make([]byte, wire.MaxMessageSize)); !errors.Is(err, client.ErrTooLarge) {
+		t.Fatalf("a 65,536-byte UDP packet: %v, want ErrTooLarge before sending", err)
 	}
 }

@@ -356,3 +356,31 @@ func TestUDPForwardingAllocatesNothing(t *testing.T) {
 		t.Fatalf("%.2f allocations per forwarded datagram", n)
 	}
 }
+
+// A UDP peer that sends a message past 65,535 bytes (reassembled from
+// fragments) is disconnected, counted as message_too_big, like a
+// WebSocket peer closed with 1009.
+func TestUDPMessageTooBigEndsPeer(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, _ := mustAllocate(t, s, "too-big")
+	p := &probe{done: make(chan litenet.Reason, 1)}
+	ep, peer, err := litenet.Dial(tctx(t), netip.MustParseAddrPort(s.UDPAddr()), "PurrNet",
+		litenet.Config{Handler: p, MaxMessage: 80 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	_ = peer.Send(litenet.ReliableOrdered, client.AuthMessage("too-big", hs, false))
+	if err := peer.Send(litenet.ReliableOrdered, make([]byte, wire.MaxMessageSize+1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case why := <-p.done:
+		if why != litenet.ReasonRemote {
+			t.Fatalf("peer ended %v, want the relay's Disconnect", why)
+		}
+	case <-tctx(t).Done():
+		t.Fatal("the relay kept a peer that sent 65,536 bytes")
+	}
+	waitFor(t, "message_too_big counted", func() bool { return counterValue(s.m.disconnect[reasonTooBig]) == 1 })
+}

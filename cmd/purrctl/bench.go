@@ -11,19 +11,22 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/bench"
+	"github.com/purrfly/purrfly/client"
 )
 
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "load a relay with rooms of PurrNet clients and compare it with a plain WebSocket echo server",
+		Usage: "load a relay with rooms of PurrNet clients and compare it with a plain WebSocket (or UDP) echo server",
 		Description: "Starts a balancer in this process and the relay (and, with --baseline, the echo server) as\n" +
 			"child processes of this binary on loopback, so their CPU time and memory are measured alone.\n" +
 			"Closed loop by default (--window messages in flight per client); --rate switches to open loop.\n" +
 			"--forwarded measures a multi-machine relay app instead: two relay children, rooms on the first,\n" +
 			"hosts on the first and clients (no session hint, as PurrNet connects) on the second, which\n" +
 			"forwards them to the first; with --baseline the same shape also runs direct (clients on the\n" +
-			"first) and the ratios read forwarded/direct. CPU and memory are both relays' sums.",
+			"first) and the ratios read forwarded/direct. CPU and memory are both relays' sums.\n" +
+			"--transport udp loads the relay over LiteNetLib (--delivery picks the method) and compares it\n" +
+			"with a plain UDP echo server (one read, one write per datagram) loaded by plain UDP sockets.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "rooms", Value: bench.DefaultRooms, Usage: "rooms"},
 			&cli.IntFlag{Name: "clients", Value: bench.DefaultClients, Usage: "clients per room (each room also has a host)"},
@@ -33,6 +36,8 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "duration", Value: bench.DefaultDuration, Usage: "measured window (idle mode: how long the connections are held)"},
 			&cli.DurationFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "traffic before the measured window"},
 			&cli.StringFlag{Name: "mode", Value: string(bench.FanIn), Usage: "fan-in (clients to host), fan-out (host to clients) or both"},
+			&cli.StringFlag{Name: "transport", Value: "ws", Usage: "ws (WebSocket, PurrNet's WebGL builds) or udp (LiteNetLib 2.x: desktop, mobile, Editor)"},
+			&cli.StringFlag{Name: "delivery", Usage: "with --transport udp: ro (ReliableOrdered), ru (ReliableUnordered), seq (Sequenced), rs (ReliableSequenced) or unrel (Unreliable, the default)"},
 			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server and print relay/baseline ratios (with --forwarded: the same shape direct, ratios forwarded/direct)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run relay and baseline this many times, alternating, and report medians"},
 			&cli.BoolFlag{Name: "baseline-only", Usage: "run only the echo baseline"},
@@ -65,7 +70,12 @@ func runBench(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q", c.Args().First())
 	}
+	tr, ok := client.ParseTransport(c.String("transport"))
+	if !ok {
+		return usagef("--transport must be ws or udp")
+	}
 	o := bench.Options{
+		Transport: tr, Delivery: bench.Delivery(c.String("delivery")),
 		Rooms: c.Int("rooms"), Clients: c.Int("clients"), Size: c.Int("size"),
 		Rate: c.Float64("rate"), Window: c.Int("window"),
 		Duration: c.Duration("duration"), Warmup: c.Duration("warmup"),
@@ -122,8 +132,11 @@ func printBench(w io.Writer, r *bench.Result) {
 	if s.Rate > 0 {
 		loop = fmt.Sprintf("open loop, %g msg/s per client", s.Rate)
 	}
-	fmt.Fprintf(w, "%s: %d rooms x %d clients (%d connections), %d-byte payloads, %s, %gs measured after %gs warmup\n",
-		s.Mode, s.Rooms, s.Clients, s.Connections, s.Size, loop, s.DurationSec, s.WarmupSec)
+	fmt.Fprintf(w, "%s over %s: %d rooms x %d clients (%d connections), %d-byte payloads, %s, %gs measured after %gs warmup\n",
+		s.Mode, transportName(s), s.Rooms, s.Clients, s.Connections, s.Size, loop, s.DurationSec, s.WarmupSec)
+	if s.Transport == "udp" {
+		fmt.Fprintf(w, "baseline: a plain UDP echo (one read, one write per datagram) loaded by plain UDP sockets, datagrams as long as the relay's\n")
+	}
 	names := "relay/baseline"
 	if s.Kind == "forwarded" {
 		names = "forwarded/direct"
@@ -160,8 +173,8 @@ func printBench(w io.Writer, r *bench.Result) {
 
 func printIdle(w io.Writer, r *bench.Result) {
 	s := r.Shape
-	fmt.Fprintf(w, "idle: %d authenticated connections (%d rooms of 1 host + up to %d clients), held %gs\n",
-		s.Connections, s.Rooms, s.Clients, s.DurationSec)
+	fmt.Fprintf(w, "idle over %s: %d authenticated connections (%d rooms of 1 host + up to %d clients), held %gs\n",
+		transportName(s), s.Connections, s.Rooms, s.Clients, s.DurationSec)
 	fmt.Fprintf(w, "%-9s %10s %12s %14s %12s %12s %12s\n",
 		"server", "connect s", "RSS start", "RSS connected", "RSS end", "B/conn", "cpu cores")
 	for _, sd := range []*bench.Side{r.Relay, r.Baseline} {
@@ -174,6 +187,14 @@ func printIdle(w io.Writer, r *bench.Result) {
 	if r.RatioRSSPerConn > 0 {
 		fmt.Fprintf(w, "relay/baseline RSS per connection: %.3f\n", r.RatioRSSPerConn)
 	}
+}
+
+// transportName is "ws", or "udp" with the delivery method.
+func transportName(s bench.Shape) string {
+	if s.Delivery == "" {
+		return s.Transport
+	}
+	return s.Transport + " (" + s.Delivery + ")"
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
