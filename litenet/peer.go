@@ -143,6 +143,7 @@ type Peer struct {
 	shutNext    int64 // guarded by mu: next Disconnect repeat
 	shutUntil   int64 // guarded by mu: stop repeating (and forget the peer) then
 	attempts    int   // guarded by mu: connect requests sent (client)
+	connectNext int64 // guarded by mu: next connect request (client)
 	request     []byte
 }
 

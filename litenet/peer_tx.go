@@ -134,8 +134,8 @@ func (p *Peer) emitShutdown(e *emitter, now int64) (int64, bool, bool) {
 
 // emitConnect repeats a client's ConnectRequest until the accept comes.
 func (p *Peer) emitConnect(e *emitter, now int64) (int64, bool, bool) {
-	if now < p.shutNext {
-		return p.shutNext, false, false
+	if now < p.connectNext {
+		return p.connectNext, false, false
 	}
 	if p.attempts > connectAttempts {
 		p.state, p.reason = stateGone, ReasonConnectFailed
@@ -143,9 +143,9 @@ func (p *Peer) emitConnect(e *emitter, now int64) (int64, bool, bool) {
 	}
 	if e.add(p.request) {
 		p.attempts++
-		p.shutNext = now + int64(connectRetry)
+		p.connectNext = now + int64(connectRetry)
 	}
-	return p.shutNext, false, false
+	return p.connectNext, false, false
 }
 
 // drainedLocked reports whether nothing is queued or waiting for an ack.

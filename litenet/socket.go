@@ -3,10 +3,12 @@ package litenet
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // datagramReader reads batches of datagrams (recv_linux.go, recv_other.go).
@@ -108,9 +110,10 @@ func (s *socket) readLoop() {
 	}
 }
 
-// flushLoop is the socket's flusher: every tick and every poke.
+// flushLoop is the socket's flusher: it sleeps until the wheel's earliest
+// deadline or a poke, and flushes.
 func (s *socket) flushLoop() {
-	t := s.e.clk.NewTicker(s.e.cfg.Tick)
+	t := s.e.clk.NewTimer(s.e.cfg.Tick)
 	defer t.Stop()
 	var left []gone
 	for {
@@ -121,9 +124,21 @@ func (s *socket) flushLoop() {
 		case <-s.poke:
 		}
 		s.flushMu.Lock()
-		left = s.flushLocked(s.e.now(), left[:0])
+		now := s.e.now()
+		left = s.flushLocked(now, left[:0])
+		next := s.wheel.next()
+		if next == 0 {
+			s.wheel.sleepUntil = math.MaxInt64
+		} else {
+			s.wheel.sleepUntil = max(next, now+int64(s.e.cfg.Tick))
+		}
+		wait := s.wheel.sleepUntil - now
 		s.flushMu.Unlock()
 		s.tell(left)
+		t.Stop()
+		if next != 0 {
+			t.Reset(time.Duration(wait))
+		}
 	}
 }
 
@@ -183,7 +198,9 @@ func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
 	if forget {
 		next = 0
 	}
-	s.wheel.set(p, next)
+	if s.wheel.set(p, next) {
+		s.pokeFlusher() // earlier than the flusher planned to wake
+	}
 	if left || forget {
 		dst = append(dst, gone{p: p, left: left, forget: forget, why: why})
 	}

@@ -2,7 +2,9 @@ package litenet
 
 // wheel is a socket's timer wheel: each peer sits in the slot of its next
 // deadline (resend, ping, timeout, close grace, Disconnect repeat), so a
-// tick touches only the peers due in it, not every peer. Slots are tick
+// tick touches only the peers due in it, not every peer, and the flusher
+// sleeps until the earliest one instead of ticking idly (a client
+// endpoint, one per socket, wakes about once a ping). Slots are tick
 // long; a deadline past the wheel's span goes to the farthest slot and is
 // put back when reached early. Everything is guarded by the socket's
 // flushMu, as are the peers' wheel fields.
@@ -11,26 +13,31 @@ type wheel struct {
 	slots []*Peer // heads of doubly linked lists
 	pos   int64   // the next tick index to process
 	n     int     // peers in the wheel
+	// sleepUntil is when the flusher plans to wake next (math.MaxInt64:
+	// never, the wheel was empty); a deadline before it wakes the flusher.
+	sleepUntil int64
 }
 
 const wheelSlots = 1024
 
 func newWheel(tick int64, now int64) *wheel {
-	return &wheel{tick: tick, slots: make([]*Peer, wheelSlots), pos: now / tick}
+	return &wheel{tick: tick, slots: make([]*Peer, wheelSlots), pos: now / tick, sleepUntil: now}
 }
 
-// set puts p in the slot of deadline (0 removes it).
-func (w *wheel) set(p *Peer, deadline int64) {
+// set puts p in the slot of deadline (0 removes it). It reports whether
+// the deadline is earlier than sleepUntil, the flusher's planned wake-up
+// (then the flusher must be woken to replan).
+func (w *wheel) set(p *Peer, deadline int64) bool {
 	if p.wheelSlot >= 0 {
 		if deadline != 0 && deadline/w.tick == p.deadline/w.tick && p.deadline != 0 {
 			p.deadline = deadline
-			return // same slot
+			return false // same slot
 		}
 		w.remove(p)
 	}
 	p.deadline = deadline
 	if deadline == 0 {
-		return
+		return false
 	}
 	t := max(deadline/w.tick, w.pos)
 	if t-w.pos >= wheelSlots {
@@ -44,6 +51,7 @@ func (w *wheel) set(p *Peer, deadline int64) {
 	}
 	w.slots[i] = p
 	w.n++
+	return t*w.tick < w.sleepUntil
 }
 
 func (w *wheel) remove(p *Peer) {
@@ -81,10 +89,25 @@ func (w *wheel) due(now int64, dst []*Peer) []*Peer {
 			if p.deadline/w.tick <= end {
 				dst = append(dst, p) // due within this tick: emit checks each timer itself
 			} else {
-				w.set(p, p.deadline)
+				w.set(p, p.deadline) // beyond the span: parked again
 			}
 			p = nx
 		}
 	}
 	return dst
+}
+
+// next is when the earliest non-empty slot falls due (0: the wheel is
+// empty). It scans at most the whole wheel, so only the flusher calls it,
+// once before it sleeps.
+func (w *wheel) next() int64 {
+	if w.n == 0 {
+		return 0
+	}
+	for t := w.pos; t < w.pos+wheelSlots; t++ {
+		if w.slots[t%wheelSlots] != nil {
+			return t * w.tick
+		}
+	}
+	return 0
 }
