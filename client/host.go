@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
@@ -31,9 +30,6 @@ func DialHost(ctx context.Context, c wire.Capability, room string, opts *DialOpt
 // Room returns the room name the host authenticated for.
 func (h *Host) Room() string { return h.room }
 
-// bufPool holds write buffers so that SendOne does not allocate per packet.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
 // SendOne delivers payload to client target of the room ([1][target:4][payload]),
 // ReliableOrdered over UDP. The whole message must fit wire.MaxMessageSize,
 // else ErrTooLarge.
@@ -52,16 +48,12 @@ func (h *Host) SendOneWith(ctx context.Context, target wire.ConnID, d wire.Deliv
 	if head+len(payload) > wire.MaxMessageSize {
 		return fmt.Errorf("failed to send to %d: %w", target, ErrTooLarge)
 	}
-	bp := bufPool.Get().(*[]byte)
-	var b []byte
-	if h.l.udp() {
-		b = wire.AppendSendOneUDP((*bp)[:0], target, d, payload)
-	} else {
-		b = wire.AppendSendOne((*bp)[:0], target, payload)
-	}
-	err := h.l.write(ctx, d, b)
-	*bp = b[:0]
-	bufPool.Put(bp)
+	err := writeFramed(ctx, h.l, d, func(dst []byte) []byte {
+		if h.l.udp() {
+			return wire.AppendSendOneUDP(dst, target, d, payload)
+		}
+		return wire.AppendSendOne(dst, target, payload)
+	})
 	if err != nil {
 		return fmt.Errorf("failed to send to %d: %w", target, err)
 	}

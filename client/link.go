@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/coder/websocket"
 
@@ -95,4 +96,18 @@ func natIntroduce(ctx context.Context, l link, token string) (litenet.NatPacket,
 		return litenet.NatPacket{}, errors.New("NAT introduction needs a UDP connection")
 	}
 	return u.natIntroduce(ctx, token)
+}
+
+// framePool holds write buffers so that a framed send does not allocate.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// writeFramed builds one packet with build into a pooled buffer and writes
+// it on l with d.
+func writeFramed(ctx context.Context, l link, d wire.Delivery, build func(dst []byte) []byte) error {
+	bp := framePool.Get().(*[]byte)
+	b := build((*bp)[:0])
+	err := l.write(ctx, d, b)
+	*bp = b[:0]
+	framePool.Put(bp)
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -61,8 +60,6 @@ func dialPipeUDP(ctx context.Context, addr string) (link, []byte, error) {
 // ID returns the connection id the relay gave this pipe.
 func (p *Pipe) ID() wire.ConnID { return p.id }
 
-var pipePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
 // Send sends data to pipe peer target ([target:4][data]; over UDP
 // [method][target:4][data], ReliableOrdered).
 func (p *Pipe) Send(ctx context.Context, target wire.ConnID, data []byte) error {
@@ -79,16 +76,12 @@ func (p *Pipe) SendWith(ctx context.Context, target wire.ConnID, d wire.Delivery
 	if head+len(data) > wire.MaxMessageSize {
 		return fmt.Errorf("failed to send to pipe %d: %w", target, ErrTooLarge)
 	}
-	bp := pipePool.Get().(*[]byte)
-	var b []byte
-	if p.l.udp() {
-		b = wire.AppendPipeUDP((*bp)[:0], d, target, data)
-	} else {
-		b = wire.AppendPipe((*bp)[:0], target, data)
-	}
-	err := p.l.write(ctx, d, b)
-	*bp = b[:0]
-	pipePool.Put(bp)
+	err := writeFramed(ctx, p.l, d, func(dst []byte) []byte {
+		if p.l.udp() {
+			return wire.AppendPipeUDP(dst, d, target, data)
+		}
+		return wire.AppendPipe(dst, target, data)
+	})
 	if err != nil {
 		return fmt.Errorf("failed to send to pipe %d: %w", target, err)
 	}

@@ -48,11 +48,7 @@ func (c *Client) SendWith(ctx context.Context, d wire.Delivery, payload []byte) 
 		if 1+len(payload) > wire.MaxMessageSize {
 			return fmt.Errorf("failed to send to host: %w", ErrTooLarge)
 		}
-		bp := bufPool.Get().(*[]byte)
-		b := wire.AppendClientUDP((*bp)[:0], d, payload)
-		err = c.l.write(ctx, d, b)
-		*bp = b[:0]
-		bufPool.Put(bp)
+		err = writeFramed(ctx, c.l, d, func(dst []byte) []byte { return wire.AppendClientUDP(dst, d, payload) })
 	} else if len(payload) > wire.MaxMessageSize {
 		err = ErrTooLarge
 	} else {

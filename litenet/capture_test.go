@@ -204,7 +204,7 @@ func TestCaptureReplayAgainstServer(t *testing.T) {
 			}
 			take(b)
 		}
-		clk.Advance(DefaultTick)
+		advance(t, clk, DefaultTick, e)
 		for {
 			b := raw.recv(50e6)
 			if b == nil {

@@ -67,31 +67,28 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("litenet: a Handler is required")
 	}
 	c.Clock = clock.OrReal(c.Clock)
-	set := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	set(&c.PingInterval, DefaultPingInterval)
-	set(&c.DisconnectTimeout, DefaultDisconnectTimeout)
-	set(&c.CloseGrace, DefaultCloseGrace)
-	set(&c.Tick, DefaultTick)
-	set(&c.PendingTimeout, DefaultPendingTimeout)
-	seti := func(d *int, v int) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	seti(&c.MaxPeers, DefaultMaxPeers)
-	seti(&c.MaxPending, DefaultMaxPending)
-	seti(&c.MaxPendingPerIP, DefaultMaxPendingPerIP)
-	seti(&c.MaxMessage, DefaultMaxMessage)
-	seti(&c.ReplyRate, DefaultReplyRate)
-	seti(&c.Sockets, 1)
+	orDefault(&c.PingInterval, DefaultPingInterval)
+	orDefault(&c.DisconnectTimeout, DefaultDisconnectTimeout)
+	orDefault(&c.CloseGrace, DefaultCloseGrace)
+	orDefault(&c.Tick, DefaultTick)
+	orDefault(&c.PendingTimeout, DefaultPendingTimeout)
+	orDefault(&c.MaxPeers, DefaultMaxPeers)
+	orDefault(&c.MaxPending, DefaultMaxPending)
+	orDefault(&c.MaxPendingPerIP, DefaultMaxPendingPerIP)
+	orDefault(&c.MaxMessage, DefaultMaxMessage)
+	orDefault(&c.ReplyRate, DefaultReplyRate)
+	orDefault(&c.Sockets, 1)
 	if c.MaxMessage > pktClasses[len(pktClasses)-1] {
 		return c, fmt.Errorf("litenet: MaxMessage %d is over %d", c.MaxMessage, pktClasses[len(pktClasses)-1])
 	}
 	return c, nil
+}
+
+// orDefault sets *v to def when it is not positive.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Handler is what the application of an Endpoint implements. Connected,

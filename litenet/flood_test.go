@@ -125,10 +125,10 @@ func TestAcceptCookieRecovers(t *testing.T) {
 	filler := newRaw(t, e.LocalAddr())
 	filler.send(connectRequest(0, 1, "PurrNet"))
 	filler.mustRecv(wait)
-	// The filler answered nothing, so the next request evicts it; use a
-	// proven pending one instead, which is never evicted.
-	filler.send([]byte{byte(PropUnreliable), 0})
+	// An unproven filler would be evicted by the next request; a proven
+	// one that is never confirmed stays.
 	srv.noConfirm.Store(true)
+	filler.send([]byte{byte(PropUnreliable), 0})
 	srv.waitKind(t, "connected", wait)
 
 	raw := newRaw(t, e.LocalAddr())

@@ -119,11 +119,7 @@ func TestUnknownSendersGetShortAnswers(t *testing.T) {
 func TestRemoteDisconnect(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
-	raw := newRaw(t, e.LocalAddr())
-	raw.send(connectRequest(0, 77, "PurrNet"))
-	raw.mustRecv(wait)
-	raw.send([]byte{byte(PropUnreliable), 1})
-	srv.waitKind(t, "connected", wait)
+	raw, _ := connectRaw(t, e, srv, 77)
 	raw.send(AppendDisconnect(nil, 0, 78))
 	raw.send(AppendDisconnect(nil, 0, 77))
 	if b := raw.mustRecv(wait); !bytes.Equal(b, shutdownOk) {
@@ -142,12 +138,7 @@ func TestRemoteDisconnect(t *testing.T) {
 func TestGarbledDatagramKeepsPeer(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
-	raw := newRaw(t, e.LocalAddr())
-	raw.send(connectRequest(0, 5, "PurrNet"))
-	raw.mustRecv(wait)
-	raw.send([]byte{byte(PropUnreliable), 'a'})
-	srv.waitKind(t, "connected", wait)
-	srv.waitKind(t, "recv", wait)
+	raw, _ := connectRaw(t, e, srv, 5)
 	before := e.Stats().Malformed
 	for _, g := range [][]byte{
 		{byte(PropMerged), 0xff, 0xff, 1},                       // sub-packet longer than the datagram
@@ -175,11 +166,7 @@ func TestGarbledDatagramKeepsPeer(t *testing.T) {
 func TestMtuCheckAnswered(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
-	raw := newRaw(t, e.LocalAddr())
-	raw.send(connectRequest(0, 5, "PurrNet"))
-	raw.mustRecv(wait)
-	raw.send([]byte{byte(PropUnreliable), 'a'})
-	srv.waitKind(t, "connected", wait)
+	raw, _ := connectRaw(t, e, srv, 5)
 	check := make([]byte, 1164)
 	check[0] = byte(PropMtuCheck)
 	binary.LittleEndian.PutUint32(check[1:], 1164)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,22 +164,7 @@ func (r *rawConn) mustRecv(d time.Duration) []byte {
 }
 
 // packets splits a datagram into its packets (Merged unpacked).
-func packets(b []byte) [][]byte {
-	if len(b) == 0 || Property(b[0]&0x1f) != PropMerged {
-		return [][]byte{b}
-	}
-	var out [][]byte
-	for pos := 1; pos+2 <= len(b); {
-		n := int(b[pos]) | int(b[pos+1])<<8
-		pos += 2
-		if n == 0 || pos+n > len(b) {
-			break
-		}
-		out = append(out, b[pos:pos+n])
-		pos += n
-	}
-	return out
-}
+func packets(b []byte) [][]byte { return Packets(b) }
 
 // fakeClock returns a fake clock for an endpoint's timers.
 func fakeClock() *clock.Fake { return clock.NewFake(time.Unix(1_800_000_000, 0)) }
@@ -195,4 +181,50 @@ func (r *recorder) collect(tb testing.TB, n int, d time.Duration) []event {
 
 func netipLoop(port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)
+}
+
+// settle waits until every socket of the endpoints is quiet: the reader
+// between batches, nothing woken, the flusher parked with its timer armed.
+// Tests on a fake clock call it before Advance, since the flusher arms its
+// timer relative to the time it sees.
+func settle(tb testing.TB, es ...*Endpoint) {
+	tb.Helper()
+	deadline := time.Now().Add(wait) // wall clock: bounds a wait for goroutines to park
+	for {
+		quiet := true
+		for _, e := range es {
+			for _, s := range e.socks {
+				s.dirtyMu.Lock()
+				dirty := len(s.dirty)
+				s.dirtyMu.Unlock()
+				quiet = quiet && !s.readerActive.Load() && s.parked.Load() && len(s.poke) == 0 && dirty == 0
+			}
+		}
+		if quiet {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("the endpoint did not settle")
+		}
+		runtime.Gosched()
+	}
+}
+
+// advance settles the endpoints, then moves the fake clock.
+func advance(tb testing.TB, clk *clock.Fake, d time.Duration, es ...*Endpoint) {
+	tb.Helper()
+	settle(tb, es...)
+	clk.Advance(d)
+}
+
+// waitArmed waits until n timers of clk are armed.
+func waitArmed(tb testing.TB, clk *clock.Fake, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(wait) // wall clock: bounds a wait for goroutines to park
+	for clk.Waiters() < n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d timers armed, want %d", clk.Waiters(), n)
+		}
+		runtime.Gosched()
+	}
 }

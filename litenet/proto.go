@@ -312,3 +312,23 @@ func appendString(dst []byte, s string) []byte {
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(s)+1))
 	return append(dst, s...)
 }
+
+// Packets splits a datagram into its packets: the inner packets of a
+// Merged datagram, else the datagram itself (for tools and tests; it
+// allocates the slice).
+func Packets(b []byte) [][]byte {
+	if len(b) == 0 || Property(b[0]&0x1f) != PropMerged {
+		return [][]byte{b}
+	}
+	var out [][]byte
+	for pos := 1; pos+2 <= len(b); {
+		n := int(binary.LittleEndian.Uint16(b[pos:]))
+		pos += 2
+		if n == 0 || pos+n > len(b) {
+			break
+		}
+		out = append(out, b[pos:pos+n])
+		pos += n
+	}
+	return out
+}

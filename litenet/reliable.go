@@ -275,22 +275,21 @@ func (c *relChan) idle() bool { return c.queue.len() == 0 && c.inFlight == 0 }
 // release frees every buffer the channel holds.
 func (c *relChan) release() {
 	c.queue.release()
-	if c.window != nil {
-		for i, p := range c.window {
-			putPkt(p)
-			c.window[i] = nil
-		}
-		windowPool.Put(c.window)
-		c.window, c.inFlight = nil, 0
+	releaseWindow(c.window)
+	releaseWindow(c.held)
+	c.window, c.inFlight, c.held, c.nHeld = nil, 0, nil, 0
+}
+
+// releaseWindow frees a window array's packets and the array (nil: none).
+func releaseWindow(w *[windowSize]*pkt) {
+	if w == nil {
+		return
 	}
-	if c.held != nil {
-		for i, p := range c.held {
-			putPkt(p)
-			c.held[i] = nil
-		}
-		windowPool.Put(c.held)
-		c.held, c.nHeld = nil, 0
+	for i, p := range w {
+		putPkt(p)
+		w[i] = nil
 	}
+	windowPool.Put(w)
 }
 
 // minDeadline is the earlier of two deadlines, 0 meaning none.

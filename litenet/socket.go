@@ -48,6 +48,9 @@ type socket struct {
 	readerActive atomic.Bool
 	poke         chan struct{} // cap 1: wakes the flusher
 	rate         tokenBucket   // owned by readLoop: answers to unknown senders
+	// parked is set while the flusher waits with its timer armed: tests on
+	// a fake clock advance it only then (the timer is relative to now).
+	parked atomic.Bool
 
 	sent, sendErrs atomic.Uint64
 }
@@ -117,12 +120,14 @@ func (s *socket) flushLoop() {
 	defer t.Stop()
 	var left []gone
 	for {
+		s.parked.Store(true)
 		select {
 		case <-s.e.done:
 			return
 		case <-t.C():
 		case <-s.poke:
 		}
+		s.parked.Store(false)
 		s.flushMu.Lock()
 		now := s.e.now()
 		left = s.flushLocked(now, left[:0])

@@ -40,8 +40,8 @@ func TestDisconnectTimeout(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, DisconnectTimeout: 5 * time.Second, PingInterval: time.Hour})
 	raw, p := connectRaw(t, e, srv, 10)
-	clk.Advance(4 * time.Second)
-	clk.Advance(time.Second + DefaultTick)
+	advance(t, clk, 4*time.Second, e)
+	advance(t, clk, time.Second+DefaultTick, e)
 	if ev := srv.waitKind(t, "disconnected", wait); ev.p != p || ev.why != ReasonTimeout {
 		t.Fatalf("got %+v", ev)
 	}
@@ -60,7 +60,7 @@ func TestPendingTimeout(t *testing.T) {
 	if e.Stats().Pending != 1 {
 		t.Fatalf("pending %d", e.Stats().Pending)
 	}
-	clk.Advance(3*time.Second + DefaultTick)
+	advance(t, clk, 3*time.Second+DefaultTick, e)
 	if ev := srv.waitKind(t, "disconnected", wait); ev.p != p || ev.why != ReasonPendingTimeout {
 		t.Fatalf("got %+v", ev)
 	}
@@ -75,12 +75,12 @@ func TestPingPongAndResend(t *testing.T) {
 	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Second})
 	raw, p := connectRaw(t, e, srv, 10)
 
-	clk.Advance(time.Second)
+	advance(t, clk, time.Second, e)
 	ping := nextOf(t, raw, PropPing)
 	if !bytes.Equal(ping, []byte{byte(PropPing), 2, 0}) {
 		t.Fatalf("first ping %x, want seq 2", ping)
 	}
-	clk.Advance(100 * time.Millisecond) // the pong takes 100 ms
+	advance(t, clk, 100*time.Millisecond, e) // the pong takes 100 ms
 	raw.send([]byte{byte(PropPong), 2, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	raw.send([]byte{byte(PropPing), 9, 0}) // and the client pings
 	pong := nextOf(t, raw, PropPong)
@@ -95,8 +95,8 @@ func TestPingPongAndResend(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := nextOf(t, raw, PropReliableMerged)
-	clk.Advance(230 * time.Millisecond)
-	clk.Advance(DefaultTick)
+	advance(t, clk, 230*time.Millisecond, e)
+	advance(t, clk, DefaultTick, e)
 	if again := nextOf(t, raw, PropReliableMerged); !bytes.Equal(again, first) {
 		t.Fatalf("resent %x, want %x", again, first)
 	}
@@ -106,7 +106,7 @@ func TestPingPongAndResend(t *testing.T) {
 	raw.send(ack)
 	raw.send([]byte{byte(PropPing), 10, 0}) // a marker: its pong follows the ack's processing
 	nextOf(t, raw, PropPong)
-	clk.Advance(time.Second)
+	advance(t, clk, time.Second, e)
 	for {
 		b := raw.recv(100 * time.Millisecond)
 		if b == nil {
@@ -131,7 +131,7 @@ func TestGracefulCloseGraceAndShutdownRepeat(t *testing.T) {
 	_ = p.Send(ReliableOrdered, []byte("bye"))
 	p.Close(true)
 	nextOf(t, raw, PropReliableMerged) // the queued message goes first
-	clk.Advance(time.Second + DefaultTick)
+	advance(t, clk, time.Second+DefaultTick, e)
 	d := nextOf(t, raw, PropDisconnect)
 	if !bytes.Equal(d, AppendDisconnect(nil, 0, 33)) {
 		t.Fatalf("disconnect %x", d)
@@ -139,14 +139,14 @@ func TestGracefulCloseGraceAndShutdownRepeat(t *testing.T) {
 	if ev := srv.waitKind(t, "disconnected", wait); ev.why != ReasonClosed {
 		t.Fatalf("reason %v", ev.why)
 	}
-	clk.Advance(shutdownDelay)
+	advance(t, clk, shutdownDelay, e)
 	nextOf(t, raw, PropDisconnect) // repeated
 	raw.send(shutdownOk)
 	raw.send([]byte{byte(PropPing), 5, 0})
-	clk.Advance(shutdownDelay)
+	advance(t, clk, shutdownDelay, e)
 	// Answered: forgotten, so the next packet gets PeerNotFound.
 	for e.Stats().Peers != 0 {
-		clk.Advance(DefaultTick)
+		advance(t, clk, DefaultTick, e)
 		if b := raw.recv(20 * time.Millisecond); b != nil && Property(b[0]&0x1f) == PropPing {
 			t.Fatalf("a forgotten peer was pinged")
 		}
@@ -172,6 +172,9 @@ func TestDialRetriesThenFails(t *testing.T) {
 		if Property(b[0]&0x1f) != PropConnectRequest {
 			t.Fatalf("attempt %d sent %x", i, b)
 		}
+		// The client's flusher (the only timer on clk) arms its timer
+		// relative to the time it sees: advance only once it waits.
+		waitArmed(t, clk, 1)
 		clk.Advance(connectRetry)
 	}
 	var err error

@@ -288,7 +288,7 @@ func (r *rawUDP) auth(room, secret string, want byte) {
 func (r *rawUDP) expectReliable(want byte) {
 	r.tb.Helper()
 	for {
-		for _, p := range splitMerged(r.read()) {
+		for _, p := range litenet.Packets(r.read()) {
 			if litenet.Property(p[0]&0x1f) != litenet.PropReliableMerged {
 				continue
 			}
@@ -303,23 +303,6 @@ func (r *rawUDP) expectReliable(want byte) {
 			}
 		}
 	}
-}
-
-func splitMerged(b []byte) [][]byte {
-	if litenet.Property(b[0]&0x1f) != litenet.PropMerged {
-		return [][]byte{b}
-	}
-	var out [][]byte
-	for pos := 1; pos+2 <= len(b); {
-		n := int(b[pos]) | int(b[pos+1])<<8
-		pos += 2
-		if n == 0 || pos+n > len(b) {
-			break
-		}
-		out = append(out, b[pos:pos+n])
-		pos += n
-	}
-	return out
 }
 
 // The UDP forwarding path allocates nothing: a client's Unreliable packet
