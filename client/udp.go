@@ -95,7 +95,7 @@ func dialUDP(ctx context.Context, to netip.AddrPort) (*udpLink, error) {
 
 // Handler of the link's endpoint.
 
-func (l *udpLink) Connected(*litenet.Peer) {}
+func (l *udpLink) Connected(*litenet.Peer) bool { return true }
 
 func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
 	l.mu.Lock()

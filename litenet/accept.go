@@ -149,8 +149,7 @@ func (s *socket) networkChanged(addr netip.AddrPort, b []byte, now int64) {
 	}
 	e.stats.accepted.Add(1)
 	p.rmu.Lock()
-	p.up = true
-	e.h.Connected(p)
+	e.connected(p)
 	p.rmu.Unlock()
 	p.wake()
 }

@@ -9,7 +9,7 @@ import (
 // echoHandler sends every message back with its method, allocating nothing.
 type echoHandler struct{}
 
-func (echoHandler) Connected(p *Peer)                   { p.Confirm() }
+func (echoHandler) Connected(p *Peer) bool              { p.Confirm(); return true }
 func (echoHandler) Receive(p *Peer, m Method, d []byte) { _ = p.Send(m, d) }
 func (echoHandler) Flush(*Peer) bool                    { return false }
 func (echoHandler) Disconnected(*Peer, Reason)          {}

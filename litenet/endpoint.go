@@ -98,8 +98,10 @@ func orDefault[T int | time.Duration](v *T, def T) {
 // of the Endpoint held: each may call the Peer's methods.
 type Handler interface {
 	// Connected: a new peer sent its first packet after its connect request
-	// was accepted (a client: the server accepted).
-	Connected(p *Peer)
+	// was accepted (a client: the server accepted). Returning false refuses
+	// it: it is disconnected at once, and nothing more (no Receive, no
+	// Disconnected) is called for it.
+	Connected(p *Peer) bool
 	// Receive: one message; data is valid only during the call.
 	Receive(p *Peer, m Method, data []byte)
 	// Flush runs when the peer was woken by Peer.Wake (or window space
@@ -261,21 +263,28 @@ func (e *Endpoint) Stats() Stats {
 // Close ends the endpoint at once: every peer gets one Disconnect and
 // Handler.Disconnected (ReasonShutdown), then the sockets close and every
 // goroutine returns. Close graceful peers first (Peer.Close(true)) and
-// wait for them to go, to deliver what they still have queued.
+// wait for them to go, to deliver what they still have queued. A Handler
+// must not call Close (it waits for the goroutines that call the Handler).
 func (e *Endpoint) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
 	close(e.done)
 	e.cancel()
-	// The flushers stop first (each finishes a flush in progress), so the
-	// Disconnects below are the last datagrams.
+	// Readers and flushers stop first (each finishes the batch or flush in
+	// progress), so no peer is added behind the sweep and the Disconnects
+	// below are the last datagrams.
+	for _, s := range e.socks {
+		_ = s.c.SetReadDeadline(time.Unix(1, 0))
+	}
+	e.wg.Wait()
 	for _, p := range e.peers.all() {
+		var d [9]byte
+		var bye []byte
 		p.mu.Lock()
 		live := p.state != stateGone && p.state != stateShutdown
 		if live && p.state != stateOutgoing {
-			var d [9]byte
-			_, _ = p.s.c.WriteToUDPAddrPort(AppendDisconnect(d[:0], p.connNum, p.connectTime), p.addr)
+			bye = AppendDisconnect(d[:0], p.connNum, p.connectTime)
 		}
 		if live {
 			p.state, p.reason = stateGone, ReasonShutdown
@@ -284,11 +293,13 @@ func (e *Endpoint) Close() error {
 			p.state = stateGone
 		}
 		p.mu.Unlock()
+		if bye != nil {
+			_, _ = p.s.c.WriteToUDPAddrPort(bye, p.addr)
+		}
 		e.notify(p, ReasonShutdown)
 		e.forget(p)
 	}
 	e.closeSockets()
-	e.wg.Wait()
 	return nil
 }
 
@@ -300,6 +311,17 @@ func (e *Endpoint) closeSockets() {
 
 // notify calls Handler.Disconnected once for p. It takes rmu, so the caller
 // holds no lock of p.
+// connected tells the handler of a new peer; a refused one is closed at
+// once and owed nothing more. The caller holds p.rmu.
+func (e *Endpoint) connected(p *Peer) {
+	p.up = true
+	if !e.h.Connected(p) {
+		p.up, p.notified = false, true
+		p.Close(false)
+	}
+	p.signalReadyLocked()
+}
+
 func (e *Endpoint) notify(p *Peer, why Reason) {
 	p.rmu.Lock()
 	e.notifyLocked(p, why)

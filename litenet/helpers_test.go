@@ -30,17 +30,19 @@ type recorder struct {
 	events    chan event
 	echo      bool
 	noConfirm atomic.Bool
+	refuse    atomic.Bool // Connected refuses new peers
 }
 
 func newRecorder(echo bool) *recorder {
 	return &recorder{events: make(chan event, 4096), echo: echo}
 }
 
-func (r *recorder) Connected(p *Peer) {
+func (r *recorder) Connected(p *Peer) bool {
 	if !r.noConfirm.Load() {
 		p.Confirm()
 	}
 	r.events <- event{kind: "connected", p: p}
+	return !r.refuse.Load()
 }
 
 func (r *recorder) Receive(p *Peer, m Method, data []byte) {

@@ -97,7 +97,8 @@ type Peer struct {
 	// Flush bookkeeping, lock-free: scheduled says the peer is in its
 	// socket's dirty list; appWake asks the flush to call Handler.Flush;
 	// wantMore records that the last Handler.Flush left data behind (window
-	// full) so that freed window space calls it again.
+	// full, or a backlog limit) so that freed window space or an emptied
+	// queue calls it again.
 	scheduled atomic.Bool
 	appWake   atomic.Bool
 	wantMore  atomic.Bool
@@ -114,36 +115,38 @@ type Peer struct {
 	pendListed         bool // guarded by pendMu: in the unprogressed list (evictable)
 
 	mu          sync.Mutex
-	state       peerState // guarded by mu
-	reason      Reason    // guarded by mu: why the peer is closing or gone
-	connNum     uint8     // guarded by mu (set by ConnectAccept on a client)
-	remoteID    int32     // guarded by mu
-	progressed  bool      // guarded by mu: a packet arrived after the connect request
-	confirmed   bool      // guarded by mu: Confirm was called (out of the pending table)
-	lastRecv    int64     // guarded by mu
-	created     int64     // guarded by mu
-	pingSeq     uint16    // guarded by mu: the last ping's sequence
-	pingSentAt  int64     // guarded by mu: 0 once its pong came
-	pingDue     int64     // guarded by mu
-	pongSeq     uint16    // guarded by mu: the last ping answered
-	pongOwed    bool      // guarded by mu
-	ackSince    int64     // guarded by mu: when the oldest ack still owed became owed (0: none)
-	rttSum      int64     // guarded by mu (ms)
-	rttCount    int64     // guarded by mu
-	rttReset    int64     // guarded by mu
-	resendDelay int64     // guarded by mu (ns): 25 ms + 2.1 x average RTT
-	avgRTT      int64     // guarded by mu (ms)
-	mtuReply    *pkt      // guarded by mu: an MtuOk to send
-	ro, ru      *relChan  // guarded by mu; created on first use
-	sq, rs      *seqChan  // guarded by mu; created on first use
-	unrel       pktQueue  // guarded by mu: Unreliable payloads to send
-	fragID      uint16    // guarded by mu: last fragment group id sent
-	frags       []*fragGroup
-	closeBy     int64 // guarded by mu: a graceful close sends Disconnect by then
-	shutNext    int64 // guarded by mu: next Disconnect repeat
-	shutUntil   int64 // guarded by mu: stop repeating (and forget the peer) then
-	attempts    int   // guarded by mu: connect requests sent (client)
-	connectNext int64 // guarded by mu: next connect request (client)
+	state       peerState    // guarded by mu
+	reason      Reason       // guarded by mu: why the peer is closing or gone
+	connNum     uint8        // guarded by mu (set by ConnectAccept on a client)
+	remoteID    int32        // guarded by mu
+	progressed  bool         // guarded by mu: a packet arrived after the connect request
+	confirmed   bool         // guarded by mu: Confirm was called (out of the pending table)
+	lastRecv    int64        // guarded by mu
+	created     int64        // guarded by mu
+	pingSeq     uint16       // guarded by mu: the last ping's sequence
+	pingSentAt  int64        // guarded by mu: 0 once its pong came
+	pingDue     int64        // guarded by mu
+	pongSeq     uint16       // guarded by mu: the last ping answered
+	pongOwed    bool         // guarded by mu
+	ackSince    int64        // guarded by mu: when the oldest ack still owed became owed (0: none)
+	rttSum      int64        // guarded by mu (ms)
+	rttCount    int64        // guarded by mu
+	rttReset    int64        // guarded by mu
+	resendDelay int64        // guarded by mu (ns): 25 ms + 2.1 x average RTT
+	avgRTT      int64        // guarded by mu (ms)
+	mtuReply    *pkt         // guarded by mu: an MtuOk to send
+	ro, ru      *relChan     // guarded by mu; created on first use
+	sq, rs      *seqChan     // guarded by mu; created on first use
+	unrel       pktQueue     // guarded by mu: Unreliable payloads to send
+	fragID      uint16       // guarded by mu: last fragment group id sent
+	frags       []*fragGroup // guarded by mu: messages in reassembly
+	fragBytes   int          // guarded by mu: bytes they hold
+	changedAt   int64        // guarded by mu: when this side last sent "network changed" (0: never)
+	closeBy     int64        // guarded by mu: a graceful close sends Disconnect by then
+	shutNext    int64        // guarded by mu: next Disconnect repeat
+	shutUntil   int64        // guarded by mu: stop repeating (and forget the peer) then
+	attempts    int          // guarded by mu: connect requests sent (client)
+	connectNext int64        // guarded by mu: next connect request (client)
 	request     []byte
 }
 
@@ -261,6 +264,11 @@ func (p *Peer) sendLocked(m Method, data []byte) error {
 func (p *Peer) Backlog() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.backlogLocked()
+}
+
+// backlogLocked is Backlog with mu held.
+func (p *Peer) backlogLocked() int {
 	n := p.unrel.len()
 	for _, c := range [...]*relChan{p.ro, p.ru} {
 		if c != nil {

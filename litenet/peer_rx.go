@@ -34,13 +34,19 @@ func (p *Peer) receive(rx *rx, b []byte) {
 		return
 	case PropPeerNotFound:
 		switch {
-		case len(b) == 1:
-			// The other side does not know this address (we were evicted,
-			// or it restarted): tell it which connection this is
-			// ("network changed"); a server that cannot place it answers
-			// PeerNotFound 1.
+		case len(b) == 1 && p.e.cfg.Key == "":
+			// The server does not know this address (we were evicted, or
+			// it restarted): tell it which connection this is ("network
+			// changed"); a server that cannot place it answers
+			// PeerNotFound 1. A server ignores PeerNotFound from its
+			// clients: a client that lost its connection connects anew,
+			// and anyone who can forge a client's address could otherwise
+			// end the client's connection with two datagrams.
 			rx.networkChanged = true
-		case len(b) == 2 && b[1] == 1:
+		case len(b) == 2 && b[1] == 1 && p.changedAt != 0 && rx.now-p.changedAt < int64(shutdownLinger):
+			// The answer to our "network changed": the server really does
+			// not know this connection (it restarted). Unasked, it is
+			// ignored.
 			p.goneLocked(rx, ReasonPeerNotFound)
 		}
 		return
@@ -137,6 +143,7 @@ func (p *Peer) packet(rx *rx, b []byte) {
 		case ReliableOrdered, ReliableUnordered:
 			if c := p.relChannel(id, false); c != nil && c.ack(b) {
 				rx.freed = true
+				rx.flush = rx.flush || c.queue.len() > 0 // queued messages can enter the window now
 			}
 		case ReliableSequenced:
 			if len(b) == seqAckSize && p.rs != nil {

@@ -37,6 +37,14 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 		p.shutdownLocked(now, ReasonTimeout)
 		return p.emitShutdown(e, now)
 	case !p.confirmed && now-p.created > int64(cfg.PendingTimeout):
+		if !p.progressed {
+			// Never heard from after the accept (maybe a forged address):
+			// forgotten without a word, so nothing but the accept was ever
+			// sent to it.
+			p.state, p.reason = stateGone, ReasonPendingTimeout
+			p.releaseLocked()
+			return 0, true, true
+		}
 		p.shutdownLocked(now, ReasonPendingTimeout)
 		return p.emitShutdown(e, now)
 	}

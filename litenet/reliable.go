@@ -54,8 +54,10 @@ func (c *relChan) fill(cn uint8) {
 // nextPacket takes the next window packet off the queue: a fragment as it
 // is, else as many whole messages as fit one ReliableMerged packet (the
 // merge stops 20 bytes short of the MTU once it holds one message), or a
-// single message too large to merge (1,019 or 1,020 bytes) as a plain
-// Channeled packet.
+// single message too large to merge (1,019 or 1,020 bytes), or empty
+// (LiteNetLib would merge it with length 0, which its receiver takes for
+// corruption, losing the rest of the container), as a plain Channeled
+// packet.
 func (c *relChan) nextPacket(cn uint8) *pkt {
 	if c.queue.peek().seq == fragmentMark {
 		p := c.queue.pop()
@@ -66,8 +68,8 @@ func (c *relChan) nextPacket(cn uint8) *pkt {
 	pos := 0
 	for c.queue.len() > 0 {
 		m := c.queue.peek()
-		if m.seq == fragmentMark {
-			break
+		if m.seq == fragmentMark || len(m.b) == 0 {
+			break // an empty message cannot be merged: length 0 ends a container
 		}
 		next := pos + 2 + len(m.b)
 		if pos > 0 && next+mergeThreshold > MaxChanneledPayload || next > MaxChanneledPayload {
@@ -209,11 +211,18 @@ func (c *relChan) receive(rx *rx, b []byte) bool {
 			c.remoteStart = (c.remoteStart + 1) % maxSequence
 		}
 	}
-	c.mustAck = true
 	bit := uint64(1) << (seq % windowSize)
 	if c.acks&bit != 0 {
+		c.mustAck = true
 		return true // a duplicate: acknowledged again, not delivered
 	}
+	switch {
+	case !c.ordered && b[0]&0x80 != 0 && !rx.p.admitFragment(b):
+		return true // no room for another message in reassembly: not acknowledged, sent again later
+	case c.ordered && seq != c.remoteSeq && !rx.p.confirmed && c.nHeld >= unconfirmedHeld:
+		return true // an unconfirmed peer may not make us hold more: sent again later
+	}
+	c.mustAck = true
 	c.acks |= bit
 	if seq == c.remoteSeq {
 		rx.reliable(c, b, nil)

@@ -198,6 +198,10 @@ func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
 	s.em.start(s.out, p.uaddr, p.connNum)
 	next, left, forget := p.emit(&s.em, now)
 	why := p.reason
+	// The handler stopped at a backlog limit and everything it queued has
+	// gone out (unreliable and sequenced packets need no ack to leave the
+	// queue): ask it for more, in this same flush round.
+	refill := p.wantMore.Load() && !left && !forget && p.backlogLocked() == 0
 	p.mu.Unlock()
 	s.em.close()
 	if forget {
@@ -208,6 +212,9 @@ func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
 	}
 	if left || forget {
 		dst = append(dst, gone{p: p, left: left, forget: forget, why: why})
+	}
+	if refill {
+		p.Wake()
 	}
 	return dst
 }
@@ -274,6 +281,7 @@ func (s *socket) receive(p *Peer, b []byte, now int64) {
 	freed := rx.freed && p.wantMore.Load()
 	var changed [15]byte
 	if rx.networkChanged {
+		p.changedAt = max(now, 1)
 		// MakeNetworkChanged: PeerNotFound, connect time, connection
 		// number, flag 1, the id the other side gave us.
 		changed[0] = byte(PropPeerNotFound)
@@ -296,9 +304,7 @@ func (s *socket) receive(p *Peer, b []byte, now int64) {
 	if rx.connected {
 		e.pend.progressed(p)
 		if !p.notified {
-			p.up = true
-			e.h.Connected(p)
-			p.signalReadyLocked()
+			e.connected(p)
 		}
 	}
 	if p.up && !p.notified {

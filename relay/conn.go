@@ -62,12 +62,13 @@ const (
 	reasonUpstreamLost              // forwarded: the link to the holder dropped without a close frame
 	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
 	reasonRoomGone                  // the room ended here: the balancer gave its name to another incarnation (1012)
+	reasonPeerTimeout               // UDP: nothing heard from the peer within the UDP timeout
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "text_frame",
 	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
-	"upstream_closed", "upstream_lost", "client_left", "room_gone"}
+	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout"}
 
 func (r closeReason) String() string { return reasonNames[r] }
 
@@ -76,7 +77,7 @@ func (r closeReason) String() string { return reasonNames[r] }
 func (r closeReason) abrupt() bool {
 	switch r {
 	case reasonPeerClosed, reasonAuthTimeout, reasonSlowReceiver, reasonQueueOverflow, reasonWriteError, reasonTooBig,
-		reasonUpstreamLost:
+		reasonUpstreamLost, reasonPeerTimeout:
 		return true
 	}
 	return false

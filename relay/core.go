@@ -85,6 +85,14 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 // a C# int (PurrNet reads them signed), unique within the process and
 // shared by every transport. A nil t is a conn with no transport (tests).
 func (c *core) newConn(t transport, f framing) *conn {
+	cn := c.makeConn(t, f)
+	c.publish(cn)
+	return cn
+}
+
+// makeConn is newConn without the publishing: a transport whose callbacks
+// need the conn binds it first, then publishes it.
+func (c *core) makeConn(t transport, f framing) *conn {
 	var id uint32
 	for id == 0 {
 		id = c.nextID.Add(1) & 0x7fffffff
@@ -92,10 +100,11 @@ func (c *core) newConn(t transport, f framing) *conn {
 	if t == nil {
 		t = nopTransport{}
 	}
-	cn := &conn{id: wire.ConnID(id), core: c, t: t, framing: f}
-	c.conns.add(cn)
-	return cn
+	return &conn{id: wire.ConnID(id), core: c, t: t, framing: f}
 }
+
+// publish puts a conn made by makeConn in the connection table.
+func (c *core) publish(cn *conn) { c.conns.add(cn) }
 
 // newLink returns the upstream queue of a forwarded connection (forward.go):
 // a conn that is in no table and counts in no connection metric.

@@ -117,8 +117,15 @@ func (s *Server) Start() error {
 			return fmt.Errorf("failed to listen on the WebSocket port: %w", err)
 		}
 	}
+	// The context comes first: a UDP peer may connect (and authenticate)
+	// the moment its socket is bound.
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if s.mesh != nil {
+		s.mesh.loc.ctx = s.ctx
+	}
 	if s.opts.UDPPortV2 >= 0 {
 		if err := s.startUDP(); err != nil {
+			s.cancel(err)
 			s.httpLn.Close()
 			if s.wsLn != nil {
 				s.wsLn.Close()
@@ -128,10 +135,6 @@ func (s *Server) Start() error {
 	}
 	s.started = true
 	s.completeAddresses()
-	s.ctx, s.cancel = context.WithCancelCause(context.Background())
-	if s.mesh != nil {
-		s.mesh.loc.ctx = s.ctx
-	}
 
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	newSrv := func(h http.Handler) *http.Server {
@@ -352,6 +355,18 @@ func (s *Server) end() bool {
 	return true
 }
 
+// admitSession counts a new session (WebSocket or UDP peer) unless the
+// server is closing; finish waits for the sessions counted.
+func (s *Server) admitSession() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions.Add(1)
+	return true
+}
+
 // sessionGrace is how long finish lets WebSocket close handshakes run
 // before it closes the remaining TCP connections outright.
 const sessionGrace = 6 * time.Second
@@ -384,7 +399,7 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 		cancel()
 	}
 	if s.udp != nil {
-		s.udp.ep.Close()
+		s.udp.ep.Load().Close()
 	}
 	s.cancel(errors.New("relay closed"))
 	s.bg.Wait()
@@ -419,7 +434,7 @@ func (s *Server) waitSessions(ctx context.Context, graceful bool) {
 	s.log.Warn("closing connections that did not finish their close handshake")
 	s.raw.closeAll()
 	if s.udp != nil {
-		s.udp.ep.Close() // every UDP peer ends at once
+		s.udp.ep.Load().Close() // every UDP peer ends at once
 	}
 	<-done
 }

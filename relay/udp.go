@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,10 +50,11 @@ const udpEarlyMax = 64
 const udpBacklog = 128
 
 // udpTransport owns the LiteNetLib endpoint and implements its Handler.
-// Static after start but nat, which has its own lock.
+// Static after start but nat, which has its own lock, and ep, set once
+// Listen returns (the socket readers may already be calling the Handler).
 type udpTransport struct {
 	s   *Server
-	ep  *litenet.Endpoint
+	ep  atomic.Pointer[litenet.Endpoint]
 	nat natTable
 	m   *udpMetrics
 }
@@ -68,6 +70,12 @@ type udpMetrics struct {
 func (s *Server) startUDP() error {
 	u := &udpTransport{s: s}
 	u.nat.init(s.clock)
+	// Metrics first: once the socket is bound, only Close may fail.
+	m, err := newUDPMetrics(s.opts.Metrics, u.stats)
+	if err != nil {
+		return err
+	}
+	u.m = m
 	addr := net.JoinHostPort(s.opts.UDPHost, strconv.Itoa(s.opts.UDPPortV2))
 	network := "udp4"
 	if ip, err := netip.ParseAddr(s.opts.UDPHost); err == nil && ip.Is6() && !ip.Is4In6() {
@@ -80,25 +88,27 @@ func (s *Server) startUDP() error {
 		PingInterval:      900 * time.Millisecond, // as PurrLay and PurrNet's client
 		DisconnectTimeout: s.opts.UDPTimeout,
 		PendingTimeout:    s.authTimeout,
-		MaxMessage:        wire.MaxMessageSize,
+		MaxMessage:        wire.MaxMessageSize + 1, // a frame and its delivery method, as a WebSocket message
 		Sockets:           s.opts.UDPSockets,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to listen on the UDP port: %w", err)
 	}
-	u.ep = ep
-	m, err := newUDPMetrics(s.opts.Metrics, ep)
-	if err != nil {
-		ep.Close()
-		return err
-	}
-	u.m = m
+	u.ep.Store(ep)
 	s.udp = u
 	s.core.nat = u
 	return nil
 }
 
-func newUDPMetrics(reg prometheus.Registerer, ep *litenet.Endpoint) (*udpMetrics, error) {
+// stats are the endpoint's counters (zero before it is bound).
+func (u *udpTransport) stats() litenet.Stats {
+	if ep := u.ep.Load(); ep != nil {
+		return ep.Stats()
+	}
+	return litenet.Stats{}
+}
+
+func newUDPMetrics(reg prometheus.Registerer, stats func() litenet.Stats) (*udpMetrics, error) {
 	m := &udpMetrics{
 		upgraded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "purrfly_relay_udp_upgraded_total",
@@ -111,11 +121,11 @@ func newUDPMetrics(reg prometheus.Registerer, ep *litenet.Endpoint) (*udpMetrics
 	}
 	stat := func(name, help string, f func(litenet.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-			func() float64 { return float64(f(ep.Stats())) })
+			func() float64 { return float64(f(stats())) })
 	}
 	gauge := func(name, help string, f func(litenet.Stats) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
-			func() float64 { return float64(f(ep.Stats())) })
+			func() float64 { return float64(f(stats())) })
 	}
 	cs := []prometheus.Collector{m.upgraded, m.early,
 		stat("purrfly_relay_udp_datagrams_received_total", "UDP datagrams received.", func(s litenet.Stats) uint64 { return s.Datagrams }),
@@ -140,12 +150,17 @@ func newUDPMetrics(reg prometheus.Registerer, ep *litenet.Endpoint) (*udpMetrics
 	return m, nil
 }
 
-// Connected: a LiteNetLib peer proved itself; it becomes a conn.
-func (u *udpTransport) Connected(p *litenet.Peer) {
+// Connected: a LiteNetLib peer proved itself; it becomes a conn, bound
+// to the peer before anything can reach it. A closing relay refuses it.
+func (u *udpTransport) Connected(p *litenet.Peer) bool {
+	if !u.s.admitSession() {
+		return false
+	}
 	uc := &udpConn{u: u, p: p}
-	u.s.sessions.Add(1)
-	uc.c = u.s.core.newConn(uc, framingUDP)
+	uc.c = u.s.core.makeConn(uc, framingUDP)
 	p.Tag = uc
+	u.s.core.publish(uc.c)
+	return true
 }
 
 // Receive hands one message to the peer's conn, in a pooled buffer with
@@ -169,8 +184,8 @@ func (u *udpTransport) Disconnected(p *litenet.Peer, why litenet.Reason) {
 
 // Nat takes NAT introduction requests (udp_nat.go).
 func (u *udpTransport) Nat(from netip.AddrPort, n litenet.NatPacket) {
-	if n.Kind == litenet.NatRequest {
-		u.nat.request(u.ep, from, n.Internal, n.Token)
+	if ep := u.ep.Load(); ep != nil && n.Kind == litenet.NatRequest {
+		u.nat.request(ep, from, n.Internal, n.Token)
 	}
 }
 
@@ -186,4 +201,4 @@ func (u *udpTransport) expect(token string, host, client *conn) {
 }
 
 // udpAddr is the bound address of the UDP socket.
-func (u *udpTransport) addr() netip.AddrPort { return u.ep.LocalAddr() }
+func (u *udpTransport) addr() netip.AddrPort { return u.ep.Load().LocalAddr() }

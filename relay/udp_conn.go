@@ -19,6 +19,7 @@ type udpConn struct {
 	c *conn
 
 	mu      sync.Mutex
+	started bool           // guarded by mu: the first message came
 	authing bool           // guarded by mu: the auth goroutine is the reader
 	early   []*buf         // guarded by mu: frames received while authing, in order
 	left    bool           // guarded by mu: the peer went away while authing
@@ -50,8 +51,10 @@ func (uc *udpConn) deliver(b *buf) {
 		uc.u.m.early.Inc()
 		return
 	}
+	first := !uc.started
+	uc.started = true
 	mesh := uc.u.s.mesh
-	if uc.c.role == roleNone && mesh != nil && mesh.mayForward(b.frame()) {
+	if first && mesh != nil && !uc.c.closing.Load() && mesh.mayForward(b.frame()) {
 		uc.authing = true
 		uc.mu.Unlock()
 		uc.u.s.sessions.Add(1)
@@ -189,6 +192,8 @@ func reasonOfPeer(why litenet.Reason) closeReason {
 		return reasonAuthTimeout
 	case litenet.ReasonTooBig:
 		return reasonTooBig
+	case litenet.ReasonTimeout:
+		return reasonPeerTimeout
 	case litenet.ReasonShutdown:
 		return reasonShutdown
 	}

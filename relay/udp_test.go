@@ -218,7 +218,7 @@ func TestUDPAuthTimeoutAndShutdown(t *testing.T) {
 // probe is a litenet Handler that only reports how the peer ended.
 type probe struct{ done chan litenet.Reason }
 
-func (p *probe) Connected(*litenet.Peer)                       {}
+func (p *probe) Connected(*litenet.Peer) bool                  { return true }
 func (p *probe) Receive(*litenet.Peer, litenet.Method, []byte) {}
 func (p *probe) Flush(*litenet.Peer) bool                      { return false }
 func (p *probe) Disconnected(_ *litenet.Peer, why litenet.Reason) {
@@ -340,12 +340,15 @@ func TestUDPForwardingAllocatesNothing(t *testing.T) {
 	}
 }
 
-// A UDP peer that sends a message past 65,535 bytes (reassembled from
-// fragments) is disconnected, counted as message_too_big, like a
-// WebSocket peer closed with 1009.
+// A UDP peer that sends a frame past 65,535 bytes (a message, reassembled
+// from fragments, of its delivery method and the frame) is disconnected,
+// counted as message_too_big, like a WebSocket peer closed with 1009. A
+// frame of 65,535 bytes is within the limit: as over WebSocket, it is too
+// long to reach the host with the relay's header, and only dropped.
 func TestUDPMessageTooBigEndsPeer(t *testing.T) {
 	s := startRelay(t, Options{})
-	hs, _ := mustAllocate(t, s, "too-big")
+	hs, cs := mustAllocate(t, s, "too-big")
+	udpHost(t, s, "too-big", hs, false)
 	p := &probe{done: make(chan litenet.Reason, 1)}
 	ep, peer, err := litenet.Dial(tctx(t), netip.MustParseAddrPort(s.UDPAddr()), "PurrNet",
 		litenet.Config{Handler: p, MaxMessage: 80 << 10})
@@ -353,8 +356,10 @@ func TestUDPMessageTooBigEndsPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	_ = peer.Send(litenet.ReliableOrdered, client.AuthMessage("too-big", hs, false))
-	if err := peer.Send(litenet.ReliableOrdered, make([]byte, wire.MaxMessageSize+1)); err != nil {
+	_ = peer.Send(litenet.ReliableOrdered, client.AuthMessage("too-big", cs, false))
+	_ = peer.Send(litenet.ReliableOrdered, append([]byte{byte(wire.ReliableOrdered)}, make([]byte, wire.MaxMessageSize)...))
+	waitFor(t, "too_large_for_host counted", func() bool { return counterValue(s.m.drops[dropTooLargeForHost]) == 1 })
+	if err := peer.Send(litenet.ReliableOrdered, make([]byte, 1+wire.MaxMessageSize+1)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -363,7 +368,7 @@ func TestUDPMessageTooBigEndsPeer(t *testing.T) {
 			t.Fatalf("peer ended %v, want the relay's Disconnect", why)
 		}
 	case <-tctx(t).Done():
-		t.Fatal("the relay kept a peer that sent 65,536 bytes")
+		t.Fatal("the relay kept a peer that sent a 65,536-byte frame")
 	}
 	waitFor(t, "message_too_big counted", func() bool { return counterValue(s.m.disconnect[reasonTooBig]) == 1 })
 }

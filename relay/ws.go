@@ -67,13 +67,9 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 			return nil
 		}
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.admitSession() {
 		return wire.ErrDraining
 	}
-	s.sessions.Add(1)
-	s.mu.Unlock()
 
 	hw := &hijackWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
