@@ -32,6 +32,7 @@ type target struct {
 	// udpPort is the relay child's LiteNetLib port (0 = unknown): every
 	// allocation and join of a UDP run must carry it as udpPortV2.
 	udpPort int
+	metrics string // UDP runs: the relay child's /metrics URL (datagram counters)
 
 	// Forwarding mode: hosts dial hostURL and clients clientURL, both
 	// without a session hint, as PurrNet's own client does; every room
@@ -188,7 +189,7 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 	if t.holderPort != 0 && hostCap.Port != t.holderPort {
 		return r, fmt.Errorf("room %s was placed on port %d, not on the holder relay (port %d)", name, hostCap.Port, t.holderPort)
 	}
-	if err := t.checkUDPPort(o, hostCap, name); err != nil {
+	if err := t.checkUDPPort(hostCap, name); err != nil {
 		return r, err
 	}
 	h, err := client.DialHost(ctx, hostCap, name, dialOptions(o, d, t.hostURL))
@@ -199,11 +200,8 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 	if clients == 0 {
 		return r, nil
 	}
-	joinCap, err := t.bal.Join(ctx, name)
+	joinCap, err := t.joinRoom(ctx, name)
 	if err != nil {
-		return r, err
-	}
-	if err := t.checkUDPPort(o, joinCap, name); err != nil {
 		return r, err
 	}
 	for range clients {
@@ -227,6 +225,15 @@ func connectRoom(ctx context.Context, o Options, t target, d *dialer, name strin
 	return r, nil
 }
 
+// joinRoom joins room name through the balancer.
+func (t target) joinRoom(ctx context.Context, name string) (wire.Capability, error) {
+	c, err := t.bal.Join(ctx, name)
+	if err != nil {
+		return c, err
+	}
+	return c, t.checkUDPPort(c, name)
+}
+
 // udpDialParallel bounds a UDP run's dials in flight: every load socket
 // has source address 127.0.0.1 and litenet holds at most
 // DefaultMaxPendingPerIP (64) unauthenticated connections per address.
@@ -244,9 +251,9 @@ func dialOptions(o Options, d *dialer, url string) *client.DialOptions {
 }
 
 // checkUDPPort fails a UDP run whose capability does not name the relay
-// child's LiteNetLib port.
-func (t target) checkUDPPort(o Options, c wire.Capability, room string) error {
-	if o.Transport != client.TransportUDP || t.udpPort == 0 || c.UDPPortV2 == t.udpPort {
+// child's LiteNetLib port (t.udpPort, set for UDP runs only).
+func (t target) checkUDPPort(c wire.Capability, room string) error {
+	if t.udpPort == 0 || c.UDPPortV2 == t.udpPort {
 		return nil
 	}
 	return fmt.Errorf("room %s came with udpPortV2 %d, not the relay child's UDP port %d", room, c.UDPPortV2, t.udpPort)

@@ -1,7 +1,9 @@
 // Package bench is the load tool behind `purrctl bench`: it loads a relay
 // with rooms of PurrNet connections and measures it against the practical
 // limit, a plain coder/websocket echo server under the same load, in the
-// same invocation (issue 7).
+// same invocation (issue 7); over UDP (Options.Transport, issue 11) the
+// relay is loaded over LiteNetLib and the limit is a plain Go UDP echo
+// server.
 //
 // # Processes
 //
@@ -44,6 +46,16 @@
 //     Since both sides share those processes, every run after the first
 //     gets a fresh balancer and fresh relays: neither side inherits the
 //     other's rooms, heap or memory figures.
+//   - UDP (Options.Transport client.TransportUDP): traffic and idle modes
+//     only. The relay child serves LiteNetLib on an ephemeral port of
+//     127.0.0.1 beside WebSocket (its ready line names it), and every
+//     allocation and join must carry that port as udpPortV2 (checked).
+//     The baseline is a UDP echo child (KindUDPEcho, udpecho.go): one
+//     socket and one goroutine, as the relay serves LiteNetLib from one
+//     socket with one reader, doing one ReadFromUDPAddrPort and one
+//     WriteToUDPAddrPort per datagram into one buffer, allocating
+//     nothing. Around the measured window the relay's /metrics give the
+//     datagrams its socket received and sent (Side.UDPDatagramsIn/Out).
 //
 // The relay and the baseline run one after the other, never at once;
 // with Repeat they alternate which goes first, and the medians are kept.
@@ -52,7 +64,12 @@
 //
 // Every connection is a client.Host or client.Client: the load speaks the
 // protocol only through the one Go client, with its allocation-free calls
-// (NextInto, RecvInto, SendOne, Send) on a context without a deadline.
+// (NextInto, RecvInto, SendOneWith, SendWith) on a context without a
+// deadline. Over UDP they dial with client.TransportUDP (each runs a
+// LiteNetLib endpoint of its own: a socket, a reader and a flusher in the
+// load process) and send with Options.Delivery (default Unreliable, see
+// DefaultUDPDelivery); the client's UDP link copies every message it
+// receives, a cost of the load, not of the relay.
 // Each sending connection has one sender goroutine, each receiving one a
 // receiver goroutine. A payload carries the sender's index and its send
 // time (monotonic nanoseconds since the run's base time; sender and
@@ -79,6 +96,24 @@
 // connection. So per message both servers read one message and write one;
 // the relay's write goes to another connection, the echo's to the same.
 //
+// A plain UDP echo cannot do LiteNetLib's handshake, so the UDP baseline's
+// connections are plain UDP sockets, one per connection (hosts included)
+// as each LiteNetLib client has its own, connected to the echo server. A
+// message is one datagram: the payload behind the bytes LiteNetLib and
+// PurrNet put before it on the way into the relay (1 byte of LiteNetLib
+// header for Unreliable, 4 for a channeled method, then a client's
+// [method] or a host's [1][target:4][method]), so datagrams are as long as
+// the ones the relay reads, with the same sender index and send time, sent
+// and read back on the same socket. The work is not the same: per message
+// the echo reads one datagram and writes one; the relay reads one, writes
+// one to another peer, and handles LiteNetLib's side of it: acks for the
+// reliable methods (riding with data, or alone one tick later), pings
+// every 900 ms each way, merging several packets to one peer into one
+// datagram, and, for a message longer than one LiteNetLib packet (1 KiB
+// with ReliableOrdered), fragments: two datagrams each way where the echo
+// moves one. Unreliable and Sequenced cannot fragment, so their payloads
+// stop short of one packet (Options validation says how far).
+//
 // # What is measured
 //
 // Counters and latencies are recorded only in the measured window (after
@@ -98,5 +133,11 @@
 // count (MaxMessages split over the senders). Connecting is bounded by
 // SetupTimeout. Only loopback is used; idle runs spread their source
 // addresses over 127.0.0.1, 127.0.0.2, ... (sourceIPSpan connections each)
-// to stay clear of the ephemeral port limit.
+// to stay clear of the ephemeral port limit. UDP sockets do not share
+// ports with TCP's four-tuples: each binds one ephemeral port of its own
+// (MaxUDPConnections of them at most), all from 127.0.0.1, so UDP dials
+// run at most udpDialParallel at once, under litenet's bound on pending
+// connections per source address. UDP connections leave gracefully
+// (endRooms, each bounded by the client's close wait), so that the relay
+// does not carry them, pinged, into the next run.
 package bench

@@ -23,9 +23,11 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 	}
 	m, edge := meter{pid: t.pid}, meter{pid: t.edgePID}
 	s.RSSStartBytes = m.rss() + edge.rss()
-	mesh := newMeshMeter(t.edgeMetrics)
+	mesh, lnl := newRelayMeter(t.edgeMetrics), newRelayMeter(t.metrics)
 	defer mesh.close()
+	defer lnl.close()
 	mesh.read(ctx, 0)
+	lnl.read(ctx, 0)
 	start := time.Now()
 	rooms, err := connect(ctx, o, t)
 	if err != nil {
@@ -62,6 +64,7 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 		}
 	}
 	mesh.read(ctx, 1)
+	lnl.read(ctx, 1)
 	self := meter{pid: pidSelf()}
 	cpu0, edge0, load0, busy0, t0 := m.cpu(), edge.cpu(), self.cpu(), busy(), time.Now()
 	if tr != nil {
@@ -75,6 +78,7 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 	cpu1, edge1, load1, busy1 := m.cpu(), edge.cpu(), self.cpu(), busy()
 	s.RSSEndBytes = m.rss() + edge.rss()
 	mesh.read(ctx, 2)
+	lnl.read(ctx, 2)
 	stopAll()
 	if err != nil {
 		return nil, err
@@ -84,7 +88,7 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 			return nil, fmt.Errorf("%s server: %w", s.Server, err)
 		}
 	}
-	if err := errors.Join(m.err, edge.err, mesh.err); err != nil {
+	if err := errors.Join(m.err, edge.err, mesh.err, lnl.err); err != nil {
 		return nil, err
 	}
 	server := cpu1 - cpu0 + edge1 - edge0
@@ -101,6 +105,7 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 		tr.summarize(s)
 	}
 	s.MeshForwards, s.MeshPackets = mesh.forwards(), mesh.packetsInWindow()
+	s.UDPDatagramsIn, s.UDPDatagramsOut = lnl.udpInWindow()
 	return s, nil
 }
 
@@ -170,32 +175,38 @@ func otherCores(machine, server, load time.Duration, seconds float64) float64 {
 	return round3(max(0, (machine-server-load).Seconds()/seconds))
 }
 
-// meshMeter reads the edge relay's forwarding counters (scrapeMesh) before
-// the load connects, at the start of the measured window and at its end;
-// an empty URL reads nothing. The first error is kept.
-type meshMeter struct {
+// relayMeter reads a relay child's counters (scrapeRelay) before the load
+// connects, at the start of the measured window and at its end; an empty
+// URL reads nothing. The first error is kept.
+type relayMeter struct {
 	url string
 	hc  *http.Client
-	c   [3]meshCounters
+	c   [3]relayCounters
 	err error
 }
 
-func newMeshMeter(metricsURL string) *meshMeter {
-	return &meshMeter{url: metricsURL, hc: &http.Client{Timeout: scrapeTimeout}}
+func newRelayMeter(metricsURL string) *relayMeter {
+	return &relayMeter{url: metricsURL, hc: &http.Client{Timeout: scrapeTimeout}}
 }
 
-func (m *meshMeter) read(ctx context.Context, i int) {
+func (m *relayMeter) read(ctx context.Context, i int) {
 	if m.url == "" || m.err != nil {
 		return
 	}
-	m.c[i], m.err = scrapeMesh(ctx, m.hc, m.url)
+	m.c[i], m.err = scrapeRelay(ctx, m.hc, m.url)
 }
 
-func (m *meshMeter) close() { m.hc.CloseIdleConnections() }
+func (m *relayMeter) close() { m.hc.CloseIdleConnections() }
 
 // forwards is the connections the edge forwarded during the run.
-func (m *meshMeter) forwards() int64 { return int64(m.c[2].forwards - m.c[0].forwards) }
+func (m *relayMeter) forwards() int64 { return int64(m.c[2].forwards - m.c[0].forwards) }
 
 // packetsInWindow is the frames the edge carried over its links in the
 // measured window.
-func (m *meshMeter) packetsInWindow() int64 { return int64(m.c[2].packets - m.c[1].packets) }
+func (m *relayMeter) packetsInWindow() int64 { return int64(m.c[2].packets - m.c[1].packets) }
+
+// udpInWindow is the datagrams the relay's LiteNetLib socket received and
+// sent in the measured window.
+func (m *relayMeter) udpInWindow() (in, out int64) {
+	return int64(m.c[2].udpIn - m.c[1].udpIn), int64(m.c[2].udpOut - m.c[1].udpOut)
+}

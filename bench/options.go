@@ -86,7 +86,8 @@ type Options struct {
 	method   wire.Delivery // Delivery's method, set by withDefaults
 
 	// Baseline also runs the same load shape against a plain coder/websocket
-	// echo server in its own process and reports relay/baseline ratios.
+	// echo server (over UDP: a plain UDP echo server) in its own process
+	// and reports relay/baseline ratios.
 	Baseline bool
 	// Repeat runs the relay and the baseline this many times, alternating
 	// which goes first (background load on a shared machine then hits both

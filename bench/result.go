@@ -104,6 +104,12 @@ type Side struct {
 	// ways, in the measured window (purrfly_relay_forwarded_packets_total
 	// {dir="mesh_out"} plus {dir="mesh_in"}).
 	MeshPackets int64 `json:"mesh_packets,omitempty"`
+	// UDPDatagramsIn and UDPDatagramsOut are what the relay's LiteNetLib
+	// socket received and sent in the measured window of a UDP run
+	// (purrfly_relay_udp_datagrams_{received,sent}_total): messages plus
+	// LiteNetLib's acks and pings, less what was merged.
+	UDPDatagramsIn  int64 `json:"udp_datagrams_in,omitempty"`
+	UDPDatagramsOut int64 `json:"udp_datagrams_out,omitempty"`
 
 	Connections       int     `json:"connections"`
 	RSSStartBytes     int64   `json:"rss_start_bytes"`     // before the load connected
@@ -213,6 +219,8 @@ func medianSide(sides []*Side) *Side {
 	m.EdgeCPUCores = med(func(s *Side) float64 { return s.EdgeCPUCores })
 	m.MeshForwards = int64(med(func(s *Side) float64 { return float64(s.MeshForwards) }))
 	m.MeshPackets = int64(med(func(s *Side) float64 { return float64(s.MeshPackets) }))
+	m.UDPDatagramsIn = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsIn) }))
+	m.UDPDatagramsOut = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsOut) }))
 	m.CPUusPerMsg = med(func(s *Side) float64 { return s.CPUusPerMsg })
 	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })
 	m.OtherCPUCores = med(func(s *Side) float64 { return s.OtherCPUCores })

@@ -17,30 +17,33 @@ const (
 	scrapeLimit   = 4 << 20
 )
 
-// meshCounters are the edge relay's forwarding counters, read from its
-// /metrics around a forwarding-mode run.
-type meshCounters struct {
+// relayCounters are a relay child's counters, read from its /metrics
+// around a run: the edge relay's forwarding counters in the forwarding
+// mode, the LiteNetLib socket's datagrams in a UDP run.
+type relayCounters struct {
 	forwards float64 // purrfly_relay_mesh_forwards_total{result="ok"}: links opened
 	packets  float64 // purrfly_relay_forwarded_packets_total{dir="mesh_out"|"mesh_in"}
+	udpIn    float64 // purrfly_relay_udp_datagrams_received_total
+	udpOut   float64 // purrfly_relay_udp_datagrams_sent_total
 }
 
-// scrapeMesh reads the mesh counters from a relay's /metrics URL.
-func scrapeMesh(ctx context.Context, hc *http.Client, metricsURL string) (meshCounters, error) {
+// scrapeRelay reads the counters from a relay's /metrics URL.
+func scrapeRelay(ctx context.Context, hc *http.Client, metricsURL string) (relayCounters, error) {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
 	if err != nil {
-		return meshCounters{}, fmt.Errorf("failed to read the edge relay's metrics: %w", err)
+		return relayCounters{}, fmt.Errorf("failed to read the relay's metrics: %w", err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return meshCounters{}, fmt.Errorf("failed to read the edge relay's metrics: %w", err)
+		return relayCounters{}, fmt.Errorf("failed to read the relay's metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return meshCounters{}, fmt.Errorf("failed to read the edge relay's metrics: HTTP %d", resp.StatusCode)
+		return relayCounters{}, fmt.Errorf("failed to read the relay's metrics: HTTP %d", resp.StatusCode)
 	}
-	var c meshCounters
+	var c relayCounters
 	sc := bufio.NewScanner(io.LimitReader(resp.Body, scrapeLimit))
 	for sc.Scan() {
 		line := sc.Text()
@@ -50,10 +53,14 @@ func scrapeMesh(ctx context.Context, hc *http.Client, metricsURL string) (meshCo
 		case strings.HasPrefix(line, `purrfly_relay_forwarded_packets_total{dir="mesh_out"} `),
 			strings.HasPrefix(line, `purrfly_relay_forwarded_packets_total{dir="mesh_in"} `):
 			c.packets += sampleValue(line)
+		case strings.HasPrefix(line, "purrfly_relay_udp_datagrams_received_total "):
+			c.udpIn += sampleValue(line)
+		case strings.HasPrefix(line, "purrfly_relay_udp_datagrams_sent_total "):
+			c.udpOut += sampleValue(line)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return meshCounters{}, fmt.Errorf("failed to read the edge relay's metrics: %w", err)
+		return relayCounters{}, fmt.Errorf("failed to read the relay's metrics: %w", err)
 	}
 	return c, nil
 }

@@ -68,6 +68,10 @@ func TestRunUDPWithBaseline(t *testing.T) {
 			t.Errorf("%s bytes per message = %v, want 64 (the payload, headers skipped)", s.Server, r)
 		}
 	}
+	if res.Relay.UDPDatagramsIn <= 0 || res.Relay.UDPDatagramsOut <= 0 || res.Baseline.UDPDatagramsIn != 0 {
+		t.Errorf("relay datagrams in/out %d/%d (want > 0, read from its /metrics), baseline %d",
+			res.Relay.UDPDatagramsIn, res.Relay.UDPDatagramsOut, res.Baseline.UDPDatagramsIn)
+	}
 	if res.Baseline.Server != "echo" {
 		t.Errorf("baseline server %q", res.Baseline.Server)
 	}

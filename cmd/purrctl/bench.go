@@ -38,7 +38,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "mode", Value: string(bench.FanIn), Usage: "fan-in (clients to host), fan-out (host to clients) or both"},
 			&cli.StringFlag{Name: "transport", Value: "ws", Usage: "ws (WebSocket, PurrNet's WebGL builds) or udp (LiteNetLib 2.x: desktop, mobile, Editor)"},
 			&cli.StringFlag{Name: "delivery", Usage: "with --transport udp: ro (ReliableOrdered), ru (ReliableUnordered), seq (Sequenced), rs (ReliableSequenced) or unrel (Unreliable, the default)"},
-			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server and print relay/baseline ratios (with --forwarded: the same shape direct, ratios forwarded/direct)"},
+			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server (--transport udp: a plain UDP echo) and print relay/baseline ratios (with --forwarded: the same shape direct, ratios forwarded/direct)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run relay and baseline this many times, alternating, and report medians"},
 			&cli.BoolFlag{Name: "baseline-only", Usage: "run only the echo baseline"},
 			&cli.BoolFlag{Name: "forwarded", Usage: "forwarding mode: clients reach their room through a second relay of a multi-machine app (with --baseline: versus the same shape direct)"},
@@ -156,6 +156,10 @@ func printBench(w io.Writer, r *bench.Result) {
 		}
 		if sd.Errors > 0 || sd.CreditStalls > 0 {
 			fmt.Fprintf(w, "          (%d errors, %d lost-message stalls)\n", sd.Errors, sd.CreditStalls)
+		}
+		if sd.UDPDatagramsIn > 0 && sd.Messages > 0 {
+			fmt.Fprintf(w, "          (relay's UDP socket: %.2f datagrams in and %.2f out per message: LiteNetLib acks and pings, less merging)\n",
+				float64(sd.UDPDatagramsIn)/float64(sd.Messages), float64(sd.UDPDatagramsOut)/float64(sd.Messages))
 		}
 		if s.Kind == "forwarded" {
 			fmt.Fprintf(w, "          (relay 2: %.2f cores, %d connections forwarded, %d frames over the mesh)\n",
