@@ -47,7 +47,12 @@
 // with one sendmmsg) is done by whoever holds the socket's flushMu: the
 // reader right after its batch when it is free, else the flusher. At low
 // rates a datagram in is answered on the goroutine that read it, with no
-// hand-off; under load one flush serves many peers. Acks ride with
+// hand-off; under load one flush serves many peers. With
+// Config.FlushDelay (the relay: 10 ms) the reader flushes nothing: woken
+// peers wait for the flusher, up to the delay after the first of them, and
+// what each was sent meanwhile leaves merged, as LiteNetLib sends on its
+// update loop (on loopback a datagram's cost is mostly the kernel's, per
+// datagram, so fewer datagrams is less CPU per message). Acks ride with
 // whatever else goes to the peer, or leave one tick later on their own, so
 // a burst is acknowledged by one datagram (a stock client in manual mode
 // reads one datagram per frame).

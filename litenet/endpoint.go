@@ -50,6 +50,12 @@ type Config struct {
 	DisconnectTimeout time.Duration // silence after which a peer is dropped
 	CloseGrace        time.Duration // a graceful Close waits this long for acks
 	Tick              time.Duration // timer resolution of resends and pings
+	// FlushDelay lets a woken peer wait up to this long for its flush, so
+	// that what is sent to it meanwhile leaves merged in one datagram, as
+	// LiteNetLib sends on its update loop (every 15 ms by default). Zero
+	// flushes at once: after the read batch that woke the peer, or on the
+	// flusher for a Send from elsewhere.
+	FlushDelay time.Duration
 
 	MaxPeers        int           // connections at once (pending included)
 	MaxPending      int           // accepted but not confirmed (Peer.Confirm) connections
@@ -222,6 +228,7 @@ func (e *Endpoint) addSocket(c *net.UDPConn) error {
 		rate:  tokenBucket{rate: float64(e.cfg.ReplyRate), burst: float64(max(1, e.cfg.ReplyRate/10))},
 	}
 	s.rate.tokens = s.rate.burst
+	s.wakeAt.Store(e.now() + int64(e.cfg.Tick)) // the flusher's first timer
 	e.socks = append(e.socks, s)
 	return nil
 }

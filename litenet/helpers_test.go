@@ -186,7 +186,9 @@ func netipLoop(port uint16) netip.AddrPort {
 }
 
 // settle waits until every socket of the endpoints is quiet: the reader
-// between batches, nothing woken, the flusher parked with its timer armed.
+// between batches, nothing woken (or, with a FlushDelay, woken peers
+// waiting for the flusher's timer), the flusher parked with its timer
+// armed.
 // Tests on a fake clock call it before Advance, since the flusher arms its
 // timer relative to the time it sees.
 func settle(tb testing.TB, es ...*Endpoint) {
@@ -199,7 +201,8 @@ func settle(tb testing.TB, es ...*Endpoint) {
 				s.dirtyMu.Lock()
 				dirty := len(s.dirty)
 				s.dirtyMu.Unlock()
-				quiet = quiet && !s.readerActive.Load() && s.parked.Load() && len(s.poke) == 0 && dirty == 0
+				waiting := dirty == 0 || e.cfg.FlushDelay > 0
+				quiet = quiet && !s.readerActive.Load() && s.parked.Load() && len(s.poke) == 0 && waiting
 			}
 		}
 		if quiet {

@@ -26,7 +26,11 @@ type datagramReader interface {
 // Handler.Flush) is done by whoever holds flushMu, the reader after each
 // batch when it is free, else the flusher; so at low rates a datagram in
 // is answered on the goroutine that read it, with no hand-off, and under
-// load one flush serves many peers with one sendmmsg.
+// load one flush serves many peers with one sendmmsg. With a FlushDelay
+// the reader flushes nothing: woken peers wait, up to the delay after the
+// first of them was woken, for the flusher, and what each was sent
+// meanwhile goes merged (fewer datagrams: on loopback a datagram's cost is
+// mostly the kernel's, per datagram).
 type socket struct {
 	e  *Endpoint    // static
 	c  *net.UDPConn // static
@@ -42,6 +46,14 @@ type socket struct {
 
 	dirtyMu sync.Mutex
 	dirty   []*Peer // guarded by dirtyMu: peers woken since the last flush
+	// dirtySince is when the dirty list last became non-empty (0: empty),
+	// written under dirtyMu; wakeAt is when the flusher plans to wake
+	// (math.MaxInt64: not before a poke), written by the flusher. Both
+	// matter only with a FlushDelay: a peer woken first into an empty list
+	// pokes the flusher only if the flusher would wake later than the
+	// delay allows. Each side writes its own before it reads the other's.
+	dirtySince atomic.Int64
+	wakeAt     atomic.Int64
 
 	// readerActive is set while the reader processes a batch: it flushes
 	// afterwards, so waking a peer needs no poke meanwhile.
@@ -65,10 +77,22 @@ type gone struct {
 
 // schedule puts a woken peer in the dirty list.
 func (s *socket) schedule(p *Peer) {
+	delay := int64(s.e.cfg.FlushDelay)
+	var due int64
 	s.dirtyMu.Lock()
+	first := len(s.dirty) == 0
 	s.dirty = append(s.dirty, p)
+	if first && delay > 0 {
+		due = max(s.e.now(), 1) + delay
+		s.dirtySince.Store(due - delay)
+	}
 	s.dirtyMu.Unlock()
-	if !s.readerActive.Load() {
+	switch {
+	case delay == 0:
+		if !s.readerActive.Load() {
+			s.pokeFlusher()
+		}
+	case first && s.wakeAt.Load() > due:
 		s.pokeFlusher()
 	}
 }
@@ -103,6 +127,9 @@ func (s *socket) readLoop() {
 			s.handle(addr, b, now)
 		}
 		s.readerActive.Store(false)
+		if s.e.cfg.FlushDelay > 0 {
+			continue // the flusher flushes, when the first woken peer's delay is up
+		}
 		if s.flushMu.TryLock() {
 			left = s.flushLocked(now, left[:0])
 			s.flushMu.Unlock()
@@ -131,34 +158,47 @@ func (s *socket) flushLoop() {
 		s.flushMu.Lock()
 		now := s.e.now()
 		left = s.flushLocked(now, left[:0])
-		next := s.wheel.next()
-		if next == 0 {
-			s.wheel.sleepUntil = math.MaxInt64
-		} else {
-			s.wheel.sleepUntil = max(next, now+int64(s.e.cfg.Tick))
+		wake := int64(math.MaxInt64)
+		if next := s.wheel.next(); next != 0 {
+			wake = max(next, now+int64(s.e.cfg.Tick))
 		}
-		wait := s.wheel.sleepUntil - now
+		s.wheel.sleepUntil = wake
+		if delay := int64(s.e.cfg.FlushDelay); delay > 0 {
+			s.wakeAt.Store(wake)
+			if since := s.dirtySince.Load(); since != 0 {
+				wake = min(wake, max(since+delay, now))
+				s.wheel.sleepUntil = wake
+				s.wakeAt.Store(wake)
+			}
+		}
 		s.flushMu.Unlock()
 		s.tell(left)
 		t.Stop()
-		if next != 0 {
-			t.Reset(time.Duration(wait))
+		if wake != math.MaxInt64 {
+			t.Reset(time.Duration(wake - now))
 		}
 	}
 }
 
-// flushLocked flushes the peers whose timers are due and the woken ones,
-// then writes the batch. It returns the peers that left (appended to dst).
+// flushLocked flushes the peers whose timers are due and the woken ones
+// (with a FlushDelay, once the first of them has waited it), then writes
+// the batch. It returns the peers that left (appended to dst).
 func (s *socket) flushLocked(now int64, dst []gone) []gone {
 	s.due = s.wheel.due(now, s.due[:0])
 	for i, p := range s.due {
 		dst = s.flushPeer(p, now, dst)
 		s.due[i] = nil
 	}
-	for range 8 {
+	delay := int64(s.e.cfg.FlushDelay)
+	for round := range 8 {
 		s.dirtyMu.Lock()
+		if since := s.dirtySince.Load(); round == 0 && delay > 0 && since != 0 && now < since+delay {
+			s.dirtyMu.Unlock()
+			break // not yet: more may be sent to them meanwhile (peers woken by this flush go at once)
+		}
 		list := s.dirty
 		s.dirty, s.spare = s.spare[:0], nil
+		s.dirtySince.Store(0)
 		s.dirtyMu.Unlock()
 		if len(list) == 0 {
 			s.spare = list
@@ -177,8 +217,8 @@ func (s *socket) flushLocked(now int64, dst []gone) []gone {
 	s.dirtyMu.Lock()
 	more := len(s.dirty) > 0
 	s.dirtyMu.Unlock()
-	if more {
-		s.pokeFlusher()
+	if more && delay == 0 {
+		s.pokeFlusher() // with a delay, the flusher plans its wake-up by dirtySince
 	}
 	return dst
 }

@@ -22,6 +22,7 @@ const (
 	DefaultUDPPort             = 7777
 	DefaultUDPPortV2           = 7778
 	DefaultUDPTimeout          = 10 * time.Second
+	DefaultUDPFlush            = 10 * time.Millisecond
 	DefaultAuthTimeout         = 10 * time.Second
 	DefaultSlowReceiverTimeout = 2 * time.Second
 	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
@@ -59,12 +60,17 @@ type Options struct {
 	// one whose replies Fly routes. PublicUDPPortV2 (HOST_UDP_PORT_V2) is
 	// advertised instead of the bound port when set. UDPSockets (default 1)
 	// sockets share the port, each with its own reader. UDPTimeout drops a
-	// silent peer (default 10 s: twice PurrNet's client's own).
+	// silent peer (default 10 s: twice PurrNet's client's own). UDPFlush is
+	// how long a UDP peer's outgoing frames may wait to leave merged in one
+	// datagram (UDP_FLUSH_MS; default 10 ms, where PurrLay's LiteNetLib
+	// waits up to its 15 ms update; negative: none, each read batch's
+	// frames leave at once).
 	UDPPortV2       int
 	UDPHost         string
 	PublicUDPPortV2 int
 	UDPSockets      int
 	UDPTimeout      time.Duration
+	UDPFlush        time.Duration
 
 	// PublicEndpoint is the API endpoint clients ping (the balancer lists it
 	// as apiEndpoint in /servers) when it differs from Endpoint: a machine
@@ -153,6 +159,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.UDPTimeout <= 0 {
 		o.UDPTimeout = DefaultUDPTimeout
+	}
+	if o.UDPFlush == 0 {
+		o.UDPFlush = DefaultUDPFlush
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval

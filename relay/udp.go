@@ -19,9 +19,10 @@ import (
 // Each LiteNetLib peer is one conn of the routing core, in the same id
 // space, rooms and limits as WebSocket peers; a room may mix both. No
 // goroutine per peer: litenet's socket reader delivers every peer's
-// messages (serialised per peer) and its flusher, or the reader right
-// after a batch, pulls what the core queued for a peer (udpConn.flush)
-// into LiteNetLib packets, one sendmmsg for many peers.
+// messages (serialised per peer) and its flusher, at most Options.UDPFlush
+// after the peer was woken (or, with no flush delay, the reader right
+// after a batch), pulls what the core queued for a peer (udpConn.flush)
+// into LiteNetLib packets, merged, one sendmmsg for many peers.
 //
 // A frame goes out with its delivery method (buf.method: the client's or
 // host's, ReliableOrdered for the relay's own packets). LiteNetLib sends
@@ -89,6 +90,7 @@ func (s *Server) startUDP() error {
 		DisconnectTimeout: s.opts.UDPTimeout,
 		PendingTimeout:    s.authTimeout,
 		MaxMessage:        wire.MaxMessageSize + 1, // a frame and its delivery method, as a WebSocket message
+		FlushDelay:        max(s.opts.UDPFlush, 0),
 		Sockets:           s.opts.UDPSockets,
 	})
 	if err != nil {

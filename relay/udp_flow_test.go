@@ -76,7 +76,7 @@ func TestUDPClientBurstReachesHost(t *testing.T) {
 // UDP timeout, counted as peer_timeout; its host hears that it left.
 func TestUDPSilentPeerTimesOut(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
-	s := startRelay(t, Options{Clock: fake, UDPTimeout: 5 * time.Second})
+	s := startRelay(t, Options{Clock: fake, UDPTimeout: 5 * time.Second, UDPFlush: -1})
 	hs, cs := mustAllocate(t, s, "silent")
 	h := join(t, s, "silent", hs) // over WebSocket: no UDP timeout of its own
 	// A hand-made peer: after its authentication it sends nothing, not

@@ -44,6 +44,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "public-udp-port-v2", EnvVars: []string{"HOST_UDP_PORT_V2"}, Usage: "UDP port advertised to clients (default the bound one)"},
 			&cli.IntFlag{Name: "udp-sockets", EnvVars: []string{"UDP_SOCKETS"}, Value: 1, Usage: "UDP sockets sharing the port, each with its own reader (Linux)"},
 			&cli.IntFlag{Name: "udp-timeout", EnvVars: []string{"UDP_TIMEOUT_SECONDS"}, Value: 10, Usage: "seconds of silence after which a UDP peer is dropped"},
+			&cli.IntFlag{Name: "udp-flush", EnvVars: []string{"UDP_FLUSH_MS"}, Value: 10, Usage: "milliseconds a UDP peer's frames may wait to leave merged in one datagram (0: at once)"},
 			&cli.IntFlag{Name: "heartbeat", EnvVars: []string{"HEARTBEAT_SECONDS"}, Value: 30, Usage: "seconds between registrations with the balancer"},
 			&cli.IntFlag{Name: "empty-room-timeout", EnvVars: []string{"EMPTY_ROOM_TIMEOUT_SECONDS"}, Value: 300, Usage: "seconds an empty room lives"},
 			&cli.IntFlag{Name: "drain-timeout", EnvVars: []string{"DRAIN_TIMEOUT_SECONDS"}, Value: 25, Usage: "seconds a stopping relay waits for rooms to empty"},
@@ -114,6 +115,7 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		PublicUDPPortV2:   c.Int("public-udp-port-v2"),
 		UDPSockets:        c.Int("udp-sockets"),
 		UDPTimeout:        seconds(c, "udp-timeout"),
+		UDPFlush:          udpFlush(c.Int("udp-flush")),
 		HeartbeatInterval: seconds(c, "heartbeat"),
 		EmptyRoomTimeout:  seconds(c, "empty-room-timeout"),
 		DrainTimeout:      seconds(c, "drain-timeout"),
@@ -264,4 +266,12 @@ func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
 	opts.Endpoint = endpoint
 	opts.MultiMachine = true
 	return nil
+}
+
+// udpFlush is --udp-flush as relay.Options.UDPFlush: 0 means none.
+func udpFlush(ms int) time.Duration {
+	if ms <= 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
