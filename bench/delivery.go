@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"time"
+
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -26,6 +28,12 @@ const (
 // baseline: per message both servers read one datagram and write one,
 // with no acknowledgements on either side.
 const DefaultUDPDelivery = DeliveryUnreliable
+
+// DefaultPeerFlush is how long a UDP load peer's sends wait to leave
+// merged: PurrNet's client (LiteNetLib in manual mode) sends once per
+// network tick, and 10 ms is a shorter tick than any game's (a 100 Hz
+// tick), so the load merges no more than a real game's players do.
+const DefaultPeerFlush = 10 * time.Millisecond
 
 var deliveryMethods = map[Delivery]wire.Delivery{
 	DeliveryReliableOrdered:   wire.ReliableOrdered,

@@ -68,8 +68,10 @@
 // deadline. Over UDP they dial with client.TransportUDP (each runs a
 // LiteNetLib endpoint of its own: a socket, a reader and a flusher in the
 // load process) and send with Options.Delivery (default Unreliable, see
-// DefaultUDPDelivery); the client's UDP link copies every message it
-// receives, a cost of the load, not of the relay.
+// DefaultUDPDelivery), letting what they send wait up to Options.PeerFlush
+// (10 ms) to leave merged, as PurrNet's client sends once per network
+// tick; the client's UDP link copies every message it receives, a cost of
+// the load, not of the relay.
 // Each sending connection has one sender goroutine, each receiving one a
 // receiver goroutine. A payload carries the sender's index and its send
 // time (monotonic nanoseconds since the run's base time; sender and

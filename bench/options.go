@@ -84,6 +84,10 @@ type Options struct {
 	// with (default DefaultUDPDelivery); WebSocket has no choice.
 	Delivery Delivery
 	method   wire.Delivery // Delivery's method, set by withDefaults
+	// PeerFlush is how long what a UDP load peer sends may wait to leave
+	// merged (client.DialOptions.UDPFlush): PurrNet's client sends once per
+	// network tick. Default DefaultPeerFlush; negative sends at once.
+	PeerFlush time.Duration
 
 	// Baseline also runs the same load shape against a plain coder/websocket
 	// echo server (over UDP: a plain UDP echo server) in its own process
@@ -236,6 +240,9 @@ func (o *Options) checkTransport() error {
 	}
 	if o.Delivery == "" {
 		o.Delivery = DefaultUDPDelivery
+	}
+	if o.PeerFlush == 0 {
+		o.PeerFlush = DefaultPeerFlush
 	}
 	m, ok := o.Delivery.method()
 	o.method = m

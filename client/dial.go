@@ -90,6 +90,10 @@ type DialOptions struct {
 	// UDPAddr overrides the UDP address (ip:port) derived from the
 	// capability; with it the capability only supplies the secret.
 	UDPAddr string
+	// UDPFlush lets what a UDP connection sends wait up to this long and
+	// leave merged in one datagram, as PurrNet's client sends once per
+	// network tick (LiteNetLib in manual mode). Zero sends at once.
+	UDPFlush time.Duration
 }
 
 // RelayURL returns the WebSocket URL PurrNet connects to for a capability:
@@ -248,7 +252,7 @@ func dialLink(ctx context.Context, c wire.Capability, room string, auth []byte, 
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("failed to connect: %w", err)
 	}
-	l, err := dialUDP(ctx, to)
+	l, err := dialUDP(ctx, to, opts.UDPFlush)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -49,7 +49,7 @@ func dialPipeUDP(ctx context.Context, addr string) (link, []byte, error) {
 	}
 	ctx, cancel := dialContext(ctx)
 	defer cancel()
-	u, err := dialUDP(ctx, to)
+	u, err := dialUDP(ctx, to, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -79,12 +79,13 @@ func udpTarget(ctx context.Context, c wire.Capability, opts *DialOptions) (netip
 
 // dialUDP connects over LiteNetLib with key "PurrNet", set up as
 // PurrTransport sets its client up (ping every 900 ms, 5 s timeout).
-func dialUDP(ctx context.Context, to netip.AddrPort) (*udpLink, error) {
+func dialUDP(ctx context.Context, to netip.AddrPort, flush time.Duration) (*udpLink, error) {
 	l := &udpLink{notify: make(chan struct{}, 1), natSig: make(chan struct{}, 1), gone: make(chan struct{})}
 	ep, p, err := litenet.Dial(ctx, to, "PurrNet", litenet.Config{
 		Handler:           l,
 		PingInterval:      udpPingEvery,
 		DisconnectTimeout: udpTimeout,
+		FlushDelay:        flush,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to connect to relay udp://%s: %w", to, err)

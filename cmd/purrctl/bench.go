@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -38,6 +39,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "mode", Value: string(bench.FanIn), Usage: "fan-in (clients to host), fan-out (host to clients) or both"},
 			&cli.StringFlag{Name: "transport", Value: "ws", Usage: "ws (WebSocket, PurrNet's WebGL builds) or udp (LiteNetLib 2.x: desktop, mobile, Editor)"},
 			&cli.StringFlag{Name: "delivery", Usage: "with --transport udp: ro (ReliableOrdered), ru (ReliableUnordered), seq (Sequenced), rs (ReliableSequenced) or unrel (Unreliable, the default)"},
+			&cli.DurationFlag{Name: "peer-flush", Value: bench.DefaultPeerFlush, Usage: "with --transport udp: how long a load peer's sends wait to leave merged, as PurrNet's client sends once per tick (0: at once)"},
 			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server (--transport udp: a plain UDP echo) and print relay/baseline ratios (with --forwarded: the same shape direct, ratios forwarded/direct)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run relay and baseline this many times, alternating, and report medians"},
 			&cli.BoolFlag{Name: "baseline-only", Usage: "run only the echo baseline"},
@@ -75,7 +77,7 @@ func runBench(c *cli.Context) error {
 		return usagef("--transport must be ws or udp")
 	}
 	o := bench.Options{
-		Transport: tr, Delivery: bench.Delivery(c.String("delivery")),
+		Transport: tr, Delivery: bench.Delivery(c.String("delivery")), PeerFlush: peerFlush(c.Duration("peer-flush")),
 		Rooms: c.Int("rooms"), Clients: c.Int("clients"), Size: c.Int("size"),
 		Rate: c.Float64("rate"), Window: c.Int("window"),
 		Duration: c.Duration("duration"), Warmup: c.Duration("warmup"),
@@ -202,3 +204,11 @@ func transportName(s bench.Shape) string {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// peerFlush is --peer-flush as bench.Options.PeerFlush: 0 means none.
+func peerFlush(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
