@@ -26,8 +26,11 @@ func (s *Server) ConsistencyCheck() error {
 			errs = append(errs, fmt.Errorf("room %q is not filed under its name", r.name))
 		}
 		r.mu.Lock()
-		if r.removed {
+		if !r.liveLocked() {
 			errs = append(errs, fmt.Errorf("room %q is removed but still in the table", r.name))
+		}
+		if (r.phase == phaseHosted) != (r.host != nil) {
+			errs = append(errs, fmt.Errorf("room %q is %v with host %v", r.name, r.phase, r.host != nil))
 		}
 		if h := r.host; h != nil {
 			if h.room != r || h.role != roleHost {

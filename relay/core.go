@@ -331,7 +331,7 @@ func (c *core) auth(cn *conn, b *buf) {
 		return
 	}
 	r.mu.Lock()
-	if r.removed || len(r.clients) >= maxRoomClients {
+	if !r.liveLocked() || len(r.clients) >= maxRoomClients {
 		r.mu.Unlock()
 		c.authFail(cn)
 		return
@@ -353,7 +353,7 @@ func (c *core) auth(cn *conn, b *buf) {
 		cn.enqueue(newFrame(wire.Authenticated), dirControl)
 	case wire.SecretEqual(a.ClientSecret, r.hostSecret) && r.host == nil:
 		cn.role, cn.room = roleHost, r
-		r.host = cn
+		r.hostArrivedLocked(cn)
 		cn.enqueue(newFrame(wire.Authenticated), dirControl)
 		if len(r.clients) > 0 {
 			// A host that logs in after clients gets every id in one packet.
@@ -420,18 +420,18 @@ func (c *core) hostLeft(cn *conn) {
 		r.mu.Unlock()
 		return
 	}
-	r.host = nil
 	var kicked []*conn
 	for _, cl := range r.clients {
 		kicked = append(kicked, cl)
 	}
 	clear(r.clients)
 	var rem wire.Removal
-	removed := len(kicked) == 0 && !r.removed
+	removed := len(kicked) == 0
 	if removed {
+		r.host = nil
 		rem = r.removeLocked()
 	} else {
-		r.hostLeft = true // vacant: published with the count change below
+		r.hostGoneLocked() // vacant: published with the count change below
 		r.changedLocked(c)
 	}
 	reason := reasonHostLeft
@@ -461,7 +461,7 @@ func (c *core) expire() {
 	now := c.clock.Now()
 	for _, r := range c.rooms.all() {
 		r.mu.Lock()
-		if r.removed || r.countLocked() > 0 || now.Sub(r.emptySince) < c.emptyTimeout {
+		if !r.liveLocked() || r.countLocked() > 0 || now.Sub(r.emptySince) < c.emptyTimeout {
 			r.mu.Unlock()
 			continue
 		}
@@ -476,7 +476,7 @@ func (c *core) expire() {
 func (c *core) removeAll() {
 	for _, r := range c.rooms.all() {
 		r.mu.Lock()
-		if r.removed {
+		if !r.liveLocked() {
 			r.mu.Unlock()
 			continue
 		}
@@ -520,7 +520,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	defer mu.Unlock()
 	if r := m[name]; r != nil {
 		r.mu.Lock()
-		if !r.removed {
+		if r.liveLocked() {
 			if allocID != "" && r.allocationID == allocID {
 				defer r.mu.Unlock()
 				return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked(), replayed: true}, nil

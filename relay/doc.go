@@ -156,7 +156,9 @@
 // room_name_taken. A draining relay still replays (the answer may have
 // been lost) but creates nothing: a new room is draining.
 //
-// A room whose host has connected and left is vacant (published with
+// A room's life is one phase (phase.go: awaiting its host, hosted,
+// vacant, removed), changed only by the named transitions there. A room
+// whose host has connected and left is vacant (published with
 // wire.Publication.Vacant). PurrNet reuses one room name per scene with a
 // fresh allocation_id on every Play, so a vacant room with no connection
 // at all is taken over by an allocation with another id: the old

@@ -179,7 +179,7 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 	defer mu.Unlock()
 	if r := m[h.Name]; r != nil {
 		r.mu.Lock()
-		live := !r.removed
+		live := r.liveLocked()
 		r.mu.Unlock()
 		if live {
 			return nil
@@ -197,7 +197,9 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 		movedFrom:    &from,
 		clients:      make(map[wire.ConnID]*conn),
 		emptySince:   c.clock.Now(),
-		hostLeft:     h.Vacant,
+	}
+	if h.Vacant {
+		r.phase = phaseVacant // its host had left at the holder
 	}
 	m[h.Name] = r
 	r.mu.Lock()
@@ -222,7 +224,7 @@ func (c *core) endIfUnconfirmed(r *room, epoch string, reason closeReason) bool 
 // endRoomIf is endRoom when cond, checked under r's lock, holds.
 func (c *core) endRoomIf(r *room, reason closeReason, cond func() bool) bool {
 	r.mu.Lock()
-	if r.removed || !cond() {
+	if !r.liveLocked() || !cond() {
 		r.mu.Unlock()
 		return false
 	}

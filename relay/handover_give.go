@@ -138,7 +138,7 @@ func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
 		return wire.HandoverResponse{}, false
 	}
 	r.mu.Lock()
-	if r.removed || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
+	if !r.liveLocked() || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
 		r.mu.Unlock()
 		return wire.HandoverResponse{}, false
 	}

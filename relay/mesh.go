@@ -149,7 +149,7 @@ func (m *mesh) local(name string) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !r.removed
+	return r.liveLocked()
 }
 
 // sameApp reports whether a holder is a machine of this relay's own app:

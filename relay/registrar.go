@@ -256,7 +256,7 @@ func publications(rooms []*room) []wire.Publication {
 	pubs := make([]wire.Publication, 0, len(rooms))
 	for _, r := range rooms {
 		r.mu.Lock()
-		if !r.removed {
+		if r.liveLocked() {
 			pubs = append(pubs, r.publicationLocked())
 		}
 		r.mu.Unlock()

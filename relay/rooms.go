@@ -22,11 +22,10 @@ type room struct {
 	allocationID string                // guarded by mu
 	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
 	confirmed    bool                  // guarded by mu; a moved room: the balancer applied its publication
-	host         *conn                 // guarded by mu; nil when no host is connected
+	phase        phase                 // guarded by mu; changed only by the transitions of phase.go
+	host         *conn                 // guarded by mu; set exactly while phase is hosted
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
-	hostLeft     bool                  // guarded by mu; a host connected and left: the room is vacant (no host)
-	removed      bool                  // guarded by mu; set once, the room is then out of the table
 }
 
 // countLocked is the room's connection count (host included, as PurrLay
@@ -42,7 +41,7 @@ func (r *room) countLocked() int {
 // changedLocked records a count change: a new revision, the empty-room
 // clock, and a prompt publication.
 func (r *room) changedLocked(c *core) {
-	if r.removed {
+	if !r.liveLocked() {
 		return
 	}
 	r.revision++
@@ -57,7 +56,7 @@ func (r *room) changedLocked(c *core) {
 // removeLocked ends the incarnation and returns its outbox entry. The
 // caller then drops it from the table (core.dropRoom) after unlocking.
 func (r *room) removeLocked() wire.Removal {
-	r.removed = true
+	r.phase = phaseRemoved
 	r.revision++
 	return wire.Removal{Name: r.name, Epoch: r.epoch, Revision: r.revision}
 }
@@ -75,11 +74,6 @@ func (r *room) publicationLocked() wire.Publication {
 		MovedFrom:    r.movedFrom,
 	}
 }
-
-// vacantLocked reports whether the room's host has left (and no new host
-// is connected). Such a room with no connection at all may be taken over by
-// a new allocation (core.allocate).
-func (r *room) vacantLocked() bool { return r.hostLeft && r.host == nil }
 
 const numShards = 32
 
