@@ -84,6 +84,7 @@ func (c Config) withDefaults() (Config, error) {
 	orDefault(&c.MaxMessage, DefaultMaxMessage)
 	orDefault(&c.ReplyRate, DefaultReplyRate)
 	orDefault(&c.Sockets, 1)
+	c.FlushDelay = max(c.FlushDelay, 0)
 	if c.MaxMessage > pktClasses[len(pktClasses)-1] {
 		return c, fmt.Errorf("litenet: MaxMessage %d is over %d", c.MaxMessage, pktClasses[len(pktClasses)-1])
 	}
@@ -105,14 +106,17 @@ func orDefault[T int | time.Duration](v *T, def T) {
 type Handler interface {
 	// Connected: a new peer sent its first packet after its connect request
 	// was accepted (a client: the server accepted). Returning false refuses
-	// it: it is disconnected at once, and nothing more (no Receive, no
-	// Disconnected) is called for it.
+	// it: it is disconnected at once, and nothing more (no Receive, Flush
+	// or Disconnected) is called for it.
 	Connected(p *Peer) bool
 	// Receive: one message; data is valid only during the call.
 	Receive(p *Peer, m Method, data []byte)
 	// Flush runs when the peer was woken by Peer.Wake (or window space
 	// freed after a Flush that left data behind): the handler may Send
-	// now. It reports whether it left data behind.
+	// now. It reports whether it left data behind because the peer's
+	// Backlog was at the handler's limit; it is then called again when
+	// window space frees or the queue empties (so "more" with nothing
+	// queued would call it again and again).
 	Flush(p *Peer) (more bool)
 	// Disconnected: the peer is gone (or going: its Disconnect is being
 	// repeated); nothing more is delivered.
@@ -323,8 +327,14 @@ func (e *Endpoint) closeSockets() {
 func (e *Endpoint) connected(p *Peer) {
 	p.up = true
 	if !e.h.Connected(p) {
+		// Disconnect at once, and never a Handler call again: not even
+		// Flush (the handler keeps nothing for it, maybe not even Tag).
 		p.up, p.notified = false, true
-		p.Close(false)
+		p.refused.Store(true)
+		p.mu.Lock()
+		p.shutdownLocked(e.now(), ReasonClosed)
+		p.mu.Unlock()
+		p.wake()
 	}
 	p.signalReadyLocked()
 }

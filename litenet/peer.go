@@ -103,6 +103,7 @@ type Peer struct {
 	appWake   atomic.Bool
 	wantMore  atomic.Bool
 	inFlush   atomic.Bool // Handler.Flush is running: Send does not wake
+	refused   atomic.Bool // Handler.Connected refused the peer: no Handler call again
 
 	// Timer wheel links: guarded by the socket's flushMu.
 	wheelSlot            int32

@@ -175,7 +175,9 @@ func (s *socket) flushLoop() {
 		s.tell(left)
 		t.Stop()
 		if wake != math.MaxInt64 {
-			t.Reset(time.Duration(wake - now))
+			// From the time now, not the flush's: a long flush (or
+			// Disconnected calls) does not push the next wake-up back.
+			t.Reset(time.Duration(max(wake-s.e.now(), 0)))
 		}
 	}
 }
@@ -225,7 +227,7 @@ func (s *socket) flushLocked(now int64, dst []gone) []gone {
 
 // flushPeer runs Handler.Flush when asked, then emits what p owes.
 func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
-	if p.appWake.Swap(false) {
+	if p.appWake.Swap(false) && !p.refused.Load() {
 		p.inFlush.Store(true)
 		more := s.e.h.Flush(p)
 		p.inFlush.Store(false)

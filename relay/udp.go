@@ -65,6 +65,8 @@ type udpTransport struct {
 type udpMetrics struct {
 	upgraded prometheus.Counter // reliable frames too long for their method, sent ReliableOrdered
 	early    prometheus.Counter // frames that waited for a routed authentication
+
+	registered []prometheus.Collector // static after startUDP: what it registered
 }
 
 // startUDP binds the LiteNetLib socket (UDPHost:UDPPortV2).
@@ -94,6 +96,7 @@ func (s *Server) startUDP() error {
 		Sockets:           s.opts.UDPSockets,
 	})
 	if err != nil {
+		m.unregister(s.opts.Metrics)
 		return fmt.Errorf("failed to listen on the UDP port: %w", err)
 	}
 	u.ep.Store(ep)
@@ -146,10 +149,21 @@ func newUDPMetrics(reg prometheus.Registerer, stats func() litenet.Stats) (*udpM
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
+			m.unregister(reg)
 			return nil, fmt.Errorf("failed to register relay UDP metrics: %w", err)
 		}
+		m.registered = append(m.registered, c)
 	}
 	return m, nil
+}
+
+// unregister takes the collectors out again (the socket could not be
+// bound: a later Start registers them anew).
+func (m *udpMetrics) unregister(reg prometheus.Registerer) {
+	for _, c := range m.registered {
+		reg.Unregister(c)
+	}
+	m.registered = nil
 }
 
 // Connected: a LiteNetLib peer proved itself; it becomes a conn, bound
@@ -177,7 +191,10 @@ func (u *udpTransport) Receive(p *litenet.Peer, m litenet.Method, data []byte) {
 }
 
 // Flush pulls the peer's queued frames into LiteNetLib.
-func (u *udpTransport) Flush(p *litenet.Peer) bool { return p.Tag.(*udpConn).flush() }
+func (u *udpTransport) Flush(p *litenet.Peer) bool {
+	uc, ok := p.Tag.(*udpConn)
+	return ok && uc.flush()
+}
 
 // Disconnected ends the peer's conn.
 func (u *udpTransport) Disconnected(p *litenet.Peer, why litenet.Reason) {

@@ -1,0 +1,55 @@
+package relay
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/litenet"
+)
+
+// A relay that is closing (finish set s.closed; the UDP endpoint is
+// closed only after waitSessions) refuses a new UDP peer in Connected.
+// litenet then closes the peer with p.Close(false), which calls p.Wake:
+// the flusher calls Handler.Flush on it, and udpTransport.Flush asserts
+// p.Tag.(*udpConn) on a nil Tag: the relay process panics.
+func TestUDPPeerRefusedWhileClosing(t *testing.T) {
+	s := startRelay(t, Options{})
+	s.mu.Lock()
+	s.closed = true // as finish does before it waits for the sessions
+	s.mu.Unlock()
+	t.Cleanup(func() { s.mu.Lock(); s.closed = false; s.mu.Unlock() })
+	pr := &probe{done: make(chan litenet.Reason, 1)}
+	ep, _, err := litenet.Dial(tctx(t), netip.MustParseAddrPort(s.UDPAddr()), "PurrNet",
+		litenet.Config{Handler: pr, PingInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	select {
+	case why := <-pr.done:
+		if why != litenet.ReasonRemote {
+			t.Fatalf("refused peer ended %v, want the relay's Disconnect", why)
+		}
+	case <-tctx(t).Done():
+		t.Fatal("the refused peer was never disconnected")
+	}
+}
+
+// A relay whose UDP port is taken fails to start, and says so each time:
+// the UDP metrics it registered before binding are taken out again, so a
+// second Start does not fail on a duplicate registration instead.
+func TestUDPBindFailureUnregistersMetrics(t *testing.T) {
+	taken := startRelay(t, Options{})
+	s, err := New(Options{Secret: testSecret, ListenHost: "127.0.0.1", UDPPortV2: udpPortOf(t, taken), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		err := s.Start()
+		if err == nil || !strings.Contains(err.Error(), "UDP port") {
+			t.Fatalf("start %d: %v, want the UDP port's error", i, err)
+		}
+	}
+}
