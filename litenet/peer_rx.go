@@ -143,7 +143,9 @@ func (p *Peer) packet(rx *rx, b []byte) {
 		case ReliableOrdered, ReliableUnordered:
 			if c := p.relChannel(id, false); c != nil && c.ack(b) {
 				rx.freed = true
-				rx.flush = rx.flush || c.queue.len() > 0 // queued messages can enter the window now
+				// Queued messages can enter the window now, and a closing
+				// peer may be drained: its Disconnect goes at once.
+				rx.flush = rx.flush || c.queue.len() > 0 || p.state == stateClosing
 			}
 		case ReliableSequenced:
 			if len(b) == seqAckSize && p.rs != nil {

@@ -96,3 +96,23 @@ func waitDatagramsIn(t *testing.T, e *Endpoint, n uint64) {
 		runtime.Gosched()
 	}
 }
+
+// A graceful close sends its Disconnect as soon as the last ack drains the
+// peer, not at the peer's next timer (on this frozen clock: never).
+func TestGracefulCloseDisconnectsOnLastAck(t *testing.T) {
+	clk := fakeClock()
+	srv := newRecorder(false)
+	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Hour})
+	raw, p := connectRaw(t, e, srv, 10)
+	if err := p.Send(ReliableOrdered, []byte("last words")); err != nil {
+		t.Fatal(err)
+	}
+	nextOf(t, raw, PropReliableMerged)
+	p.Close(true)
+	ack := make([]byte, ackPacketSize)
+	ack[0], ack[3], ack[4] = byte(PropAck), byte(ReliableOrdered), 1 // sequence 0 received
+	raw.send(ack)
+	if d := nextOf(t, raw, PropDisconnect); !bytes.Equal(d, AppendDisconnect(nil, 0, 10)) {
+		t.Fatalf("disconnect %x", d)
+	}
+}
