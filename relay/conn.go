@@ -63,12 +63,14 @@ const (
 	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
 	reasonRoomGone                  // the room ended here: the balancer gave its name to another incarnation (1012)
 	reasonPeerTimeout               // UDP: nothing heard from the peer within the UDP timeout
+	reasonMigrated                  // a claim moved the room to a new generation: every old socket goes
+	reasonRejoin                    // isolated during a migration lease: the host activated, reconnect to it
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "text_frame",
 	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
-	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout"}
+	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout", "migrated", "rejoin"}
 
 func (r closeReason) String() string { return reasonNames[r] }
 
@@ -140,6 +142,9 @@ type conn struct {
 	// nat is written once by the reader at authentication: the peer asked
 	// for NAT introduction ({"nat":true}); read under room.mu.
 	nat bool
+	// isolated is guarded by room.mu: a client that joined during a
+	// migration lease, not exposed to the provisional host (migration.go).
+	isolated bool
 
 	// link is static: true for the upstream side of a forwarded connection
 	// (forward.go), a queue and writer toward the holder machine that is no

@@ -12,6 +12,9 @@ import (
 //   - every room in the table is not removed and is filed under its name;
 //   - a room's host and clients point back at the room with the right role,
 //     are open connections, and the host is not also a client;
+//   - its phase agrees with its host (hosted has one; only hosted, pending
+//     and expired may), isolated clients exist only during a lease, and
+//     the lane is one of the clients;
 //   - every pipe peer is an open connection with the pipe role;
 //   - the room and connection counters match the tables.
 func (s *Server) ConsistencyCheck() error {
@@ -29,8 +32,19 @@ func (s *Server) ConsistencyCheck() error {
 		if !r.liveLocked() {
 			errs = append(errs, fmt.Errorf("room %q is removed but still in the table", r.name))
 		}
-		if (r.phase == phaseHosted) != (r.host != nil) {
+		switch {
+		case r.phase == phaseHosted && r.host == nil,
+			r.host != nil && r.phase != phaseHosted && r.phase != phasePending && r.phase != phaseExpired:
 			errs = append(errs, fmt.Errorf("room %q is %v with host %v", r.name, r.phase, r.host != nil))
+		case len(r.mig.isolated) > 0 && !r.isolatingLocked():
+			errs = append(errs, fmt.Errorf("room %q is %v with isolated clients", r.name, r.phase))
+		case r.mig.lane != nil && r.clients[r.mig.lane.id] != r.mig.lane:
+			errs = append(errs, fmt.Errorf("room %q: its lane client is not one of its clients", r.name))
+		}
+		for id, cl := range r.mig.isolated {
+			if cl.id != id || cl.room != r || cl.role != roleClient || !cl.isolated || c.conns.get(id) != cl {
+				errs = append(errs, fmt.Errorf("room %q: isolated client %d does not point back", r.name, id))
+			}
 		}
 		if h := r.host; h != nil {
 			if h.room != r || h.role != roleHost {

@@ -42,6 +42,10 @@ type core struct {
 	emptyTimeout time.Duration
 	slowTimeout  time.Duration
 	closeGrace   time.Duration // static: a graceful close drops the transport if it has not ended by then (tests shorten it)
+	// activationLease and grantLifetime are host migration's lease and
+	// grant lifetime (migration.go); static after construction.
+	activationLease time.Duration
+	grantLifetime   time.Duration
 
 	nextID   atomic.Uint32
 	rooms    roomTable
@@ -74,6 +78,9 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 		slowTimeout:  DefaultSlowReceiverTimeout,
 		closeGrace:   closeGrace,
 		idle:         make(chan struct{}, 1),
+
+		activationLease: DefaultActivationLease,
+		grantLifetime:   DefaultGrantLifetime,
 	}
 	c.rooms.init()
 	c.pipes.init()
@@ -180,16 +187,20 @@ func (c *core) fromClient(cn *conn, b *buf) {
 	r := cn.room
 	r.mu.Lock()
 	h, gone := r.host, cn.closing.Load()
-	if h != nil && !gone {
+	if h != nil && !gone && !cn.isolated {
 		h.enqueue(b, dirToHost)
 		r.mu.Unlock()
 		return
 	}
+	isolated := cn.isolated
 	r.mu.Unlock()
 	putBuf(b)
-	if gone {
+	switch {
+	case gone:
 		c.m.drop(dropSenderClosed)
-	} else {
+	case isolated:
+		c.m.drop(dropIsolated)
+	default:
 		c.m.drop(dropNoHost)
 	}
 }
@@ -331,7 +342,8 @@ func (c *core) auth(cn *conn, b *buf) {
 		return
 	}
 	r.mu.Lock()
-	if !r.liveLocked() || len(r.clients) >= maxRoomClients {
+	r.tickLocked(c.clock.Now())
+	if !r.liveLocked() || len(r.clients)+len(r.mig.isolated) >= maxRoomClients {
 		r.mu.Unlock()
 		c.authFail(cn)
 		return
@@ -340,6 +352,16 @@ func (c *core) auth(cn *conn, b *buf) {
 	switch {
 	case wire.SecretEqual(a.ClientSecret, r.clientSecret):
 		cn.role, cn.room = roleClient, r
+		if r.isolatingLocked() {
+			// A migration lease: only the promoted player's listen-client
+			// reaches the provisional host (migration.go).
+			if !r.laneLocked(a) {
+				r.isolateLocked(cn)
+				cn.enqueue(newFrame(wire.Authenticated), dirControl)
+				break
+			}
+			r.mig.lane = cn
+		}
 		r.clients[cn.id] = cn
 		if r.host != nil {
 			// NAT introduction first on both sides (PurrLay's order): the
@@ -351,7 +373,8 @@ func (c *core) auth(cn *conn, b *buf) {
 			r.host.enqueue(f, dirControl)
 		}
 		cn.enqueue(newFrame(wire.Authenticated), dirControl)
-	case wire.SecretEqual(a.ClientSecret, r.hostSecret) && r.host == nil:
+	case wire.SecretEqual(a.ClientSecret, r.hostSecret) && r.hostMayConnectLocked():
+		// The host credential is single-activation: spent by this socket.
 		cn.role, cn.room = roleHost, r
 		r.hostArrivedLocked(cn)
 		cn.enqueue(newFrame(wire.Authenticated), dirControl)
@@ -367,7 +390,8 @@ func (c *core) auth(cn *conn, b *buf) {
 			cn.enqueue(f, dirControl)
 		}
 	default:
-		// Wrong secret, or a second host for the room.
+		// Wrong secret, a second host for the room, or a host credential
+		// already spent (or expired with its lease).
 		r.mu.Unlock()
 		c.authFail(cn)
 		return
@@ -392,8 +416,16 @@ func (c *core) leave(cn *conn) {
 	case roleClient:
 		r := cn.room
 		r.mu.Lock()
-		if r.clients[cn.id] == cn {
+		switch {
+		case r.clients[cn.id] == cn:
+			if r.mig.lane == cn {
+				r.mig.lane = nil
+			}
 			c.removeClientLocked(r, cn)
+		case r.mig.isolated[cn.id] == cn:
+			delete(r.mig.isolated, cn.id)
+			cn.isolated = false
+			r.changedLocked(c)
 		}
 		r.mu.Unlock()
 	case roleHost:
@@ -410,9 +442,10 @@ func (c *core) leave(cn *conn) {
 	}
 }
 
-// hostLeft disconnects every client of the host's room. A room that had
-// clients stays, count 0, so that one of them can claim it later (host
-// migration); an otherwise empty room is removed at once.
+// hostLeft disconnects every client of the host's room (the provisional
+// host's too). A room that had clients, or whose game has migrated
+// before, stays, count 0 and vacant, so that one of them can claim it
+// (host migration); an otherwise empty room is removed at once.
 func (c *core) hostLeft(cn *conn) {
 	r := cn.room
 	r.mu.Lock()
@@ -420,13 +453,9 @@ func (c *core) hostLeft(cn *conn) {
 		r.mu.Unlock()
 		return
 	}
-	var kicked []*conn
-	for _, cl := range r.clients {
-		kicked = append(kicked, cl)
-	}
-	clear(r.clients)
+	kicked := r.takeClientsLocked(nil)
 	var rem wire.Removal
-	removed := len(kicked) == 0
+	removed := len(kicked) == 0 && r.mig.generation == 0
 	if removed {
 		r.host = nil
 		rem = r.removeLocked()
@@ -552,6 +581,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	}
 	r := &room{
 		name:         name,
+		incarnation:  randomHex(12),
 		epoch:        randomHex(16),
 		revision:     1,
 		hostSecret:   randomHex(16),
@@ -559,6 +589,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 		allocationID: allocID,
 		clients:      make(map[wire.ConnID]*conn),
 		emptySince:   c.clock.Now(),
+		mig:          migState{fence: randomHex(16)},
 	}
 	m[name] = r
 	c.rooms.n.Add(1)

@@ -187,8 +187,13 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 	} else {
 		c.rooms.n.Add(1)
 	}
+	inc := h.Incarnation
+	if inc == "" {
+		inc = randomHex(12) // a holder from before host migration
+	}
 	r := &room{
 		name:         h.Name,
+		incarnation:  inc,
 		epoch:        randomHex(16),
 		revision:     1,
 		hostSecret:   h.HostSecret,
@@ -197,6 +202,7 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 		movedFrom:    &from,
 		clients:      make(map[wire.ConnID]*conn),
 		emptySince:   c.clock.Now(),
+		mig:          migState{fence: randomHex(16)},
 	}
 	if h.Vacant {
 		r.phase = phaseVacant // its host had left at the holder
@@ -228,15 +234,7 @@ func (c *core) endRoomIf(r *room, reason closeReason, cond func() bool) bool {
 		r.mu.Unlock()
 		return false
 	}
-	conns := make([]*conn, 0, r.countLocked())
-	if r.host != nil {
-		conns = append(conns, r.host)
-	}
-	for _, cl := range r.clients {
-		conns = append(conns, cl)
-	}
-	r.host = nil
-	clear(r.clients)
+	conns := r.takeConnsLocked()
 	rem := r.removeLocked()
 	// Closed under the lock: none of them can forward another packet.
 	for _, cn := range conns {

@@ -138,7 +138,9 @@ func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
 		return wire.HandoverResponse{}, false
 	}
 	r.mu.Lock()
-	if !r.liveLocked() || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
+	// Only a room still awaiting its allocation's host moves: a hosted or
+	// migrated one keeps its migration state where it is.
+	if r.phase != phaseAwaiting || r.mig.generation != 0 || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
 		r.mu.Unlock()
 		return wire.HandoverResponse{}, false
 	}
@@ -147,7 +149,7 @@ func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
 		HostSecret:   r.hostSecret,
 		ClientSecret: r.clientSecret,
 		AllocationID: r.allocationID,
-		Vacant:       r.vacantLocked(),
+		Incarnation:  r.incarnation,
 		From:         wire.Incarnation{Epoch: r.epoch},
 	}
 	rem := r.removeLocked()

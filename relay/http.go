@@ -26,6 +26,9 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
 	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
 	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))
+	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
+		mux.Handle(op.RelayPath(), s.migrationHandler(op))
+	}
 	// Open on the private network (Fly's scraper, flysim, local runs); the
 	// operator's secret through Fly's public proxy.
 	metrics := wire.PrivateOrOperator(s.opts.Secret, promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
@@ -115,19 +118,24 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.m.allocations.WithLabelValues(result).Inc()
 	wire.WriteJSON(w, http.StatusOK, wire.RelayAllocation{
-		Capability: wire.Capability{
-			Host:      s.opts.PublicHost,
-			Secret:    a.hostSecret,
-			Port:      s.advertisedWSPort,
-			UDPPort:   s.opts.UDPPort,
-			UDPPortV2: s.advertisedUDPPortV2,
-			SSL:       s.opts.SSL,
-		},
+		Capability:  s.capability(a.hostSecret),
 		Publication: a.pub,
 		BootID:      s.opts.BootID,
 		Replayed:    a.replayed,
 	})
 	return nil
+}
+
+// capability is this relay's connection fields with secret.
+func (s *Server) capability(secret string) wire.Capability {
+	return wire.Capability{
+		Host:      s.opts.PublicHost,
+		Secret:    secret,
+		Port:      s.advertisedWSPort,
+		UDPPort:   s.opts.UDPPort,
+		UDPPortV2: s.advertisedUDPPortV2,
+		SSL:       s.opts.SSL,
+	}
 }
 
 func errCode(err error) string {

@@ -13,6 +13,7 @@ const (
 	dropReceiverClosed = "receiver_closed"  // the receiver was already closing
 	dropSmallClient    = "small_client"     // a client packet of one byte or less
 	dropNoHost         = "no_host"          // a client packet while the room has no host
+	dropIsolated       = "isolated"         // a client packet during a migration lease, not the promoted host's lane
 	dropBadTarget      = "bad_target"       // SEND_ONE/KICK/pipe target not found (or not in the room)
 	dropEmptyPayload   = "empty_payload"    // SEND_ONE or pipe packet with nothing to deliver
 	dropEmpty          = "empty_packet"     // a host packet of zero bytes
@@ -27,7 +28,7 @@ const (
 	dropTooLargeForUDP  = "too_large_for_udp" // an unreliable frame longer than one LiteNetLib packet
 )
 
-var dropReasons = []string{dropQueueOverflow, dropReceiverClosed, dropSmallClient, dropNoHost,
+var dropReasons = []string{dropQueueOverflow, dropReceiverClosed, dropSmallClient, dropNoHost, dropIsolated,
 	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed, dropTooLargeForHost,
 	dropBadMethod, dropTooLargeForUDP}
 
@@ -54,6 +55,7 @@ type metrics struct {
 
 	authOK, authFailed prometheus.Counter
 	allocations        *prometheus.CounterVec // {result}
+	migrations         *prometheus.CounterVec // {op,result}
 	balancerReqs       *prometheus.CounterVec // {op,result}
 	publications       *prometheus.CounterVec // {status}
 	removals           *prometheus.CounterVec // {status}
@@ -86,6 +88,10 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Name: "purrfly_relay_allocations_total",
 		Help: "Room allocation requests, by result.",
 	}, []string{"result"})
+	m.migrations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_migration_requests_total",
+		Help: "Host migration calls, by operation and result (ok, or the error code).",
+	}, []string{"op", "result"})
 	m.balancerReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "purrfly_relay_balancer_requests_total",
 		Help: "Requests to the balancer, by operation and result.",
@@ -110,7 +116,7 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Name: "purrfly_relay_rooms",
 		Help: "Rooms held by this relay.",
 	}, rooms)
-	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, m.allocations,
+	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, m.allocations, m.migrations,
 		m.balancerReqs, m.publications, m.removals, m.outbox, connG, roomG} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay metrics: %w", err)

@@ -89,8 +89,15 @@ type Options struct {
 
 	HeartbeatInterval time.Duration // default 30s
 	EmptyRoomTimeout  time.Duration // default 300s
-	DrainTimeout      time.Duration // default 25s; negative = do not wait
-	RequestTimeout    time.Duration // default 5s, every call to the balancer
+	// ActivationLease is host migration's fixed activation lease from a
+	// claim (MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS, default 60s); it
+	// must exceed PurrNet's transition timeout plus HTTP, network and
+	// scheduling margin. GrantLifetime is a host's handoff grant's
+	// (MIGRATION_GRANT_TIMEOUT_SECONDS, default 30s).
+	ActivationLease time.Duration
+	GrantLifetime   time.Duration
+	DrainTimeout    time.Duration // default 25s; negative = do not wait
+	RequestTimeout  time.Duration // default 5s, every call to the balancer
 
 	Router Router      // nil = serve everything here
 	Clock  clock.Clock // nil = clock.Real
@@ -165,6 +172,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.ActivationLease <= 0 {
+		o.ActivationLease = DefaultActivationLease
+	}
+	if o.GrantLifetime <= 0 {
+		o.GrantLifetime = DefaultGrantLifetime
 	}
 	if o.EmptyRoomTimeout <= 0 {
 		o.EmptyRoomTimeout = DefaultEmptyRoomTimeout

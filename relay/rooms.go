@@ -12,7 +12,8 @@ import (
 // room is one room incarnation. Its fields are guarded by mu except the
 // static ones; no lock is held across I/O (enqueue is not I/O).
 type room struct {
-	name string // static
+	name        string // static
+	incarnation string // static: opaque, new for every allocation (and reuse of the name)
 
 	mu           sync.Mutex
 	epoch        string                // guarded by mu; fixed for the incarnation
@@ -24,14 +25,15 @@ type room struct {
 	confirmed    bool                  // guarded by mu; a moved room: the balancer applied its publication
 	phase        phase                 // guarded by mu; changed only by the transitions of phase.go
 	host         *conn                 // guarded by mu; set exactly while phase is hosted
-	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer
+	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer the host sees
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
+	mig          migState              // guarded by mu; host migration (migration.go)
 }
 
 // countLocked is the room's connection count (host included, as PurrLay
 // counts it).
 func (r *room) countLocked() int {
-	n := len(r.clients)
+	n := len(r.clients) + len(r.mig.isolated)
 	if r.host != nil {
 		n++
 	}

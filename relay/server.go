@@ -84,6 +84,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.core.m = s.m
 	s.core.emptyTimeout = o.EmptyRoomTimeout
+	s.core.activationLease, s.core.grantLifetime = o.ActivationLease, o.GrantLifetime
 	if o.BalancerURL != "" {
 		s.reg = newRegistrar(s)
 		s.core.notify = s.reg

@@ -360,6 +360,10 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 		return websocket.StatusServiceRestart, "relay restarting"
 	case reasonRoomGone:
 		return websocket.StatusServiceRestart, "room moved"
+	case reasonMigrated:
+		return websocket.StatusNormalClosure, "host migrated"
+	case reasonRejoin:
+		return websocket.StatusServiceRestart, "host ready, reconnect"
 	case reasonSlowReceiver, reasonQueueOverflow:
 		return websocket.StatusPolicyViolation, "too slow"
 	}
@@ -370,7 +374,7 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 // wrote there) back to the core's reason, for the forwarded peer.
 func reasonOfClose(code websocket.StatusCode, text string) closeReason {
 	for _, r := range [...]closeReason{reasonAuthFailed, reasonTextFrame, reasonTooBig, reasonKicked,
-		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver} {
+		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin} {
 		if c, t := r.wsCode(); c == code && t == text {
 			return r
 		}

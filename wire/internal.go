@@ -210,12 +210,15 @@ type HandoverRequest struct {
 // HandoverResponse carries a handed-over room's credentials and the
 // incarnation that ended on the holder.
 type HandoverResponse struct {
-	Name         string      `json:"name"`
-	HostSecret   string      `json:"hostSecret"`
-	ClientSecret string      `json:"clientSecret"`
-	AllocationID string      `json:"allocationId,omitempty"`
-	Vacant       bool        `json:"vacant,omitempty"`
-	From         Incarnation `json:"from"`
+	Name         string `json:"name"`
+	HostSecret   string `json:"hostSecret"`
+	ClientSecret string `json:"clientSecret"`
+	AllocationID string `json:"allocationId,omitempty"`
+	Vacant       bool   `json:"vacant,omitempty"` // from holders before host migration; now never set
+	// Incarnation is the game session's id (host migration): a moved room
+	// is the same session on another machine. Empty from older holders.
+	Incarnation string      `json:"incarnation,omitempty"`
+	From        Incarnation `json:"from"`
 }
 
 // PublishRequest carries publications of one relay boot.

@@ -1,0 +1,361 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Host migration, as the seed specifies it (wire/migration.go lists the
+// calls). A room incarnation is one game session: its incarnation id is
+// new for every allocation (and every reuse of the name), its generation
+// starts at 0 and grows by one with every claim. The client credential is
+// the session's membership and never changes within the incarnation; the
+// host credential rotates with every claim and is single-activation (the
+// first host socket that authenticates with it spends it, so no second
+// host connection can ever use it). A claim also rotates the fencing
+// token, records the promoted player and starts the activation lease,
+// and closes every socket of the old generation, so that even a peer that
+// missed the game's own COMMIT message observes host loss and recovers.
+//
+// Everything below runs under the room's lock, and every call reads the
+// phase after tickLocked (the lease is checked against the injected
+// clock, never a timer), after checking the balancer's route snapshot:
+// the incarnation the balancer routed to (epoch) must be this one and its
+// revision must not be newer than ours (a locally newer count is benign).
+//
+// During the lease the promoted host's socket is provisional (phase
+// pending, room.host set) and the room is a closed lane: only the promoted
+// player's own listen-client (the one that authenticates with
+// provisionalHostSecret equal to the claimed host credential, at most one)
+// talks to it; every other client that joins is isolated (authenticated,
+// not announced to the host, its packets dropped) and is closed at
+// activation, to reconnect through the normal path to the active host.
+
+// Migration defaults (MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS and
+// MIGRATION_GRANT_TIMEOUT_SECONDS).
+const (
+	DefaultActivationLease = 60 * time.Second
+	DefaultGrantLifetime   = 30 * time.Second
+)
+
+// migState is a room incarnation's migration state; guarded by room.mu.
+type migState struct {
+	generation  uint64
+	fence       string      // the current generation's fencing token
+	promoted    string      // the player the last claim promoted ("" at generation 0)
+	claim       claimRecord // the claim that made this generation (zero at 0)
+	claimedAt   time.Time
+	leaseUntil  time.Time // the activation deadline of the current claim
+	activatedAt time.Time // zero until the promoted host activated
+	hostUsed    bool      // a host socket spent the current host credential
+	grant       migGrant  // the live host's current grant (zero: none)
+	// isolated are the clients that joined during the lease (pending or
+	// expired), apart from the lane; lane is the promoted player's own
+	// listen-client, which is also in room.clients.
+	isolated map[wire.ConnID]*conn
+	lane     *conn
+}
+
+// claimRecord is what a claim (or a grant) is bound to.
+type claimRecord struct {
+	id, incarnation, promoted string
+	from                      uint64 // the generation it claimed from
+}
+
+func recordOf(req wire.MigrationRequest) claimRecord {
+	return claimRecord{id: req.ClaimID, incarnation: req.Incarnation, promoted: req.PromotedPlayerID, from: req.ExpectedGeneration}
+}
+
+// migGrant is a one-time grant the live host created for one claim.
+type migGrant struct {
+	token   string
+	claim   claimRecord
+	expires time.Time
+}
+
+// route is the balancer's snapshot of a room's route.
+type route struct {
+	epoch    string
+	revision uint64
+}
+
+// migrationRoom returns the live room name, locked and ticked, after
+// checking the route snapshot. The caller unlocks.
+func (c *core) migrationRoom(name string, rt route) (*room, time.Time, error) {
+	r := c.rooms.get(name)
+	if r == nil {
+		return nil, time.Time{}, wire.ErrRoomNotFound
+	}
+	r.mu.Lock()
+	now := c.clock.Now()
+	switch {
+	case !r.liveLocked():
+		r.mu.Unlock()
+		return nil, now, wire.ErrRoomNotFound
+	case rt.epoch != r.epoch || rt.revision > r.revision:
+		r.mu.Unlock()
+		return nil, now, wire.ErrRouteChanged
+	}
+	r.tickLocked(now)
+	return r, now, nil
+}
+
+// stateLocked is the room's migration metadata (no connection fields).
+func (r *room) stateLocked() wire.MigrationState {
+	m := &r.mig
+	s := wire.MigrationState{
+		RoomName:         r.name,
+		Incarnation:      r.incarnation,
+		Generation:       m.generation,
+		FencingToken:     m.fence,
+		PromotedPlayerID: m.promoted,
+		ClaimedAt:        wire.FormatTime(m.claimedAt),
+		HostPhase:        r.phase.hostPhase(),
+		HostActive:       r.phase == phaseHosted,
+		ClaimPending:     r.phase == phasePending,
+		ActivatedAt:      wire.FormatTime(m.activatedAt),
+	}
+	if r.phase == phasePending {
+		s.ActivationExpiresAt = wire.FormatTime(m.leaseUntil)
+	}
+	return s
+}
+
+// migrationCurrent answers /migration/current: metadata for a holder of
+// the client or the host credential.
+func (c *core) migrationCurrent(req wire.MigrationRequest, rt route) (wire.MigrationState, error) {
+	r, _, err := c.migrationRoom(req.Name, rt)
+	if err != nil {
+		return wire.MigrationState{}, err
+	}
+	defer r.mu.Unlock()
+	if !wire.SecretEqual(req.Secret, r.clientSecret) && !wire.SecretEqual(req.Secret, r.hostSecret) {
+		return wire.MigrationState{}, wire.ErrInvalidCredential
+	}
+	return r.stateLocked(), nil
+}
+
+// checkTupleLocked checks a claim tuple against the room: incarnation,
+// then generation.
+func (r *room) checkTupleLocked(req wire.MigrationRequest) error {
+	switch {
+	case req.Incarnation != r.incarnation:
+		return wire.ErrIncarnationChanged
+	case req.ExpectedGeneration != r.mig.generation:
+		return wire.ErrGenerationMismatch
+	}
+	return nil
+}
+
+// authorize answers /migration/authorize: the live host creates a
+// one-time grant for one claim. The exact retry of an unexpired grant
+// answers the same grant and expiry; anything else replaces it.
+func (c *core) authorize(req wire.MigrationRequest, rt route) (wire.MigrationGrant, error) {
+	r, now, err := c.migrationRoom(req.Name, rt)
+	if err != nil {
+		return wire.MigrationGrant{}, err
+	}
+	defer r.mu.Unlock()
+	switch {
+	case !wire.SecretEqual(req.Secret, r.hostSecret):
+		return wire.MigrationGrant{}, wire.ErrInvalidHostCred
+	case r.phase != phaseHosted:
+		return wire.MigrationGrant{}, wire.ErrHostNotLive
+	}
+	if err := r.checkTupleLocked(req); err != nil {
+		return wire.MigrationGrant{}, err
+	}
+	g := &r.mig.grant
+	if rec := recordOf(req); g.token == "" || g.claim != rec || !now.Before(g.expires) {
+		*g = migGrant{token: randomHex(16), claim: rec, expires: now.Add(c.grantLifetime)}
+	}
+	return wire.MigrationGrant{
+		Grant:            g.token,
+		ClaimID:          g.claim.id,
+		Incarnation:      r.incarnation,
+		Generation:       r.mig.generation,
+		PromotedPlayerID: g.claim.promoted,
+		ExpiresAt:        wire.FormatTime(g.expires),
+	}, nil
+}
+
+// claim answers /migration/claim (see the package comment above and the
+// seed): the client credential and the exact tuple; a grant while the
+// host is live. It returns the answer without the connection fields.
+func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, error) {
+	r, now, err := c.migrationRoom(req.Name, rt)
+	if err != nil {
+		return wire.MigrationClaim{}, err
+	}
+	defer r.mu.Unlock()
+	if !wire.SecretEqual(req.Secret, r.clientSecret) {
+		return wire.MigrationClaim{}, wire.ErrInvalidClientCred
+	}
+	m := &r.mig
+	rec := recordOf(req)
+	if m.generation > 0 && m.claim.id == rec.id {
+		// A retry of the claim that made this generation, or a misuse of
+		// its id.
+		if m.claim != rec {
+			return wire.MigrationClaim{}, wire.ErrClaimIDConflict
+		}
+		if r.phase == phasePending || !m.activatedAt.IsZero() {
+			return r.claimAnswerLocked(rec, true), nil
+		}
+		return wire.MigrationClaim{}, wire.ErrHostActivationExpired
+	}
+	if err := r.checkTupleLocked(req); err != nil {
+		return wire.MigrationClaim{}, err
+	}
+	if !r.claimableLocked() {
+		return wire.MigrationClaim{}, wire.ErrHostActivationPending
+	}
+	if r.phase == phaseHosted {
+		// The old host is live: only its grant for exactly this claim.
+		g := m.grant
+		switch {
+		case req.Grant == "":
+			return wire.MigrationClaim{}, wire.ErrGrantRequired
+		case g.token == "" || !wire.SecretEqual(req.Grant, g.token) || g.claim != rec || !now.Before(g.expires):
+			return wire.MigrationClaim{}, wire.ErrGrantInvalid
+		}
+	}
+	// Commit: the next generation, its credential and fence, the lease,
+	// and every old-generation socket closed.
+	old := r.takeConnsLocked()
+	m.generation++
+	r.hostSecret = randomHex(16)
+	m.fence = randomHex(16)
+	m.promoted = rec.promoted
+	m.claim = rec
+	m.claimedAt = now
+	m.activatedAt = time.Time{}
+	m.hostUsed = false
+	m.grant = migGrant{}
+	r.claimedLocked(now, c.activationLease)
+	for _, cn := range old {
+		cn.close(reasonMigrated)
+	}
+	r.changedLocked(c)
+	c.log.Info("room claimed", "room", r.name, "generation", m.generation, "promoted", m.promoted, "closed", len(old))
+	return r.claimAnswerLocked(rec, false), nil
+}
+
+func (r *room) claimAnswerLocked(rec claimRecord, replayed bool) wire.MigrationClaim {
+	return wire.MigrationClaim{MigrationState: r.stateLocked(), Secret: r.hostSecret, ClaimID: rec.id, Replayed: replayed}
+}
+
+// activate answers /migration/activate: the claimed host, ready, opens the
+// room. Idempotent; a stale activation cannot revive an older generation.
+func (c *core) activate(req wire.MigrationRequest, rt route) (wire.MigrationActivation, error) {
+	r, now, err := c.migrationRoom(req.Name, rt)
+	if err != nil {
+		return wire.MigrationActivation{}, err
+	}
+	defer r.mu.Unlock()
+	m := &r.mig
+	switch {
+	case !wire.SecretEqual(req.Secret, r.hostSecret):
+		return wire.MigrationActivation{}, wire.ErrInvalidHostCred
+	case req.Incarnation != r.incarnation:
+		return wire.MigrationActivation{}, wire.ErrIncarnationChanged
+	case m.generation == 0 || req.ClaimID != m.claim.id || req.ExpectedGeneration != m.generation ||
+		req.PromotedPlayerID != m.promoted || !wire.SecretEqual(req.FencingToken, m.fence):
+		return wire.MigrationActivation{}, wire.ErrActivationFence
+	}
+	switch r.phase {
+	case phaseHosted:
+		// Activated already (the host credential is this generation's,
+		// so it was this claim): the exact retry.
+	case phaseExpired:
+		return wire.MigrationActivation{}, terminal(wire.ErrHostActivationExpired)
+	case phaseVacant:
+		return wire.MigrationActivation{}, wire.ErrHostConnectionLost
+	case phasePending:
+		if r.host == nil {
+			return wire.MigrationActivation{}, wire.ErrHostNotConnected
+		}
+		isolated := r.takeIsolatedLocked()
+		r.activatedLocked(now)
+		m.lane = nil
+		for _, cn := range isolated {
+			cn.close(reasonRejoin)
+		}
+		r.changedLocked(c)
+		c.log.Info("promoted host activated", "room", r.name, "generation", m.generation, "rejoining", len(isolated))
+	default:
+		return wire.MigrationActivation{}, wire.ErrRoomNotFound
+	}
+	return wire.MigrationActivation{MigrationState: r.stateLocked(), ClaimID: m.claim.id}, nil
+}
+
+// terminal is e marked not retryable (an activation that can never
+// succeed, whatever the same code means for a claim).
+func terminal(e *wire.Error) *wire.Error {
+	c := *e
+	c.Retryable = false
+	return &c
+}
+
+// takeConnsLocked takes every socket out of the room (host, provisional
+// host, clients, isolated clients) and returns them; the caller closes
+// them under the lock, so that none forwards another packet.
+func (r *room) takeConnsLocked() []*conn {
+	out := make([]*conn, 0, r.countLocked())
+	if r.host != nil {
+		out = append(out, r.host)
+		r.host = nil
+	}
+	out = r.takeClientsLocked(out)
+	return out
+}
+
+// takeClientsLocked appends every client (isolated ones too) to dst and
+// empties the room of them.
+func (r *room) takeClientsLocked(dst []*conn) []*conn {
+	for _, cl := range r.clients {
+		dst = append(dst, cl)
+	}
+	clear(r.clients)
+	r.mig.lane = nil
+	return append(dst, r.takeIsolatedLocked()...)
+}
+
+// takeIsolatedLocked empties the isolated set and returns it.
+func (r *room) takeIsolatedLocked() []*conn {
+	out := make([]*conn, 0, len(r.mig.isolated))
+	for _, cl := range r.mig.isolated {
+		cl.isolated = false
+		out = append(out, cl)
+	}
+	r.mig.isolated = nil
+	return out
+}
+
+// isolatingLocked reports whether a joining client is isolated (or the
+// lane): a claimed host has not activated.
+func (r *room) isolatingLocked() bool { return r.phase == phasePending || r.phase == phaseExpired }
+
+// laneLocked reports whether cn, authenticating with a, is the promoted
+// player's listen-client: the one exact, unexpired lane.
+func (r *room) laneLocked(a wire.Auth) bool {
+	return r.phase == phasePending && r.mig.lane == nil && a.ProvisionalHostSecret != "" &&
+		wire.SecretEqual(a.ProvisionalHostSecret, r.hostSecret)
+}
+
+// isolateLocked adds cl to the isolated clients.
+func (r *room) isolateLocked(cl *conn) {
+	if r.mig.isolated == nil {
+		r.mig.isolated = make(map[wire.ConnID]*conn)
+	}
+	r.mig.isolated[cl.id] = cl
+	cl.isolated = true
+}
+
+// hostMayConnectLocked reports whether the host credential may still be
+// spent: by the allocation's host before the room was ever hosted, or by
+// the promoted host within its lease.
+func (r *room) hostMayConnectLocked() bool {
+	return !r.mig.hostUsed && r.host == nil && (r.phase == phaseAwaiting || r.phase == phasePending)
+}

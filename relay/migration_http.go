@@ -1,0 +1,92 @@
+package relay
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// migrationHandler serves one migration call forwarded by the balancer
+// (wire/migration.go): the internal secret, the balancer's route snapshot
+// (the boot it routed to, the room's epoch and revision), then the call's
+// own headers. The answer carries this relay's connection fields; the
+// balancer replaces the host with the relay's registered one.
+func (s *Server) migrationHandler(op wire.MigrationOp) wire.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method != op.Method() {
+			w.Header().Set("Allow", op.Method())
+			return wire.ErrMethodNotAllowed
+		}
+		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+			return err
+		}
+		if r.Header.Get(wire.HeaderTargetBoot) != s.opts.BootID {
+			return s.migrationDone(op, wire.ErrStaleBoot.WithMessage("this relay does not run the boot the balancer routed to"))
+		}
+		rt, err := routeOf(r)
+		if err != nil {
+			return err
+		}
+		req, err := wire.ParseMigrationRequest(r, op)
+		if err != nil {
+			return err
+		}
+		var out any
+		conn := s.capability("")
+		fill := func(st *wire.MigrationState) {
+			st.Host, st.Port, st.UDPPort, st.UDPPortV2, st.SSL = conn.Host, conn.Port, conn.UDPPort, conn.UDPPortV2, conn.SSL
+		}
+		switch op {
+		case wire.OpCurrent:
+			var st wire.MigrationState
+			if st, err = s.core.migrationCurrent(req, rt); err == nil {
+				fill(&st)
+				out = st
+			}
+		case wire.OpAuthorize:
+			out, err = s.core.authorize(req, rt)
+		case wire.OpClaim:
+			var c wire.MigrationClaim
+			if c, err = s.core.claim(req, rt); err == nil {
+				fill(&c.MigrationState)
+				out = c
+			}
+		case wire.OpActivate:
+			var a wire.MigrationActivation
+			if a, err = s.core.activate(req, rt); err == nil {
+				fill(&a.MigrationState)
+				out = a
+			}
+		}
+		if err != nil {
+			return s.migrationDone(op, err)
+		}
+		s.m.migrations.WithLabelValues(op.String(), "ok").Inc()
+		wire.WriteJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// migrationDone counts a failed call by its code and returns err.
+func (s *Server) migrationDone(op wire.MigrationOp, err error) error {
+	s.m.migrations.WithLabelValues(op.String(), errCode(err)).Inc()
+	return err
+}
+
+// routeOf reads the balancer's route snapshot headers.
+func routeOf(r *http.Request) (route, error) {
+	epoch, err := wire.HeaderValue(r, wire.HeaderRoomEpoch, wire.MaxIncarnationLen)
+	if err != nil {
+		return route{}, err
+	}
+	rev, err := wire.HeaderValue(r, wire.HeaderRoomRevision, 20)
+	if err != nil {
+		return route{}, err
+	}
+	n, err := strconv.ParseUint(rev, 10, 64)
+	if err != nil {
+		return route{}, wire.ErrBadHeader.WithMessage("header " + wire.HeaderRoomRevision + " must be a decimal revision")
+	}
+	return route{epoch: epoch, revision: n}, nil
+}

@@ -1,0 +1,169 @@
+package relay
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// "The host credential rotates after every successful claim and is a
+// single-activation capability: only one host connection can consume it."
+func TestMigrationHostCredentialSingleActivation(t *testing.T) {
+	m := newMigRoom(t, "single", Options{})
+	h := join(t, m.s, m.name, m.hostSecret)
+	second := dial(t, m.s.WSURL())
+	if got := second.auth(m.name, m.hostSecret); got != wire.AuthFailed {
+		t.Fatalf("a second host socket with the allocation's credential: %d", got)
+	}
+	cl := join(t, m.s, m.name, m.clientSecret)
+	h.expectToHost(wire.ToHostConnected)
+	_ = h.ws.Close(websocket.StatusNormalClosure, "")
+	cl.closed()
+	waitFor(t, "vacant", func() bool { return m.s.Stats().Connections == 0 })
+	again := dial(t, m.s.WSURL())
+	if got := again.auth(m.name, m.hostSecret); got != wire.AuthFailed {
+		t.Fatalf("the spent credential after its host left: %d", got)
+	}
+
+	c := m.mustClaim("c1", 0, "8", "")
+	join(t, m.s, m.name, c.Secret)
+	dup := dial(t, m.s.WSURL())
+	if got := dup.auth(m.name, c.Secret); got != wire.AuthFailed {
+		t.Fatalf("a second provisional host socket: %d", got)
+	}
+}
+
+// The provisional host lane: "While the server is provisional, that
+// listen-host client includes the claimed host credential as
+// provisionalHostSecret ... The relay accepts only one such exact,
+// unexpired local-client lane; all other clients remain isolated." and
+// "Ordinary clients that authenticate during the lease are not exposed to
+// the provisional server, and their traffic is not forwarded, until
+// activation." and "Any ordinary client socket that raced into the
+// pending lease is closed so it reconnects through the normal active-host
+// path".
+func TestMigrationLeaseIsolatesOrdinaryClients(t *testing.T) {
+	m := newVacantRoom(t, "lane", Options{})
+	c := m.mustClaim("c1", 0, "8", "")
+	host := join(t, m.s, m.name, c.Secret)
+	lane := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
+	laneID := host.expectToHost(wire.ToHostConnected).IDs[0]
+
+	ordinary := join(t, m.s, m.name, m.clientSecret)
+	second := provisional(t, m.s, m.name, m.clientSecret, c.Secret) // a second lane: isolated
+	ordinary.send([]byte("hello host"))
+	second.send([]byte("me too"))
+	waitFor(t, "isolated packets dropped", func() bool { return counterValue(m.s.m.drops[dropIsolated]) == 2 })
+
+	// The lane and the provisional host talk; nothing of the isolated
+	// clients reached the host before this.
+	lane.send([]byte("from the lane"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != laneID || string(p.Payload) != "from the lane" {
+		t.Fatalf("host got %+v", p)
+	}
+	host.send(sendOne(laneID, "to the lane"))
+	if b := lane.recv(); string(b) != "to the lane" {
+		t.Fatalf("lane got %q", b)
+	}
+
+	if _, e := m.activate(c); e != nil {
+		t.Fatalf("activate: %v", e)
+	}
+	for i, p := range []*peer{ordinary, second} {
+		if code := p.closed(); code != websocket.StatusServiceRestart {
+			t.Fatalf("isolated client %d closed with %v, want 1012 (reconnect)", i, code)
+		}
+	}
+	// They reconnect through the normal path to the active host.
+	back := join(t, m.s, m.name, m.clientSecret)
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	back.send([]byte("rejoined"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "rejoined" {
+		t.Fatalf("host got %+v", p)
+	}
+	lane.send([]byte("still here"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != laneID {
+		t.Fatalf("the lane after activation: %+v", p)
+	}
+}
+
+// "A room waiting for a replacement host is reserved until that host
+// connects or the empty-room timeout removes it, so allocation cannot
+// replace an in-progress recovery."
+func TestMigrationReservedRoom(t *testing.T) {
+	m := newVacantRoom(t, "reserved", Options{EmptyRoomTimeout: 10 * time.Minute})
+	c := m.mustClaim("c1", 0, "8", "")
+	if _, status, e := allocate(t, m.s, m.name, "another-play"); status != http.StatusConflict || e.Code != wire.ErrRoomTaken.Code {
+		t.Fatalf("allocation over a pending claim: %d %v", status, e)
+	}
+	m.clk.Advance(2 * DefaultActivationLease) // expired, still reserved
+	if _, status, _ := allocate(t, m.s, m.name, "another-play"); status != http.StatusConflict {
+		t.Fatalf("allocation over an expired claim: %d", status)
+	}
+	// A vacant room after a migration stays reserved for recovery too.
+	m2 := newVacantRoom(t, "reserved-2", Options{})
+	c2 := m2.mustClaim("c1", 0, "8", "")
+	h := join(t, m2.s, m2.name, c2.Secret)
+	_ = h.ws.CloseNow()
+	waitFor(t, "vacant again", func() bool { st, _ := m2.current(m2.clientSecret); return st.HostPhase == wire.HostPhaseVacant })
+	if _, status, _ := allocate(t, m2.s, m2.name, "another-play"); status != http.StatusConflict {
+		t.Fatalf("allocation over a migrated vacant room: %d", status)
+	}
+	// The empty-room timeout ends the reservation.
+	_ = c
+	m.clk.Advance(10 * time.Minute)
+	waitFor(t, "the room expired", func() bool { return m.s.Stats().Rooms == 0 })
+	if _, status, e := allocate(t, m.s, m.name, "another-play"); status != http.StatusOK {
+		t.Fatalf("allocation after the empty-room timeout: %d %v", status, e)
+	}
+}
+
+// Both transports: the promoted host and its listen-client over UDP, an
+// ordinary WebSocket client isolated, then every old-generation socket of
+// both transports closed by the next claim.
+func TestMigrationOverUDP(t *testing.T) {
+	// The relay's fake clock drives its LiteNetLib side too: no flush
+	// delay to wait out, and no UDP timeout within the test's minutes.
+	m := newVacantRoom(t, "udp-mig", Options{UDPFlush: -1, UDPTimeout: time.Hour})
+	c := m.mustClaim("c1", 0, "8", "")
+	capab, opts := udpCap(m.s, c.Secret)
+	host, err := client.DialHost(tctx(t), capab, m.name, opts)
+	if err != nil {
+		t.Fatalf("provisional UDP host: %v", err)
+	}
+	defer host.CloseNow()
+	lcap, lopts := udpCap(m.s, m.clientSecret)
+	lopts.ProvisionalHostSecret = c.Secret
+	lane, err := client.DialClient(tctx(t), lcap, m.name, lopts)
+	if err != nil {
+		t.Fatalf("UDP lane: %v", err)
+	}
+	defer lane.CloseNow()
+	laneID := nextOfType(t, host, wire.ToHostConnected).IDs[0]
+	ws := join(t, m.s, m.name, m.clientSecret) // isolated
+	if err := lane.SendWith(tctx(t), wire.ReliableOrdered, []byte("lane")); err != nil {
+		t.Fatal(err)
+	}
+	if p := nextOfType(t, host, wire.ToHostData); p.IDs[0] != laneID {
+		t.Fatalf("host got %+v", p)
+	}
+	// The provisional host never activates; the lease runs out and a peer
+	// claims again: every socket of generation 1 goes.
+	m.clk.Advance(DefaultActivationLease)
+	m.mustClaim("c2", 1, "9", "")
+	if _, err := host.Next(tctx(t)); !errors.Is(err, client.ErrDisconnected) {
+		t.Fatalf("the fenced UDP host: %v, want disconnected", err)
+	}
+	if _, err := lane.Recv(tctx(t)); !errors.Is(err, client.ErrDisconnected) {
+		t.Fatalf("the fenced UDP lane: %v, want disconnected", err)
+	}
+	if code := ws.closed(); code != websocket.StatusNormalClosure {
+		t.Fatalf("the isolated WebSocket client closed with %v", code)
+	}
+}
