@@ -212,6 +212,8 @@ type fakeRelay struct {
 	lastHint  string
 	lastHdr   http.Header       // headers of the last allocation call
 	targets   map[string]string // room name -> HeaderTargetBoot of its last allocation call
+	// migrate answers the internal migration routes (nil: 404).
+	migrate func(w http.ResponseWriter, r *http.Request)
 
 	allocCalls atomic.Int32
 	conns      atomic.Int32 // TCP connections accepted
@@ -223,6 +225,18 @@ func newFakeRelay(t testing.TB, region string) *fakeRelay {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ping", f.handlePing)
 	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
+	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
+		mux.HandleFunc(op.RelayPath(), func(w http.ResponseWriter, r *http.Request) {
+			f.mu.Lock()
+			h := f.migrate
+			f.mu.Unlock()
+			if h == nil {
+				wire.WriteError(w, wire.ErrNotFound)
+				return
+			}
+			h(w, r)
+		})
+	}
 	f.srv = httptest.NewUnstartedServer(mux)
 	f.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {

@@ -9,6 +9,7 @@ import (
 // metrics are the purrfly_balancer_* series. Static after New.
 type metrics struct {
 	allocations   *prometheus.CounterVec   // by result (wire error code or "ok")
+	migrations    *prometheus.CounterVec   // by op and result
 	registrations *prometheus.CounterVec   // by result
 	publications  *prometheus.CounterVec   // by status
 	removals      *prometheus.CounterVec   // by status
@@ -28,6 +29,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Name: "purrfly_balancer_allocations_total",
 			Help: "Room allocations answered, by result.",
 		}, []string{"result"}),
+		migrations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_balancer_migration_requests_total",
+			Help: "Host migration calls answered, by operation and result (ok, or the error code).",
+		}, []string{"op", "result"}),
 		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "purrfly_balancer_registrations_total",
 			Help: "Relay heartbeats answered, by result.",
@@ -67,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		}
 		return float64(n)
 	})
-	for _, c := range []prometheus.Collector{m.allocations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms} {
+	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
 		}

@@ -39,10 +39,17 @@ func TestPingHeadersAndErrors(t *testing.T) {
 	if st != http.StatusMethodNotAllowed || !contains(body, `"method_not_allowed"`) {
 		t.Fatalf("POST /join: %d %s", st, body)
 	}
-	for _, path := range []string{"/migration/current", "/migration/claim", "/migration/activate", "/migration/authorize"} {
-		st, body, _ = h.do(http.MethodPost, path, nil, nil)
-		if st != http.StatusNotImplemented || !contains(body, `"not_implemented"`) || !contains(body, `"retryable":false`) {
-			t.Fatalf("%s: %d %s", path, st, body)
+	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
+		st, body, _ = h.do(op.Method(), op.PublicPath(), nil, nil)
+		if st != http.StatusBadRequest || !contains(body, `"missing_header"`) || !contains(body, `"retryable":false`) {
+			t.Fatalf("%s without headers: %d %s", op.PublicPath(), st, body)
+		}
+		wrong := http.MethodGet
+		if op == wire.OpCurrent {
+			wrong = http.MethodPost
+		}
+		if st, body, _ = h.do(wrong, op.PublicPath(), nil, nil); st != http.StatusMethodNotAllowed {
+			t.Fatalf("%s %s: %d %s", wrong, op.PublicPath(), st, body)
 		}
 	}
 }

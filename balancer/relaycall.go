@@ -68,52 +68,64 @@ func (s *Server) probe(ctx context.Context, endpoint string, timeout time.Durati
 // wire.ErrRelayBadAnswer for an answer that is not a RelayAllocation.
 func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region, allocationID string) (wire.RelayAllocation, error) {
 	var out wire.RelayAllocation
-	// The client may give up; the relay call must not be cut short by that,
-	// or a committed room would become indeterminate for no reason.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RelayTimeout)
-	defer cancel()
 	start := s.clock.Now()
 	defer func() { s.metrics.relayAllocate.Observe(s.clock.Now().Sub(start).Seconds()) }()
-
-	// wrote tells whether the last attempt was written. The transport may
-	// retry on a fresh connection when a reused one turns out closed (the
-	// request is marked idempotent below: the relay replays by allocation
-	// id), so every new attempt resets it.
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn:      func(string) { wrote.Store(false) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
-	})
 	u := relayURL(endpoint, wire.PathRelayAllocate) + "?" + wire.SessionQueryParam + "=" + url.QueryEscape(wire.SessionID(name).Hint())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	body, err := s.relayCall(ctx, http.MethodPost, u, func(h http.Header) {
+		h.Set(wire.HeaderName, name)
+		h.Set(wire.HeaderRegion, region)
+		h.Set(wire.HeaderAllocationID, allocationID)
+		h.Set("Idempotency-Key", allocationID) // the relay replays by allocation id
+		h.Set(wire.HeaderTargetBoot, boot)
+	})
 	if err != nil {
-		return out, errNotDelivered
-	}
-	h := req.Header
-	h.Set(wire.HeaderName, name)
-	h.Set(wire.HeaderRegion, region)
-	h.Set(wire.HeaderAllocationID, allocationID)
-	wire.SetInternal(h, s.opts.Secret)
-	h.Set("Idempotency-Key", allocationID)
-	h.Set(wire.HeaderTargetBoot, boot)
-
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if wrote.Load() {
-			return out, errOutcomeUnknown
-		}
-		return out, errNotDelivered
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodySize))
-	if err != nil {
-		return out, errOutcomeUnknown
-	}
-	if resp.StatusCode != http.StatusOK {
-		return out, wire.DecodeError(resp.StatusCode, body)
+		return out, err
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
 		return out, wire.ErrRelayBadAnswer
 	}
 	return out, nil
+}
+
+// relayCall makes one internal request to a relay (the shared secret and
+// protocol version, then set's headers) within RelayTimeout, and returns
+// a 200 answer's body. It is not cut short by ctx's cancellation (a
+// client giving up must not turn a committed change into an unknown one).
+// Its errors: errNotDelivered (the request was certainly not written, so
+// nothing happened), errOutcomeUnknown (written, and no complete answer:
+// the relay may have acted), or the relay's *wire.Error. A request that
+// carries an Idempotency-Key may be retried by the transport on a fresh
+// connection when a reused one turns out closed.
+func (s *Server) relayCall(ctx context.Context, method, u string, set func(http.Header)) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RelayTimeout)
+	defer cancel()
+	// wrote tells whether the last attempt was written; every new attempt
+	// (the transport's retry) resets it.
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn:      func(string) { wrote.Store(false) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	})
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, errNotDelivered
+	}
+	wire.SetInternal(req.Header, s.opts.Secret)
+	set(req.Header)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		if wrote.Load() {
+			return nil, errOutcomeUnknown
+		}
+		return nil, errNotDelivered
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodySize))
+	if err != nil {
+		return nil, errOutcomeUnknown
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, wire.DecodeError(resp.StatusCode, body)
+	}
+	return body, nil
 }

@@ -13,13 +13,6 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// errNotImplemented answers the host-migration routes until that issue lands.
-var errNotImplemented = &wire.Error{
-	Code:    "not_implemented",
-	Message: "host migration is not implemented by this balancer yet",
-	Status:  http.StatusNotImplemented,
-}
-
 // routes builds the whole mux, wrapped in wire.Common (no-store, CORS,
 // preflight, body cap). Every route checks its own methods so that 404 and
 // 405 come in the purrfly error shape too.
@@ -33,7 +26,13 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/join", methods(get, s.handleJoin))
 	mux.Handle("/list", methods(get, s.handleList))
 	mux.Handle("/getTotalConnections", methods(get, s.handleTotalConnections))
-	mux.Handle("/migration/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return errNotImplemented }))
+	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
+		allowed := post
+		if op == wire.OpCurrent {
+			allowed = get
+		}
+		mux.Handle(op.PublicPath(), methods(allowed, s.handleMigration(op)))
+	}
 	mux.Handle("/metrics", wire.PrivateOrOperator(s.opts.Secret, s.metricsHandler()))
 
 	mux.Handle(wire.PathRegister, s.internal(post, s.handleRegister))
