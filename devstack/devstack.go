@@ -40,8 +40,12 @@ type Options struct {
 	HealthInterval    time.Duration
 	EmptyRoomTimeout  time.Duration
 	DrainTimeout      time.Duration
-	Clock             clock.Clock
-	Logger            *slog.Logger
+	// ActivationLease and GrantLifetime are host migration's
+	// (relay.Options); 0 = the relay's defaults.
+	ActivationLease time.Duration
+	GrantLifetime   time.Duration
+	Clock           clock.Clock
+	Logger          *slog.Logger
 	// ReadyTimeout bounds how long Start waits for every relay to register.
 	ReadyTimeout time.Duration
 }
@@ -116,6 +120,8 @@ func (s *Stack) startRelay(region string, udpPort int) (*relay.Server, error) {
 		HeartbeatInterval: s.opts.HeartbeatInterval,
 		EmptyRoomTimeout:  s.opts.EmptyRoomTimeout,
 		DrainTimeout:      s.opts.DrainTimeout,
+		ActivationLease:   s.opts.ActivationLease,
+		GrantLifetime:     s.opts.GrantLifetime,
 		Clock:             s.opts.Clock,
 		Version:           "dev",
 		Logger:            s.opts.Logger.With("service", "relay", "region", region),

@@ -36,9 +36,12 @@ func TestPurrctl(t *testing.T) {
 	t.Logf("built purrctl in %v", time.Since(began).Round(time.Millisecond))
 
 	// `purrctl dev --port 0` prints the balancer URL; `purrctl smoke`
-	// against it exits 0; SIGINT stops dev cleanly and promptly.
+	// against it exits 0, and so does `purrctl smoke --migration`; the
+	// migration lease comes from the environment; SIGINT stops dev
+	// cleanly and promptly.
 	t.Run("dev-then-smoke", func(t *testing.T) {
-		dev := startProc(t, bin, localEnv(), regexp.MustCompile(`Master server \(paste into PurrTransport\): (http://\S+)`), "dev", "--port", "0")
+		env := append(localEnv(), "MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS=3")
+		dev := startProc(t, bin, env, regexp.MustCompile(`Master server \(paste into PurrTransport\): (http://\S+)`), "dev", "--port", "0")
 		url := dev.match(t)
 		if strings.HasSuffix(url, ":0") || strings.HasSuffix(url, ":8080") {
 			t.Fatalf("dev --port 0 printed %s, want the ephemeral port it bound", url)
@@ -63,6 +66,14 @@ func TestPurrctl(t *testing.T) {
 			l, err := api.List(t.Context(), 0)
 			return err == nil && l.Total == 0
 		})
+		mig := exec.CommandContext(tctx(t), bin, "smoke", "--balancer", url, "--migration", "--timeout", "10s")
+		mig.Env = localEnv()
+		if out, err := mig.CombinedOutput(); err != nil || strings.Count(string(out), "migration smoke passed over") != 2 {
+			t.Fatalf("purrctl smoke --migration --balancer %s: %v\n%s", url, err, out)
+		}
+		if lease := claimLease(t, api); lease != 3*time.Second {
+			t.Fatalf("MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS=3 purrctl dev: a claim's lease is %v", lease)
+		}
 		dev.interrupt(t, 10*time.Second)
 		if _, _, err := api.Ping(tctx(t), url); err == nil {
 			t.Fatal("the dev balancer still answers after purrctl dev exited")

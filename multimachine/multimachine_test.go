@@ -218,6 +218,26 @@ func TestMultiMachineRelayApp(t *testing.T) {
 		return
 	}
 
+	if !t.Run("host migration across the machines", func(t *testing.T) {
+		// The migration smoke (what `purrctl smoke --migration` runs):
+		// hintless over WebSocket, as PurrNet connects, so a promoted host
+		// usually reaches another machine than its pending room's and is
+		// forwarded there (a room in a migration phase never moves); and
+		// over UDP, where everything reaches the app's one UDP machine.
+		sum := func() float64 { return f.sumMetric(machines, "purrfly_relay_mesh_forwards_total", `result="ok"`) }
+		forwards := sum()
+		for i, tr := range []client.Transport{client.TransportWebSocket, client.TransportWebSocket, client.TransportWebSocket, client.TransportUDP} {
+			rep, err := client.SmokeMigration(ctx, client.SmokeOptions{Balancer: f.balURL, Transport: tr, HTTPClient: f.hc,
+				NoSessionHint: true, Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatalf("run %d over %s: %v (passed %v)", i, tr, err, rep.Steps)
+			}
+		}
+		t.Logf("%v connections of the migration runs were forwarded to their room's machine", sum()-forwards)
+	}) {
+		return
+	}
+
 	var added string
 	if !t.Run("scale 3 to 4", func(t *testing.T) {
 		added = f.launch(machines[0])

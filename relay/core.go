@@ -443,9 +443,10 @@ func (c *core) leave(cn *conn) {
 }
 
 // hostLeft disconnects every client of the host's room (the provisional
-// host's too). A room that had clients, or whose game has migrated
-// before, stays, count 0 and vacant, so that one of them can claim it
-// (host migration); an otherwise empty room is removed at once.
+// host's too). A room that had clients stays, count 0 and vacant, so that
+// one of them can claim it (host migration), and so does one whose
+// provisional host left (its players, closed by the claim, come back to
+// claim again); an active host leaving an otherwise empty room ends it.
 func (c *core) hostLeft(cn *conn) {
 	r := cn.room
 	r.mu.Lock()
@@ -455,7 +456,7 @@ func (c *core) hostLeft(cn *conn) {
 	}
 	kicked := r.takeClientsLocked(nil)
 	var rem wire.Removal
-	removed := len(kicked) == 0 && r.mig.generation == 0
+	removed := len(kicked) == 0 && r.phase == phaseHosted
 	if removed {
 		r.host = nil
 		rem = r.removeLocked()

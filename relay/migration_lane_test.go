@@ -167,3 +167,17 @@ func TestMigrationOverUDP(t *testing.T) {
 		t.Fatalf("the isolated WebSocket client closed with %v", code)
 	}
 }
+
+// An active host that leaves a room nobody else is in ends the game, at
+// any generation; a provisional host that leaves (before it activated)
+// keeps the room vacant for its players to claim again.
+func TestMigrationActiveHostLeavingEmptyRoomEndsIt(t *testing.T) {
+	m := newVacantRoom(t, "end", Options{})
+	c := m.mustClaim("c1", 0, "8", "")
+	h := join(t, m.s, m.name, c.Secret)
+	if _, e := m.activate(c); e != nil {
+		t.Fatal(e)
+	}
+	_ = h.ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the room gone", func() bool { return m.s.Stats().Rooms == 0 })
+}

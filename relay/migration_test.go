@@ -408,9 +408,12 @@ func TestMigrationActivateRules(t *testing.T) {
 		t.Fatalf("repeated activation %+v %v, want %+v", again, e, a)
 	}
 
-	// The activated host leaves; a new claim; the old activation cannot
-	// revive its generation.
+	// The activated host leaves (a client was there, so the room stays);
+	// a new claim; the old activation cannot revive its generation.
+	cl := join(t, m.s, m.name, m.clientSecret)
+	host.expectToHost(wire.ToHostConnected)
 	_ = host.ws.Close(websocket.StatusNormalClosure, "")
+	cl.closed()
 	waitFor(t, "vacant", func() bool { st, _ := m.current(m.clientSecret); return st.HostPhase == wire.HostPhaseVacant })
 	c2 := m.mustClaim("c2", 1, "4", "")
 	_, e = m.activate(c)

@@ -158,21 +158,28 @@ func ParseMigrationRequest(r *http.Request, op MigrationOp) (MigrationRequest, e
 
 // SetHeaders writes m's fields as the headers ParseMigrationRequest reads.
 func (m MigrationRequest) SetHeaders(h http.Header) {
-	h.Set(HeaderName, m.Name)
-	h.Set(HeaderMigrationSecret, m.Secret)
-	if m.Op == OpCurrent {
-		return
+	for _, kv := range m.Pairs() {
+		h.Set(kv[0], kv[1])
 	}
-	h.Set(HeaderMigrationClaimID, m.ClaimID)
-	h.Set(HeaderIncarnation, m.Incarnation)
-	h.Set(HeaderExpectedGen, strconv.FormatUint(m.ExpectedGeneration, 10))
-	h.Set(HeaderPromotedPlayerID, m.PromotedPlayerID)
+}
+
+// Pairs are m's headers as (name, value), names lower-case as PurrNet
+// sends them.
+func (m MigrationRequest) Pairs() [][2]string {
+	p := [][2]string{{HeaderName, m.Name}, {HeaderMigrationSecret, m.Secret}}
+	if m.Op == OpCurrent {
+		return p
+	}
+	p = append(p, [2]string{HeaderMigrationClaimID, m.ClaimID}, [2]string{HeaderIncarnation, m.Incarnation},
+		[2]string{HeaderExpectedGen, strconv.FormatUint(m.ExpectedGeneration, 10)},
+		[2]string{HeaderPromotedPlayerID, m.PromotedPlayerID})
 	if m.Op == OpClaim && m.Grant != "" {
-		h.Set(HeaderMigrationGrant, m.Grant)
+		p = append(p, [2]string{HeaderMigrationGrant, m.Grant})
 	}
 	if m.Op == OpActivate {
-		h.Set(HeaderFencingToken, m.FencingToken)
+		p = append(p, [2]string{HeaderFencingToken, m.FencingToken})
 	}
+	return p
 }
 
 // ParsePlayerID checks a promoted_player_id: the canonical invariant

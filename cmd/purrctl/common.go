@@ -88,3 +88,14 @@ func envEmpty(name string) bool {
 	v, ok := os.LookupEnv(name)
 	return ok && v == ""
 }
+
+// migrationFlags are host migration's two settings, read by `purrctl
+// relay` and by the relays `purrctl dev` starts.
+func migrationFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "migration-activation-timeout", EnvVars: []string{"MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS"}, Value: 60,
+			Usage: "seconds a claimed host has to activate (must exceed PurrNet's transition timeout plus margin)"},
+		&cli.IntFlag{Name: "migration-grant-timeout", EnvVars: []string{"MIGRATION_GRANT_TIMEOUT_SECONDS"}, Value: 30,
+			Usage: "seconds a host's handoff grant lives"},
+	}
+}

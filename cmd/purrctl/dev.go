@@ -14,17 +14,19 @@ func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
 		Usage: "run a balancer and two relays (regions eu and us) on loopback for local development",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			debugFlag(),
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on 127.0.0.1 (0: any free port)"},
 			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib port of the first relay, the next ones counting up (0: any free ports)"},
-		},
+		}, migrationFlags()...),
 		Action: func(c *cli.Context) error {
 			stack, err := devstack.Start(c.Context, devstack.Options{
-				BalancerPort: c.Int("port"),
-				UDPBasePort:  c.Int("udp-port"),
-				DrainTimeout: 2 * time.Second,
-				Logger:       newLogger(c),
+				BalancerPort:    c.Int("port"),
+				UDPBasePort:     c.Int("udp-port"),
+				DrainTimeout:    2 * time.Second,
+				ActivationLease: seconds(c, "migration-activation-timeout"),
+				GrantLifetime:   seconds(c, "migration-grant-timeout"),
+				Logger:          newLogger(c),
 			})
 			if err != nil {
 				return err

@@ -26,7 +26,7 @@ func relayCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "relay",
 		Usage: "run a relay (PurrLay): hosts and clients of rooms connect to it over WebSocket or UDP (LiteNetLib 2.x)",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			secretFlag(), debugFlag(),
 			&cli.StringFlag{Name: "balancer", EnvVars: []string{"BALANCER_URL"}, Usage: "balancer base URL to register with (empty: standalone)"},
 			&cli.StringFlag{Name: "host", EnvVars: []string{"HOST"}, Usage: "bind address (default 127.0.0.1, :: on Fly)"},
@@ -50,7 +50,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "drain-timeout", EnvVars: []string{"DRAIN_TIMEOUT_SECONDS"}, Value: 25, Usage: "seconds a stopping relay waits for rooms to empty"},
 			&cli.StringFlag{Name: "affinity", EnvVars: []string{"AFFINITY"}, Value: "auto", Usage: "session affinity across the app's machines: auto (on when FLY_MACHINE_ID is set), on, off"},
 			&cli.StringFlag{Name: "machine-endpoint", EnvVars: []string{"MACHINE_ENDPOINT"}, Value: "auto", Usage: "this machine's own endpoint for a multi-machine app: auto (http://[FLY_PRIVATE_IP]:PORT when affinity is on), off (register the public endpoint, single machine), or an http(s) URL"},
-		},
+		}, migrationFlags()...),
 		Action: runRelay,
 	}
 }
@@ -115,6 +115,8 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		PublicUDPPortV2:   c.Int("public-udp-port-v2"),
 		UDPSockets:        c.Int("udp-sockets"),
 		UDPTimeout:        seconds(c, "udp-timeout"),
+		ActivationLease:   seconds(c, "migration-activation-timeout"),
+		GrantLifetime:     seconds(c, "migration-grant-timeout"),
 		UDPFlush:          udpFlush(c.Int("udp-flush")),
 		HeartbeatInterval: seconds(c, "heartbeat"),
 		EmptyRoomTimeout:  seconds(c, "empty-room-timeout"),

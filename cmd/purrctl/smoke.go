@@ -21,6 +21,7 @@ func smokeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each step"},
 			&cli.BoolFlag{Name: "no-session-hint", Usage: "connect like PurrNet's own client, without the ?s= affinity hint"},
 			&cli.StringFlag{Name: "transport", Value: "both", Usage: "ws (WebGL builds), udp (LiteNetLib: desktop, mobile, Editor) or both, one after the other"},
+			&cli.BoolFlag{Name: "migration", Usage: "check host migration instead: a graceful handoff to a client, then recovery from a host crash"},
 		},
 		Action: func(c *cli.Context) error {
 			var trs []client.Transport
@@ -37,8 +38,12 @@ func smokeCommand() *cli.Command {
 			w := c.App.Writer
 			for _, tr := range trs {
 				fmt.Fprintf(w, "smoke over %s:\n", tr)
+				run := client.Smoke
+				if c.Bool("migration") {
+					run = client.SmokeMigration
+				}
 				// Each run gets its own room (unless --room names one).
-				_, err := client.Smoke(c.Context, client.SmokeOptions{
+				_, err := run(c.Context, client.SmokeOptions{
 					Balancer:      c.String("balancer"),
 					Region:        c.String("region"),
 					StrictRegion:  c.Bool("strict-region"),
