@@ -77,6 +77,15 @@ func testSimCommand(t *testing.T, bin string) {
 				t.Fatalf("purrctl smoke in %s did not pass over %s:\n%s", region, tr, out)
 			}
 		}
+		// Host migration through the sim's proxies, connecting like
+		// PurrNet (no session hint): in ams the room may land on the
+		// multi-machine app.
+		mig := exec.CommandContext(tctx(t), bin, "smoke", "--balancer", bal, "--region", region, "--migration",
+			"--no-session-hint", "--timeout", "10s")
+		mig.Env = localEnv()
+		if out, err := mig.CombinedOutput(); err != nil || strings.Count(string(out), "migration smoke passed over") != 2 {
+			t.Fatalf("purrctl smoke --migration in %s: %v\n%s\nsim output:\n%s", region, err, out, sim.output())
+		}
 	}
 	if running := processesWith(t, "PURRFLY_E2E_MARK="+mark); len(running) != 6 {
 		t.Fatalf("found %d marked machine processes while the sim runs, want 6 (the check below would prove nothing)", len(running))
