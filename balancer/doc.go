@@ -121,8 +121,8 @@
 //     nobody connected it takes the name over for a new incarnation (the
 //     old one is tombstoned here as the relay is authoritative), else it
 //     answers room_name_taken. A freshly allocated room whose host has not
-//     connected is not vacant and stays reserved. Host migration, when it
-//     lands, will reserve a vacant room while a claim is in progress;
+//     connected is not vacant and stays reserved, and so does a room in a
+//     host migration (the relay publishes Vacant only at generation 0);
 //   - a pending allocation (see below): the same relay is asked, whatever
 //     the allocation id: it replays, refuses another id, or creates the room;
 //   - otherwise placement: relays of the requested region first
@@ -189,7 +189,16 @@
 // registered relays, one entry per public endpoint and region, but leaves
 // a draining one out while a non-draining one serves its region (PurrTransport
 // connects the host to the relay it pinged); a region whose relays all
-// drain still lists them (they still serve their rooms). /migration/* answers 501 not_implemented until host migration lands.
+// drain still lists them (they still serve their rooms).
+//
+// # Host migration
+//
+// /migration/current, /authorize, /claim and /activate are forwarded to
+// the relay holding the room (migration.go has the design): the route
+// snapshot in internal headers, mutating calls under the room's lease
+// only, current optimistic and checked again, a lost answer to a change
+// 503 migration_outcome_indeterminate, a malformed success a sanitized
+// 502, the relay's own migration errors passed through.
 // /v1/instances and /v1/instances/{id}/drain serve the rollout tool, guarded
 // by the shared SECRET (Bearer or internal_key_secret). Every answer goes
 // through wire.Common (no-store, CORS, preflight, body cap) and every error
@@ -201,5 +210,6 @@
 // allocate.go, internal.go (relay routes), publish.go (the compare-and-sets),
 // registry.go (relays), rooms.go (room table and leases), health.go (health
 // and cleanup loops), relaycall.go (calls to relays), locate.go (room
-// location for multi-machine apps), admin.go, metrics.go.
+// location for multi-machine apps), migration.go (host migration),
+// admin.go, metrics.go.
 package balancer

@@ -157,23 +157,36 @@
 // been lost) but creates nothing: a new room is draining.
 //
 // A room's life is one phase (phase.go: awaiting its host, hosted,
-// vacant, removed), changed only by the named transitions there. A room
-// whose host has connected and left is vacant (published with
-// wire.Publication.Vacant). PurrNet reuses one room name per scene with a
-// fresh allocation_id on every Play, so a vacant room with no connection
-// at all is taken over by an allocation with another id: the old
-// incarnation is removed (its epoch goes to the unregister outbox) and a
-// new one is created with a new epoch and fresh credentials, so the old
-// ones no longer authenticate. A room whose host has not connected yet
-// stays reserved for its allocation, and a vacant room a client is still
-// (or again) connected to is room_name_taken. Host migration, when it
-// lands, will reserve a vacant room while a claim is in progress.
+// vacant, and host migration's pending and expired, then removed),
+// changed only by the named transitions there. A room whose host has
+// connected and left is vacant; at generation 0 it is published with
+// wire.Publication.Vacant. PurrNet reuses one room name per scene with a
+// fresh allocation_id on every Play, so such a room with no connection at
+// all is taken over by an allocation with another id: the old incarnation
+// is removed (its epoch goes to the unregister outbox) and a new one is
+// created with a new epoch, a new incarnation and fresh credentials, so
+// the old ones no longer authenticate. A room whose host has not connected
+// yet stays reserved for its allocation, a vacant room a client is still
+// (or again) connected to is room_name_taken, and so is a room in the
+// middle of a host migration (a claim's lease, or after one) until a host
+// connects or it empties out for EmptyRoomTimeout.
+//
+// # Host migration
+//
+// migration.go has the design: the incarnation, generation, credentials
+// (the client credential for the incarnation, the host credential
+// single-activation and rotated by every claim), fencing token, grant,
+// lease and the provisional host's lane, all under the room's lock and
+// checked against the injected clock. The four calls arrive from the
+// balancer on internal routes (migration_http.go) with its snapshot of
+// the room's route (boot, epoch, revision), which is checked first.
 //
 // The room's count (host included, as PurrLay counts it) changes bump the
 // revision and are
 // published promptly. The host leaving disconnects every client (close
 // code 1000, no in-band message); a room that had clients stays with count
-// 0 (vacant) for host migration, an otherwise empty room is removed at once. Empty
+// 0 (vacant) for host migration, and so does a room whose provisional
+// host left; an active host leaving an otherwise empty room ends it. Empty
 // rooms expire EmptyRoomTimeout after they became empty, checked on a
 // cleanup tick of the injected clock; republishing never resets that.
 //

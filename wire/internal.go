@@ -42,6 +42,11 @@ package wire
 //	                 without consulting its Router (the balancer reached the
 //	                 machine directly, not through Fly's proxy).
 //	/ping            GET, public; proves the boot id (Ping).
+//	PathRelayMigration* The four host migration calls (migration.go),
+//	                 forwarded from the public routes with the caller's
+//	                 headers and the route snapshot (HeaderTargetBoot,
+//	                 HeaderRoomEpoch, HeaderRoomRevision), which the relay
+//	                 checks before it reads or changes the room.
 //
 // Relay -> balancer, multi-machine relay apps (added within version 2):
 //
@@ -66,8 +71,9 @@ package wire
 //	                 room held by another machine of its app asks the holder
 //	                 to hand the room over. The holder agrees only when the
 //	                 secret is the room's host secret and nobody is connected
-//	                 to the room (the host has not arrived yet, or left a
-//	                 vacant room); it then ends its incarnation (unregister
+//	                 to the room and its host has not arrived yet (a room
+//	                 that was ever hosted, or is in a host migration, never
+//	                 moves); it then ends its incarnation (unregister
 //	                 outbox) and answers the room's credentials, and
 //	                 answers the same asker (BootID) the same way for a
 //	                 while, in case that answer was lost. The asker
