@@ -181,3 +181,35 @@ func TestMigrationActiveHostLeavingEmptyRoomEndsIt(t *testing.T) {
 	_ = h.ws.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the room gone", func() bool { return m.s.Stats().Rooms == 0 })
 }
+
+// "A room in a migration phase never moves": the promoted host that
+// reaches another machine of the app is forwarded to the room's machine
+// (no handover), and so is its listen-client.
+func TestMeshRoomInMigrationDoesNotMove(t *testing.T) {
+	mr := newMeshRoom(t)
+	r := mr.holder.core.rooms.get("room")
+	r.mu.Lock()
+	epoch := r.epoch
+	r.mu.Unlock()
+	m := &migRoom{t: t, s: mr.holder, name: "room", hostSecret: mr.hostSecret, clientSecret: mr.clientSecr, epoch: epoch}
+	st, e := m.current(m.clientSecret)
+	if e != nil {
+		t.Fatal(e)
+	}
+	m.incarnation = st.Incarnation
+	m.vacate()
+	c := m.mustClaim("c1", 0, "8", "")
+	host := join(t, mr.edge, "room", c.Secret)
+	lane := provisional(t, mr.edge, "room", mr.clientSecr, c.Secret)
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	lane.send([]byte("through the mesh"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id {
+		t.Fatalf("host got %+v", p)
+	}
+	if mr.edge.Stats().Rooms != 0 || mr.holder.Stats().Rooms != 1 {
+		t.Fatalf("edge %+v, holder %+v: the room moved during its migration", mr.edge.Stats(), mr.holder.Stats())
+	}
+	if _, e := m.activate(c); e != nil {
+		t.Fatalf("activate through the holder: %v", e)
+	}
+}
