@@ -93,27 +93,9 @@ const (
 // failure returns a *SmokeError naming the step, with everything opened
 // closed.
 func Smoke(ctx context.Context, opts SmokeOptions) (SmokeReport, error) {
-	s := &smoke{opts: opts, start: time.Now()}
-	if s.opts.Timeout <= 0 {
-		s.opts.Timeout = DefaultSmokeTimeout
-	}
-	if s.opts.Logf == nil {
-		s.opts.Logf = func(string, ...any) {}
-	}
-	if s.opts.Room == "" {
-		s.opts.Room = "purrfly-smoke-" + randHex(8)
-	}
-	s.rep = SmokeReport{Region: opts.Region, Room: s.opts.Room}
+	s := newSmoke(opts, "purrfly-smoke-")
 	defer s.cleanup()
-	if opts.Balancer == "" {
-		return s.rep, &SmokeError{Step: StepAllocate, Err: errors.New("no balancer URL given")}
-	}
-	s.bal = &Balancer{BaseURL: opts.Balancer, HTTP: opts.HTTPClient, Timeout: s.opts.Timeout}
-	s.dial = &DialOptions{NoSessionHint: opts.NoSessionHint, HTTPClient: opts.HTTPClient, Transport: opts.Transport}
-	for _, st := range []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	if err := s.run(ctx, []smokeStep{
 		{StepAllocate, s.allocate},
 		{StepRegion, s.region},
 		{StepHostConnect, s.hostConnect},
@@ -124,15 +106,50 @@ func Smoke(ctx context.Context, opts SmokeOptions) (SmokeReport, error) {
 		{StepHostToClient, s.hostToClient},
 		{StepClientLeave, s.clientLeave},
 		{StepHostClose, s.hostClose},
-	} {
-		if err := s.step(ctx, st.name, st.fn); err != nil {
-			s.rep.Elapsed = time.Since(s.start)
-			return s.rep, err
-		}
+	}); err != nil {
+		return s.rep, err
 	}
-	s.rep.Elapsed = time.Since(s.start)
 	s.opts.Logf("smoke passed over %s: room %s, region %q, %s", s.opts.Transport, s.rep.Room, s.rep.RelayRegion, s.rep.Elapsed.Round(time.Millisecond))
 	return s.rep, nil
+}
+
+// newSmoke applies opts' defaults (a fresh room name with prefix).
+func newSmoke(opts SmokeOptions, prefix string) *smoke {
+	s := &smoke{opts: opts, start: time.Now()}
+	if s.opts.Timeout <= 0 {
+		s.opts.Timeout = DefaultSmokeTimeout
+	}
+	if s.opts.Logf == nil {
+		s.opts.Logf = func(string, ...any) {}
+	}
+	if s.opts.Room == "" {
+		s.opts.Room = prefix + randHex(8)
+	}
+	s.rep = SmokeReport{Region: opts.Region, Room: s.opts.Room}
+	s.bal = &Balancer{BaseURL: opts.Balancer, HTTP: opts.HTTPClient, Timeout: s.opts.Timeout}
+	s.dial = &DialOptions{NoSessionHint: opts.NoSessionHint, HTTPClient: opts.HTTPClient, Transport: opts.Transport}
+	return s
+}
+
+// smokeStep is one named step of a smoke run.
+type smokeStep struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// run runs steps in order and stops at the first failure; rep.Elapsed is
+// set either way.
+func (s *smoke) run(ctx context.Context, steps []smokeStep) error {
+	defer func() { s.rep.Elapsed = time.Since(s.start) }()
+	if s.opts.Balancer == "" {
+		return &SmokeError{Step: StepAllocate, Err: errors.New("no balancer URL given")}
+	}
+	for _, st := range steps {
+		if err := s.step(ctx, st.name, st.fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // smoke is one run's state, owned by the Smoke call.

@@ -40,28 +40,10 @@ const (
 // (the room ends with it). Each step is bounded by
 // opts.Timeout; the first failure is a *SmokeError naming it.
 func SmokeMigration(ctx context.Context, opts SmokeOptions) (SmokeReport, error) {
-	m := &migSmoke{smoke: &smoke{opts: opts, start: time.Now()}}
+	m := &migSmoke{smoke: newSmoke(opts, "purrfly-migration-")}
 	s := m.smoke
-	if s.opts.Timeout <= 0 {
-		s.opts.Timeout = DefaultSmokeTimeout
-	}
-	if s.opts.Logf == nil {
-		s.opts.Logf = func(string, ...any) {}
-	}
-	if s.opts.Room == "" {
-		s.opts.Room = "purrfly-migration-" + randHex(8)
-	}
-	s.rep = SmokeReport{Region: opts.Region, Room: s.opts.Room}
 	defer m.cleanup()
-	if opts.Balancer == "" {
-		return s.rep, &SmokeError{Step: StepAllocate, Err: errors.New("no balancer URL given")}
-	}
-	s.bal = &Balancer{BaseURL: opts.Balancer, HTTP: opts.HTTPClient, Timeout: s.opts.Timeout}
-	s.dial = &DialOptions{NoSessionHint: opts.NoSessionHint, HTTPClient: opts.HTTPClient, Transport: opts.Transport}
-	for _, st := range []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	if err := s.run(ctx, []smokeStep{
 		{StepAllocate, s.allocate},
 		{StepHostConnect, s.hostConnect},
 		{StepJoin, s.join},
@@ -78,13 +60,9 @@ func SmokeMigration(ctx context.Context, opts SmokeOptions) (SmokeReport, error)
 		{StepMigRecover, m.recover},
 		{StepMigRecovered, m.recovered},
 		{StepMigLeave, m.leave},
-	} {
-		if err := s.step(ctx, st.name, st.fn); err != nil {
-			s.rep.Elapsed = time.Since(s.start)
-			return s.rep, err
-		}
+	}); err != nil {
+		return s.rep, err
 	}
-	s.rep.Elapsed = time.Since(s.start)
 	s.opts.Logf("migration smoke passed over %s: room %s, generation %d, %s", s.opts.Transport, s.rep.Room, m.state.Generation,
 		s.rep.Elapsed.Round(time.Millisecond))
 	return s.rep, nil

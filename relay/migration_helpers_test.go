@@ -60,13 +60,7 @@ func (m *migRoom) callRoute(req wire.MigrationRequest, epoch string, revision ui
 	if req.Name == "" {
 		req.Name = m.name
 	}
-	hr, _ := http.NewRequest(req.Op.Method(), m.s.HTTPURL()+req.Op.RelayPath(), nil)
-	wire.SetInternal(hr.Header, testSecret)
-	hr.Header.Set(wire.HeaderTargetBoot, boot)
-	hr.Header.Set(wire.HeaderRoomEpoch, epoch)
-	hr.Header.Set(wire.HeaderRoomRevision, strconv.FormatUint(revision, 10))
-	req.SetHeaders(hr.Header)
-	resp, body := do(m.t, hr)
+	resp, body := m.raw(req, epoch, revision, boot, nil)
 	if resp.StatusCode != http.StatusOK {
 		return wire.DecodeError(resp.StatusCode, body)
 	}
@@ -74,6 +68,22 @@ func (m *migRoom) callRoute(req wire.MigrationRequest, epoch string, revision ui
 		m.t.Fatalf("decode %s answer %s: %v", req.Op, body, err)
 	}
 	return nil
+}
+
+// raw makes one forwarded call as the balancer would (edit may change its
+// headers last) and returns the answer as it is.
+func (m *migRoom) raw(req wire.MigrationRequest, epoch string, revision uint64, boot string, edit func(http.Header)) (*http.Response, []byte) {
+	m.t.Helper()
+	hr, _ := http.NewRequest(req.Op.Method(), m.s.HTTPURL()+req.Op.RelayPath(), nil)
+	wire.SetInternal(hr.Header, testSecret)
+	hr.Header.Set(wire.HeaderTargetBoot, boot)
+	hr.Header.Set(wire.HeaderRoomEpoch, epoch)
+	hr.Header.Set(wire.HeaderRoomRevision, strconv.FormatUint(revision, 10))
+	req.SetHeaders(hr.Header)
+	if edit != nil {
+		edit(hr.Header)
+	}
+	return do(m.t, hr)
 }
 
 func (m *migRoom) current(secret string) (wire.MigrationState, *wire.Error) {

@@ -66,13 +66,7 @@ func TestMigrationCurrentMetadataOnly(t *testing.T) {
 
 	c := m.mustClaim("claim-cur", 0, "7", "")
 	req := wire.MigrationRequest{Op: wire.OpCurrent, Name: m.name, Secret: m.clientSecret}
-	hr, _ := http.NewRequest(http.MethodGet, m.s.HTTPURL()+wire.PathRelayMigrationCurrent, nil)
-	wire.SetInternal(hr.Header, testSecret)
-	hr.Header.Set(wire.HeaderTargetBoot, m.s.opts.BootID)
-	hr.Header.Set(wire.HeaderRoomEpoch, m.epoch)
-	hr.Header.Set(wire.HeaderRoomRevision, "0")
-	req.SetHeaders(hr.Header)
-	resp, body := do(t, hr)
+	resp, body := m.raw(req, m.epoch, 0, m.s.opts.BootID, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("current: %d %s", resp.StatusCode, body)
 	}
@@ -315,14 +309,8 @@ func TestMigrationPromotedPlayerIDCanonical(t *testing.T) {
 	// (Surrounding whitespace never reaches a handler: net/http trims it;
 	// wire's own test checks the parser with it.)
 	for _, bad := range []string{"0", "-1", "+5", "05", "18446744073709551616", "0x5", "", "1e3", "5_0"} {
-		hr, _ := http.NewRequest(http.MethodPost, m.s.HTTPURL()+wire.PathRelayMigrationClaim, nil)
-		wire.SetInternal(hr.Header, testSecret)
-		hr.Header.Set(wire.HeaderTargetBoot, m.s.opts.BootID)
-		hr.Header.Set(wire.HeaderRoomEpoch, m.epoch)
-		hr.Header.Set(wire.HeaderRoomRevision, "0")
-		m.tuple(wire.OpClaim, m.clientSecret, "c", 0, "1").SetHeaders(hr.Header)
-		hr.Header.Set(wire.HeaderPromotedPlayerID, bad)
-		resp, body := do(t, hr)
+		resp, body := m.raw(m.tuple(wire.OpClaim, m.clientSecret, "c", 0, "1"), m.epoch, 0, m.s.opts.BootID,
+			func(h http.Header) { h.Set(wire.HeaderPromotedPlayerID, bad) })
 		e := wire.DecodeError(resp.StatusCode, body)
 		if bad == "" {
 			wantErr(t, "an empty promoted_player_id", e, wire.ErrMissingHeader)
@@ -445,13 +433,7 @@ func TestMigrationActivateBodyIsWhatPurrNetValidates(t *testing.T) {
 	join(t, m.s, m.name, c.Secret)
 	req := m.tuple(wire.OpActivate, c.Secret, c.ClaimID, c.Generation, c.PromotedPlayerID)
 	req.FencingToken = c.FencingToken
-	hr, _ := http.NewRequest(http.MethodPost, m.s.HTTPURL()+wire.PathRelayMigrationActivate, nil)
-	wire.SetInternal(hr.Header, testSecret)
-	hr.Header.Set(wire.HeaderTargetBoot, m.s.opts.BootID)
-	hr.Header.Set(wire.HeaderRoomEpoch, m.epoch)
-	hr.Header.Set(wire.HeaderRoomRevision, "0")
-	req.SetHeaders(hr.Header)
-	resp, body := do(t, hr)
+	resp, body := m.raw(req, m.epoch, 0, m.s.opts.BootID, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("activate: %d %s", resp.StatusCode, body)
 	}
