@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"time"
 )
 
@@ -85,6 +86,9 @@ func startChild(ctx context.Context, o Options, cfg ServerConfig) (*child, error
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = append(os.Environ(), ServerEnv+"="+string(env))
+	if o.ServerProcs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(o.ServerProcs))
+	}
 	cmd.Stderr = os.Stderr
 	cmd.WaitDelay = 2 * time.Second
 	setParentDeathSignal(cmd)

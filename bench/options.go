@@ -88,6 +88,10 @@ type Options struct {
 	// merged (client.DialOptions.UDPFlush): PurrNet's client sends once per
 	// network tick. Default DefaultPeerFlush; negative sends at once.
 	PeerFlush time.Duration
+	// ServerProcs is the GOMAXPROCS of every server child (the relay and
+	// the baseline alike; 0: the machine's), as on a Fly shared-cpu-1x
+	// machine (1), where the relay runs in production.
+	ServerProcs int
 
 	// Baseline also runs the same load shape against a plain coder/websocket
 	// echo server (over UDP: a plain UDP echo server) in its own process
