@@ -123,13 +123,13 @@ func sameRoute(a, b *roomRecord) bool {
 func (s *Server) migrateOn(ctx context.Context, rec *roomRecord, req wire.MigrationRequest) (any, error) {
 	info := rec.relay.info
 	start := s.clock.Now()
-	body, err := s.relayCall(ctx, req.Op.Method(), relayURL(info.Endpoint, req.Op.RelayPath()), func(h http.Header) {
+	// No Idempotency-Key: the transport must not retry a change on its
+	// own, or a written first attempt could hide behind a retry that failed
+	// to dial (the caller retries the exact call instead).
+	body, err := s.relayCall(ctx, req.Op.Method(), relayURL(info.Endpoint, req.Op.RelayPath()), false, func(h http.Header) {
 		h.Set(wire.HeaderTargetBoot, info.BootID)
 		h.Set(wire.HeaderRoomEpoch, rec.epoch)
 		h.Set(wire.HeaderRoomRevision, strconv.FormatUint(rec.revision, 10))
-		if req.Op.Mutating() {
-			h.Set("Idempotency-Key", req.ClaimID) // exact retries are idempotent at the relay
-		}
 		req.SetHeaders(h)
 	})
 	s.metrics.relayCall.WithLabelValues("migration_" + req.Op.String()).Observe(s.clock.Now().Sub(start).Seconds())
@@ -181,8 +181,11 @@ func (s *Server) checkMigrationAnswer(req wire.MigrationRequest, body []byte, ho
 		return g, nil
 	case wire.OpClaim:
 		var c wire.MigrationClaim
-		if json.Unmarshal(body, &c) != nil || !state(&c.MigrationState) || c.ClaimID != req.ClaimID ||
-			c.Generation == 0 || c.FencingToken == "" || c.Validate() != nil {
+		var tls struct {
+			SSL *bool `json:"ssl"` // the boolean TLS mode must be there, not just default to false
+		}
+		if json.Unmarshal(body, &c) != nil || json.Unmarshal(body, &tls) != nil || tls.SSL == nil || !state(&c.MigrationState) ||
+			c.ClaimID != req.ClaimID || c.Generation == 0 || c.FencingToken == "" || c.Validate() != nil {
 			return bad()
 		}
 		return c, nil

@@ -1,6 +1,7 @@
 package balancer
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -130,7 +131,14 @@ func TestMigrationMalformedAnswersSanitized(t *testing.T) {
 			wire.WriteJSON(w, http.StatusOK, c)
 		},
 		"another room": func(w http.ResponseWriter) { wire.WriteJSON(w, http.StatusOK, claimAnswer("other")) },
-		"not json":     func(w http.ResponseWriter) { _, _ = io.WriteString(w, "<html>leaky-relay-detail</html>") },
+		"no TLS mode": func(w http.ResponseWriter) {
+			b, _ := json.Marshal(claimAnswer("bad"))
+			var m map[string]any
+			_ = json.Unmarshal(b, &m)
+			delete(m, "ssl")
+			wire.WriteJSON(w, http.StatusOK, m)
+		},
+		"not json": func(w http.ResponseWriter) { _, _ = io.WriteString(w, "<html>leaky-relay-detail</html>") },
 		"a stack trace": func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "System.Exception: leaky-relay-detail\n   at Rooms.Claim()")

@@ -71,7 +71,7 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 	start := s.clock.Now()
 	defer func() { s.metrics.relayAllocate.Observe(s.clock.Now().Sub(start).Seconds()) }()
 	u := relayURL(endpoint, wire.PathRelayAllocate) + "?" + wire.SessionQueryParam + "=" + url.QueryEscape(wire.SessionID(name).Hint())
-	body, err := s.relayCall(ctx, http.MethodPost, u, func(h http.Header) {
+	body, err := s.relayCall(ctx, http.MethodPost, u, true, func(h http.Header) {
 		h.Set(wire.HeaderName, name)
 		h.Set(wire.HeaderRegion, region)
 		h.Set(wire.HeaderAllocationID, allocationID)
@@ -91,21 +91,26 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 // protocol version, then set's headers) within RelayTimeout, and returns
 // a 200 answer's body. It is not cut short by ctx's cancellation (a
 // client giving up must not turn a committed change into an unknown one).
-// Its errors: errNotDelivered (the request was certainly not written, so
-// nothing happened), errOutcomeUnknown (written, and no complete answer:
-// the relay may have acted), or the relay's *wire.Error. A request that
-// carries an Idempotency-Key may be retried by the transport on a fresh
-// connection when a reused one turns out closed.
-func (s *Server) relayCall(ctx context.Context, method, u string, set func(http.Header)) ([]byte, error) {
+// Its errors: errNotDelivered (the request was not written, so nothing
+// happened), errOutcomeUnknown (written, and no complete answer: the relay
+// may have acted), or the relay's *wire.Error.
+//
+// An allocation (lastAttempt) carries an Idempotency-Key, so the
+// transport retries it on a fresh connection when a reused one turns out
+// closed, and only that last attempt's fate counts: a placement that
+// could not be dialled tries another relay, and a relay that did take the
+// first attempt finds its publication refused and ends the room. Every
+// other call (migration's) has no retry of the transport's: once it was
+// written at all, a lost answer is an unknown outcome.
+func (s *Server) relayCall(ctx context.Context, method, u string, lastAttempt bool, set func(http.Header)) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RelayTimeout)
 	defer cancel()
-	// wrote tells whether the last attempt was written; every new attempt
-	// (the transport's retry) resets it.
 	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn:      func(string) { wrote.Store(false) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
-	})
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+	if lastAttempt {
+		trace.GetConn = func(string) { wrote.Store(false) }
+	}
+	ctx = httptrace.WithClientTrace(ctx, trace)
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return nil, errNotDelivered

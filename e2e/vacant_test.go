@@ -6,15 +6,19 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/devstack"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // TestVacantRoomReallocated: PurrNet reuses one room name per scene with a
 // fresh allocation_id on every Play. Once the host has left (its clients
-// were disconnected with it) the room is vacant, and the next Play's
-// allocation takes the name over at once: new credentials, the old ones
-// refused. A room whose host has not connected yet stays reserved.
+// were disconnected with it) the room is vacant: its players' to claim
+// for one activation lease (host migration), after which the next Play's
+// allocation takes the name over: new credentials, the old ones refused.
+// A room whose host has not connected yet stays reserved.
 func TestVacantRoomReallocated(t *testing.T) {
-	s := startDev(t, nil)
+	const recovery = 300 * time.Millisecond
+	s := startDev(t, func(o *devstack.Options) { o.ActivationLease = recovery })
 	first, err := s.api.Allocate(tctx(t), "eu", "scene", client.NewAllocationID())
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +55,16 @@ func TestVacantRoomReallocated(t *testing.T) {
 		return ok && r.ConnectedPlayers == 0
 	})
 
-	// The next Play: a new allocation id, answered at once.
-	second, err := s.api.Allocate(tctx(t), "eu", "scene", client.NewAllocationID())
-	if err != nil {
-		t.Fatalf("allocation of a vacant room: %v", err)
+	// The next Play within the players' recovery window is refused; once
+	// it has passed, a new allocation id gets the name.
+	if _, err := s.api.Allocate(tctx(t), "eu", "scene", client.NewAllocationID()); !errors.Is(err, wire.ErrRoomTaken) {
+		t.Fatalf("allocation within the recovery window: %v, want room_name_taken", err)
 	}
+	var second wire.Capability
+	waitFor(t, 5*time.Second, "the recovery window to pass", func() bool {
+		second, err = s.api.Allocate(tctx(t), "eu", "scene", client.NewAllocationID())
+		return err == nil
+	})
 	if second.Secret == first.Secret {
 		t.Fatal("the new allocation got the old host credential")
 	}

@@ -3,9 +3,11 @@ package relay
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -31,13 +33,15 @@ func TestAllocateReplayWhileDraining(t *testing.T) {
 	}
 }
 
-// TestAllocateTakesOverAVacantRoom: once its host has left and nobody is
-// connected, a room name may be allocated again under a new allocation id:
-// a new incarnation (epoch, credentials) replaces it and the old one goes
-// to the unregister outbox. A room whose host never connected stays
-// reserved, and so does one a client is still connected to.
+// TestAllocateTakesOverAVacantRoom: once its host has left, nobody is
+// connected and its players' recovery window (one activation lease) is
+// over, a room name may be allocated again under a new allocation id: a
+// new incarnation (epoch, credentials) replaces it and the old one goes to
+// the unregister outbox. A room whose host never connected stays reserved,
+// and so does one a client is still connected to.
 func TestAllocateTakesOverAVacantRoom(t *testing.T) {
-	s := startRelay(t, Options{})
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	s := startRelay(t, Options{Clock: clk})
 	first, _, _ := allocate(t, s, "scene", "play-1")
 	if _, status, _ := allocate(t, s, "scene", "play-2"); status != http.StatusConflict {
 		t.Fatalf("a room whose host never connected: %d, want 409", status)
@@ -69,6 +73,11 @@ func TestAllocateTakesOverAVacantRoom(t *testing.T) {
 	_ = back.ws.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the client to leave", func() bool { return s.Stats().Connections == 0 })
 
+	// Within the recovery window the room is its players' to claim.
+	if _, status, _ := allocate(t, s, "scene", "play-2"); status != http.StatusConflict {
+		t.Fatalf("a vacant room within its recovery window: %d, want 409", status)
+	}
+	clk.Advance(DefaultActivationLease)
 	second, status, e := allocate(t, s, "scene", "play-2")
 	if status != http.StatusOK || second.Replayed {
 		t.Fatalf("take over a vacant room: %d %v", status, e)

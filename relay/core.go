@@ -249,6 +249,14 @@ func (c *core) fromHost(cn *conn, b *buf) {
 	}
 	r := cn.room
 	r.mu.Lock()
+	if r.host != cn || cn.closing.Load() {
+		// Read just before a claim fenced this host: nothing of it reaches
+		// the new generation.
+		r.mu.Unlock()
+		putBuf(b)
+		c.m.drop(dropSenderClosed)
+		return
+	}
 	t := r.clients[p.Target]
 	if t == nil {
 		r.mu.Unlock()
@@ -461,7 +469,7 @@ func (c *core) hostLeft(cn *conn) {
 		r.host = nil
 		rem = r.removeLocked()
 	} else {
-		r.hostGoneLocked() // vacant: published with the count change below
+		r.hostGoneLocked(c.clock.Now()) // vacant: published with the count change below
 		r.changedLocked(c)
 	}
 	reason := reasonHostLeft
@@ -535,10 +543,11 @@ type allocation struct {
 
 // allocate creates room name for allocID, or replays the allocation that
 // created it. A live room under another allocation id is ErrRoomTaken,
-// unless it is vacant (its host left) and nobody is connected: then the new
-// allocation takes the name over, and the old incarnation is removed (its
-// epoch goes to the unregister outbox). A room whose host has not connected
-// yet stays reserved for its allocation. An empty allocID never matches,
+// unless room.takeoverLocked allows (vacant, nobody connected, its
+// players' recovery window over): then the new allocation takes the name
+// over, and the old incarnation is removed (its epoch goes to the
+// unregister outbox). A room whose host has not connected yet stays
+// reserved for its allocation. An empty allocID never matches,
 // so it never replays. A draining relay still replays (the answer may have
 // been lost) but creates nothing: it answers ErrDraining, after releasing
 // a vacant empty room of that name, so that the balancer places the new
@@ -552,10 +561,13 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 		r.mu.Lock()
 		if r.liveLocked() {
 			if allocID != "" && r.allocationID == allocID {
+				// The allocation's own capability, as it was: after a claim
+				// the current host credential is the promoted player's,
+				// never the original allocator's to learn.
 				defer r.mu.Unlock()
-				return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked(), replayed: true}, nil
+				return allocation{hostSecret: r.allocSecret, pub: r.publicationLocked(), replayed: true}, nil
 			}
-			if !r.vacantLocked() || r.countLocked() > 0 {
+			if !r.takeoverLocked(c.clock.Now(), c.activationLease, c.draining.Load()) {
 				r.mu.Unlock()
 				return allocation{}, wire.ErrRoomTaken
 			}
@@ -580,12 +592,14 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	if c.draining.Load() {
 		return allocation{}, wire.ErrDraining
 	}
+	secret := randomHex(16)
 	r := &room{
 		name:         name,
 		incarnation:  randomHex(12),
 		epoch:        randomHex(16),
 		revision:     1,
-		hostSecret:   randomHex(16),
+		hostSecret:   secret,
+		allocSecret:  secret,
 		clientSecret: randomHex(16),
 		allocationID: allocID,
 		clients:      make(map[wire.ConnID]*conn),

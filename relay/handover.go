@@ -197,6 +197,7 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 		epoch:        randomHex(16),
 		revision:     1,
 		hostSecret:   h.HostSecret,
+		allocSecret:  h.HostSecret, // only an awaiting room moves: still the allocation's
 		clientSecret: h.ClientSecret,
 		allocationID: h.AllocationID,
 		movedFrom:    &from,

@@ -49,12 +49,39 @@ type migState struct {
 	leaseUntil  time.Time // the activation deadline of the current claim
 	activatedAt time.Time // zero until the promoted host activated
 	hostUsed    bool      // a host socket spent the current host credential
+	vacantSince time.Time // when the room last lost its host (phase vacant)
 	grant       migGrant  // the live host's current grant (zero: none)
+	// claims are the incarnation's committed claims, oldest first (at
+	// most maxClaimHistory): a claim id is never reused for another tuple.
+	claims []claimRecord
 	// isolated are the clients that joined during the lease (pending or
 	// expired), apart from the lane; lane is the promoted player's own
 	// listen-client, which is also in room.clients.
 	isolated map[wire.ConnID]*conn
 	lane     *conn
+}
+
+// maxClaimHistory bounds the claims an incarnation remembers (a session
+// that migrates more often than this in its life is beyond any game).
+const maxClaimHistory = 64
+
+// claimByID returns the committed claim with id.
+func (m *migState) claimByID(id string) (claimRecord, bool) {
+	for _, c := range m.claims {
+		if c.id == id {
+			return c, true
+		}
+	}
+	return claimRecord{}, false
+}
+
+// committed records a claim.
+func (m *migState) committed(rec claimRecord) {
+	if len(m.claims) == maxClaimHistory {
+		m.claims = append(m.claims[:0], m.claims[1:]...)
+	}
+	m.claims = append(m.claims, rec)
+	m.claim = rec
 }
 
 // claimRecord is what a claim (or a grant) is bound to.
@@ -194,14 +221,14 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 	}
 	m := &r.mig
 	rec := recordOf(req)
-	if m.generation > 0 && m.claim.id == rec.id {
-		// A retry of the claim that made this generation, or a misuse of
-		// its id.
-		if m.claim != rec {
-			return wire.MigrationClaim{}, wire.ErrClaimIDConflict
-		}
-		if r.phase == phasePending || !m.activatedAt.IsZero() {
-			return r.claimAnswerLocked(rec, true), nil
+	if prev, ok := m.claimByID(rec.id); ok {
+		switch {
+		case prev != rec:
+			return wire.MigrationClaim{}, wire.ErrClaimIDConflict // a claim id is one attempt's
+		case prev != m.claim:
+			return wire.MigrationClaim{}, wire.ErrGenerationMismatch // an older attempt, superseded
+		case r.phase == phasePending || !m.activatedAt.IsZero():
+			return r.claimAnswerLocked(rec, true), nil // the exact retry of the claim that made this generation
 		}
 		return wire.MigrationClaim{}, wire.ErrHostActivationExpired
 	}
@@ -228,7 +255,7 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 	r.hostSecret = randomHex(16)
 	m.fence = randomHex(16)
 	m.promoted = rec.promoted
-	m.claim = rec
+	m.committed(rec)
 	m.claimedAt = now
 	m.activatedAt = time.Time{}
 	m.hostUsed = false
@@ -238,7 +265,6 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 		cn.close(reasonMigrated)
 	}
 	r.changedLocked(c)
-	c.log.Info("room claimed", "room", r.name, "generation", m.generation, "promoted", m.promoted, "closed", len(old))
 	return r.claimAnswerLocked(rec, false), nil
 }
 
@@ -283,7 +309,6 @@ func (c *core) activate(req wire.MigrationRequest, rt route) (wire.MigrationActi
 			cn.close(reasonRejoin)
 		}
 		r.changedLocked(c)
-		c.log.Info("promoted host activated", "room", r.name, "generation", m.generation, "rejoining", len(isolated))
 	default:
 		return wire.MigrationActivation{}, wire.ErrRoomNotFound
 	}

@@ -51,12 +51,14 @@ func (s *Server) migrationHandler(op wire.MigrationOp) wire.Handler {
 			if c, err = s.core.claim(req, rt); err == nil {
 				fill(&c.MigrationState)
 				out = c
+				s.log.Info("room claimed", "room", req.Name, "generation", c.Generation, "promoted", c.PromotedPlayerID, "replayed", c.Replayed)
 			}
 		case wire.OpActivate:
 			var a wire.MigrationActivation
 			if a, err = s.core.activate(req, rt); err == nil {
 				fill(&a.MigrationState)
 				out = a
+				s.log.Info("promoted host active", "room", req.Name, "generation", a.Generation)
 			}
 		}
 		if err != nil {

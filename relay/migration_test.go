@@ -35,6 +35,12 @@ func TestMigrationIncarnationPerAllocationAndReuse(t *testing.T) {
 	if st, _ := m.current(m.clientSecret); st.HostPhase != wire.HostPhaseVacant {
 		t.Fatalf("after the host left: %s, want vacant", st.HostPhase)
 	}
+	// "A room waiting for a replacement host is reserved": the players
+	// have one activation lease to claim it; then the name is free again.
+	if _, status, _ := allocate(t, m.s, m.name, "another-play"); status != http.StatusConflict {
+		t.Fatalf("reuse within the recovery window: %d, want 409", status)
+	}
+	m.clk.Advance(DefaultActivationLease)
 	a, status, e := allocate(t, m.s, m.name, "another-play")
 	if status != http.StatusOK {
 		t.Fatalf("reuse: %d %v", status, e)
@@ -334,10 +340,20 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	c := m.mustClaim("c1", 0, "3", "")
 	m.clk.Advance(5 * time.Second)
 	host := join(t, m.s, m.name, c.Secret) // provisional
+	lane := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
+	laneID := host.expectToHost(wire.ToHostConnected).IDs[0]
 	m.clk.Advance(4 * time.Second)
-	m.mustClaim("c1", 0, "3", "") // a replay: no extension
+	if r := m.mustClaim("c1", 0, "3", ""); !r.Replayed || r.ActivationExpiresAt != c.ActivationExpiresAt {
+		t.Fatalf("replay %+v: the lease moved", r)
+	}
 	if st, _ := m.current(m.clientSecret); st.HostPhase != wire.HostPhasePending {
 		t.Fatalf("9 s into a 10 s lease: %s", st.HostPhase)
+	}
+	// The replay disconnected nobody: the provisional host and its lane
+	// still talk.
+	lane.send([]byte("still here"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != laneID {
+		t.Fatalf("after the replay the host got %+v", p)
 	}
 	m.clk.Advance(time.Second)
 	if st, _ := m.current(m.clientSecret); st.HostPhase != wire.HostPhaseExpired {
@@ -346,8 +362,10 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	_, e := m.activate(c)
 	wantErr(t, "activate after the lease", e, terminal(wire.ErrHostActivationExpired))
 	next := m.mustClaim("c2", 1, "4", "")
-	if code := host.closed(); code != websocket.StatusNormalClosure {
-		t.Fatalf("the expired provisional host closed with %v", code)
+	for _, p := range []*peer{host, lane} {
+		if code := p.closed(); code != websocket.StatusNormalClosure {
+			t.Fatalf("the expired generation's socket closed with %v", code)
+		}
 	}
 	// Its credential is fenced with it.
 	p := dial(t, m.s.WSURL())

@@ -18,6 +18,9 @@ import (
 //	pending           -> hosted    the promoted host activates
 //	pending           -> expired   its activation lease elapses
 //	pending, expired  -> vacant    the provisional host's socket leaves
+//	vacant            -> removed   a new allocation takes the name, once
+//	                               the recovery window (one activation
+//	                               lease) has passed with nobody there
 //	any               -> removed   empty-room timeout, handed over, taken
 //	                               over, shutdown (terminal)
 //
@@ -73,16 +76,22 @@ func (p phase) hostPhase() string {
 // liveLocked reports whether the incarnation has not ended.
 func (r *room) liveLocked() bool { return r.phase != phaseRemoved }
 
-// vacantLocked reports whether the room may be taken over by a new
-// allocation when nobody is connected: its host left at generation 0
-// (after a migration the room is reserved for recovery until it empties
-// out for the empty-room timeout).
-func (r *room) vacantLocked() bool { return r.phase == phaseVacant && r.mig.generation == 0 }
+// vacantLocked reports whether no host owns the room (published as
+// wire.Publication.Vacant: a new allocation is then put to this relay,
+// which decides with takeoverLocked).
+func (r *room) vacantLocked() bool { return r.phase == phaseVacant }
 
-// reservedLocked reports whether the room is kept for a host to come (a
-// migration in progress, or its allocation's host): the lease or the
-// empty-room timeout ends that, never another allocation.
-func (r *room) reservedLocked() bool { return !r.vacantLocked() }
+// takeoverLocked reports whether a new allocation may replace the room
+// now. A vacant room is reserved for its players' recovery (a claim with
+// the client credential) for one activation lease (recovery) after its
+// host was lost; then, with nobody connected, the name is free again (PurrNet reuses a scene's room
+// name on every Play). A draining relay lets it go at once (its rooms end
+// with the drain anyway). Every other phase is reserved: for the
+// allocation's host, or for a claimed host until it connects or the
+// empty-room timeout removes the room.
+func (r *room) takeoverLocked(now time.Time, recovery time.Duration, draining bool) bool {
+	return r.phase == phaseVacant && r.countLocked() == 0 && (draining || now.Sub(r.mig.vacantSince) >= recovery)
+}
 
 // claimableLocked reports whether a claim may move the room to a new
 // generation: no host owns it, or its live host granted the claim.
@@ -115,9 +124,10 @@ func (r *room) hostArrivedLocked(h *conn) {
 
 // hostGoneLocked: the host's (or the provisional host's) socket left:
 // hosted, pending or expired -> vacant.
-func (r *room) hostGoneLocked() {
+func (r *room) hostGoneLocked(now time.Time) {
 	r.host = nil
 	r.phase = phaseVacant
+	r.mig.vacantSince = now
 }
 
 // claimedLocked: -> pending, with the lease from now.

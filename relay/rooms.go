@@ -18,13 +18,14 @@ type room struct {
 	mu           sync.Mutex
 	epoch        string                // guarded by mu; fixed for the incarnation
 	revision     uint64                // guarded by mu; bumped on every count change and on removal
-	hostSecret   string                // guarded by mu
+	hostSecret   string                // guarded by mu; the current host credential (rotated by claims)
+	allocSecret  string                // static: the allocation's own host credential, what a replay answers
 	clientSecret string                // guarded by mu
 	allocationID string                // guarded by mu
 	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
 	confirmed    bool                  // guarded by mu; a moved room: the balancer applied its publication
 	phase        phase                 // guarded by mu; changed only by the transitions of phase.go
-	host         *conn                 // guarded by mu; set exactly while phase is hosted
+	host         *conn                 // guarded by mu; the host's socket: set while hosted, and a provisional host's in pending or expired
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer the host sees
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
 	mig          migState              // guarded by mu; host migration (migration.go)
