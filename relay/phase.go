@@ -84,11 +84,11 @@ func (r *room) vacantLocked() bool { return r.phase == phaseVacant }
 // takeoverLocked reports whether a new allocation may replace the room
 // now. A vacant room is reserved for its players' recovery (a claim with
 // the client credential) for one activation lease (recovery) after its
-// host was lost; then, with nobody connected, the name is free again (PurrNet reuses a scene's room
-// name on every Play). A draining relay lets it go at once (its rooms end
-// with the drain anyway). Every other phase is reserved: for the
-// allocation's host, or for a claimed host until it connects or the
-// empty-room timeout removes the room.
+// host was lost; then, with nobody connected, the name is free again
+// (PurrNet reuses a scene's room name on every Play). A draining relay
+// lets it go at once (its rooms end with the drain anyway). Every other
+// phase is reserved: for the allocation's host, or for a claimed host
+// until it connects or the empty-room timeout removes the room.
 func (r *room) takeoverLocked(now time.Time, recovery time.Duration, draining bool) bool {
 	return r.phase == phaseVacant && r.countLocked() == 0 && (draining || now.Sub(r.mig.vacantSince) >= recovery)
 }
