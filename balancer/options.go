@@ -76,6 +76,8 @@ type Options struct {
 	HealthTimeout time.Duration
 	// RelayTimeout bounds every other call to a relay (allocation, proof).
 	RelayTimeout time.Duration
+	// HTTP bounds the waits of the balancer's HTTP server.
+	HTTP wire.HTTPLimits
 	// HealthFailures is how many consecutive failed probes remove a relay
 	// (a successful probe or a newer heartbeat starts the count again); a
 	// single lost probe must not make every room of a relay unjoinable.

@@ -10,10 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
-	"github.com/purrfly/purrfly/wire"
 )
 
 // Server is the balancer. Construct with New, then Start; Handler serves
@@ -85,14 +83,10 @@ func (s *Server) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.ln, s.cancel = ln, cancel
 	s.srv = &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    wire.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		Handler:  s.handler,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	s.opts.HTTP.Apply(s.srv)
 	srv := s.srv
 	s.wg.Add(3)
 	go func() {

@@ -214,6 +214,8 @@ func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// (Hijack clears the server's request deadlines, HTTPLimits: an
+	// upgraded connection lives by the relay's own bounds.)
 	if err := brw.Writer.Flush(); err != nil {
 		_ = nc.Close()
 		return nil, nil, fmt.Errorf("failed to flush the upgrade: %w", err)

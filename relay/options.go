@@ -98,6 +98,13 @@ type Options struct {
 	GrantLifetime   time.Duration
 	DrainTimeout    time.Duration // default 25s; negative = do not wait
 	RequestTimeout  time.Duration // default 5s, every call to the balancer
+	// AuthTimeout bounds a connection's wait for its authentication
+	// message, WebSocket or UDP (AUTH_TIMEOUT_SECONDS, default 10 s).
+	AuthTimeout time.Duration
+	// HTTP bounds the waits of the HTTP and WebSocket ports (a WebSocket
+	// connection, once upgraded, is bound by the authentication timeout
+	// and the slow-receiver rules instead).
+	HTTP wire.HTTPLimits
 
 	Router Router      // nil = serve everything here
 	Clock  clock.Clock // nil = clock.Real
@@ -184,6 +191,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.AuthTimeout <= 0 {
+		o.AuthTimeout = DefaultAuthTimeout
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout

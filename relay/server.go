@@ -68,7 +68,7 @@ func New(opts Options) (*Server, error) {
 		opts:            o,
 		log:             o.Logger.With("component", "relay"),
 		clock:           o.Clock,
-		authTimeout:     DefaultAuthTimeout,
+		authTimeout:     o.AuthTimeout,
 		cleanupInterval: min(DefaultCleanupInterval, o.EmptyRoomTimeout),
 	}
 	s.gatherer = prometheus.DefaultGatherer
@@ -139,15 +139,14 @@ func (s *Server) Start() error {
 
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	newSrv := func(h http.Handler) *http.Server {
-		return &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       60 * time.Second,
-			MaxHeaderBytes:    wire.MaxHeaderBytes,
-			ErrorLog:          errLog,
-			ConnState:         s.raw.track,
-			ConnContext:       withRawConn,
+		srv := &http.Server{
+			Handler:     h,
+			ErrorLog:    errLog,
+			ConnState:   s.raw.track,
+			ConnContext: withRawConn,
 		}
+		s.opts.HTTP.Apply(srv)
+		return srv
 	}
 	s.httpSrv = newSrv(s.mainHandler())
 	s.bg.Go(func() { _ = s.httpSrv.Serve(s.httpLn) })

@@ -35,6 +35,43 @@ func isUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }
 
+// errBadHandshake answers an upgrade request coder/websocket would refuse
+// in plain text.
+var errBadHandshake = &wire.Error{Code: "bad_websocket_handshake", Status: http.StatusBadRequest,
+	Message: "a WebSocket upgrade is a GET over HTTP/1.1 with Connection: Upgrade, Upgrade: websocket and a Sec-WebSocket-Key"}
+
+// errWSVersion answers an upgrade of another WebSocket version.
+var errWSVersion = &wire.Error{Code: "unsupported_websocket_version", Status: http.StatusUpgradeRequired,
+	Message: "only WebSocket version 13 is served"}
+
+// checkHandshake checks an upgrade request as coder/websocket's Accept
+// does, so that a bad one gets a JSON answer instead of the library's
+// plain text.
+func checkHandshake(w http.ResponseWriter, r *http.Request) error {
+	switch {
+	case r.Method != http.MethodGet || !r.ProtoAtLeast(1, 1) || !headerHasToken(r.Header, "Connection", "upgrade") ||
+		!headerHasToken(r.Header, "Upgrade", "websocket") || len(r.Header.Get("Sec-WebSocket-Key")) != 24:
+		return errBadHandshake
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		w.Header().Set("Sec-WebSocket-Version", "13")
+		return errWSVersion
+	}
+	return nil
+}
+
+// headerHasToken reports whether a comma-separated header holds token
+// (case-insensitively).
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // wsHandler is the dedicated WebSocket listener's handler: any path.
 func (s *Server) wsHandler() http.Handler {
 	return wire.Common(wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
@@ -66,6 +103,9 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 		if s.replayed(w, r, sid, s.wsRouter()) {
 			return nil
 		}
+	}
+	if err := checkHandshake(w, r); err != nil {
+		return err
 	}
 	if !s.admitSession() {
 		return wire.ErrDraining

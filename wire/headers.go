@@ -49,26 +49,34 @@ const (
 	MaxAllocationIDLen = 128
 )
 
-// HeaderValue reads a header that must be present, non-empty, printable ASCII
-// without spaces and at most max bytes long.
+// HeaderValue reads a header that must be present and non-empty, at most
+// max bytes long, without control characters (a tab included). Spaces
+// and UTF-8 are allowed: a room name is a game's to choose. (Secrets are
+// stricter: ValidSecret.)
 func HeaderValue(r *http.Request, name string, max int) (string, error) {
 	v := r.Header.Get(name)
 	if v == "" {
 		return "", ErrMissingHeader.WithMessage("header " + name + " is required")
 	}
-	if len(v) > max {
-		return "", ErrBadHeader.WithMessage("header " + name + " is too long")
-	}
-	return v, nil
+	return v, checkHeader(name, v, max)
 }
 
-// OptionalHeader reads a header that may be absent, with the same limit.
+// OptionalHeader reads a header that may be absent, with the same limits.
 func OptionalHeader(r *http.Request, name string, max int) (string, error) {
 	v := r.Header.Get(name)
+	return strings.TrimSpace(v), checkHeader(name, v, max)
+}
+
+func checkHeader(name, v string, max int) error {
 	if len(v) > max {
-		return "", ErrBadHeader.WithMessage("header " + name + " is too long")
+		return ErrBadHeader.WithMessage("header " + name + " is too long")
 	}
-	return strings.TrimSpace(v), nil
+	for i := 0; i < len(v); i++ {
+		if v[i] < ' ' || v[i] == 0x7f {
+			return ErrBadHeader.WithMessage("header " + name + " holds a control character")
+		}
+	}
+	return nil
 }
 
 // ValidSecret reports whether s can serve as the shared SECRET: non-empty,

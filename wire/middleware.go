@@ -20,8 +20,9 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Common sets the headers every purrfly answer carries (no caching anywhere,
 // since credentials travel in answers; CORS for WebGL builds), answers CORS
-// preflights, and caps header and body sizes. Relay and balancer both wrap
-// their whole mux in it.
+// preflights, refuses in JSON what ServeMux would answer itself (CONNECT,
+// unclean paths), and caps header and body sizes. Relay and balancer both
+// wrap their whole mux in it.
 func Common(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -37,6 +38,10 @@ func Common(next http.Handler) http.Handler {
 			}
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if err := checkTarget(r); err != nil {
+			WriteError(w, err)
 			return
 		}
 		if r.Body != nil {

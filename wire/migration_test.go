@@ -55,3 +55,16 @@ func TestMigrationRequestHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A header value may hold spaces and UTF-8 (a room name is the game's),
+// never a control character.
+func TestHeaderValueRefusesControlCharacters(t *testing.T) {
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	for v, ok := range map[string]bool{"Lobby 1": true, "Sala ñ": true, "tab\there": false, "del\x7f": false} {
+		r.Header.Set(HeaderName, v)
+		_, err := HeaderValue(r, HeaderName, MaxSessionIDLen)
+		if (err == nil) != ok {
+			t.Errorf("HeaderValue(%q) = %v, want ok %v", v, err, ok)
+		}
+	}
+}

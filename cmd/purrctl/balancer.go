@@ -15,13 +15,13 @@ func balancerCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "balancer",
 		Usage: "run the balancer (PurrBalancer): relays register with it; clients allocate and join rooms through it",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			secretFlag(), debugFlag(),
 			&cli.StringFlag{Name: "host", EnvVars: []string{"HOST"}, Usage: "bind address (default 127.0.0.1, :: on Fly)"},
 			&cli.IntFlag{Name: "port", EnvVars: []string{"PORT"}, Value: 8080, Usage: "HTTP port"},
 			&cli.IntFlag{Name: "tombstone-retention", EnvVars: []string{"ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS"}, Value: 3600, Usage: "seconds released room publications stay fenced (non-positive: 3600)"},
 			&cli.IntFlag{Name: "health-interval", EnvVars: []string{"HEALTH_INTERVAL_SECONDS"}, Value: 10, Usage: "seconds between relay health probes"},
-		},
+		}, httpLimitFlags()...),
 		Action: runBalancer,
 	}
 }
@@ -46,6 +46,7 @@ func runBalancer(c *cli.Context) error {
 		Version:            version(),
 		HealthInterval:     seconds(c, "health-interval"),
 		TombstoneRetention: seconds(c, "tombstone-retention"),
+		HTTP:               httpLimits(c),
 		Logger:             log,
 	})
 	if err != nil {

@@ -99,3 +99,20 @@ func migrationFlags() []cli.Flag {
 			Usage: "seconds a host's handoff grant lives"},
 	}
 }
+
+// httpLimitFlags are the HTTP servers' waits (wire.HTTPLimits), for the
+// relay and the balancer alike.
+func httpLimitFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "http-header-timeout", EnvVars: []string{"HTTP_HEADER_TIMEOUT_SECONDS"}, Value: 10, Usage: "seconds a request may take to send its request line and headers"},
+		&cli.IntFlag{Name: "http-read-timeout", EnvVars: []string{"HTTP_READ_TIMEOUT_SECONDS"}, Value: 30, Usage: "seconds a whole request (body included) may take"},
+		&cli.IntFlag{Name: "http-write-timeout", EnvVars: []string{"HTTP_WRITE_TIMEOUT_SECONDS"}, Value: 30, Usage: "seconds writing an answer may take"},
+		&cli.IntFlag{Name: "http-idle-timeout", EnvVars: []string{"HTTP_IDLE_TIMEOUT_SECONDS"}, Value: 60, Usage: "seconds a kept-alive connection may wait for its next request"},
+	}
+}
+
+// httpLimits reads httpLimitFlags.
+func httpLimits(c *cli.Context) wire.HTTPLimits {
+	return wire.HTTPLimits{Header: seconds(c, "http-header-timeout"), Read: seconds(c, "http-read-timeout"),
+		Write: seconds(c, "http-write-timeout"), Idle: seconds(c, "http-idle-timeout")}
+}

@@ -1,0 +1,136 @@
+package relay
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Short limits for the tests below; the bound on each case is its limit
+// plus a margin for a loaded machine.
+var testLimits = wire.HTTPLimits{Header: 200 * time.Millisecond, Read: 400 * time.Millisecond,
+	Write: time.Second, Idle: 400 * time.Millisecond}
+
+const limitMargin = 3 * time.Second
+
+// closedWithin reads conn until it ends (the server closed it) and fails
+// unless that happened within bound of start. Its wait is the socket's
+// own deadline (wall clock: it bounds the server's timers).
+func closedWithin(t *testing.T, conn net.Conn, start time.Time, bound time.Duration, what string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(start.Add(bound))
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("%s: still open after %v (%v)", what, bound, err)
+	}
+}
+
+// ports are the relay's two TCP listeners.
+func ports(s *Server) map[string]string {
+	ws, _ := url.Parse(s.WSURL())
+	h, _ := url.Parse(s.HTTPURL())
+	return map[string]string{"http": h.Host, "websocket": ws.Host}
+}
+
+// A request that declares a body and never sends it, and one that
+// trickles its headers (slowloris), are closed at the HTTP limits on both
+// ports, without a credential.
+func TestSilentBodyAndSlowHeadersClosed(t *testing.T) {
+	s := startRelay(t, Options{HTTP: testLimits})
+	for port, addr := range ports(s) {
+		t.Run(port, func(t *testing.T) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			_, _ = io.WriteString(c, "GET /ping HTTP/1.1\r\nHost: relay\r\nContent-Length: 200000\r\n\r\n")
+			closedWithin(t, c, start, testLimits.Read+limitMargin, "a request with a silent body")
+
+			slow, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer slow.Close()
+			start = time.Now()
+			_, _ = io.WriteString(slow, "GET /ping HTTP/1.1\r\nHost: relay\r\n") // and nothing more
+			closedWithin(t, slow, start, testLimits.Header+limitMargin, "a request with unfinished headers")
+		})
+	}
+}
+
+// An upgraded WebSocket that never authenticates is closed at the
+// authentication timeout on both ports; an authenticated one outlives the
+// HTTP limits (the upgrade leaves them behind).
+func TestNeverAuthenticatingClosedAuthenticatedKept(t *testing.T) {
+	s := startRelay(t, Options{HTTP: testLimits, AuthTimeout: 300 * time.Millisecond})
+	hs, cs := mustAllocate(t, s, "kept")
+	for _, u := range []string{s.WSURL(), "ws" + strings.TrimPrefix(s.HTTPURL(), "http")} {
+		p := dial(t, u)
+		start := time.Now()
+		p.closed() // abruptly: nothing is owed to a peer that never spoke
+		if el := time.Since(start); el > 300*time.Millisecond+limitMargin {
+			t.Fatalf("%s: a silent WebSocket closed after %v", u, el)
+		}
+	}
+	h := join(t, s, "kept", hs)
+	// Past every HTTP limit (a wall-clock wait: the limits are the
+	// sockets' deadlines), the host still talks.
+	time.Sleep(2 * testLimits.Read)
+	h.send([]byte{wire.HostKeepAlive})
+	join(t, s, "kept", cs)
+	h.expectToHost(wire.ToHostConnected)
+}
+
+// Every answer the relay can shape is JSON: CONNECT, unclean and
+// relative paths, and bad WebSocket handshakes, on both ports.
+func TestOddRequestsAnsweredInJSON(t *testing.T) {
+	s := startRelay(t, Options{})
+	for port, addr := range ports(s) {
+		for _, tc := range []struct {
+			req    string
+			status int
+		}{
+			{"CONNECT relay:443 HTTP/1.1\r\nHost: relay:443\r\n\r\n", http.StatusMethodNotAllowed},
+			{"GET /../x HTTP/1.1\r\nHost: relay\r\n\r\n", http.StatusBadRequest},
+			{"GET //ping HTTP/1.1\r\nHost: relay\r\n\r\n", http.StatusBadRequest},
+			{"OPTIONS * HTTP/1.1\r\nHost: relay\r\n\r\n", http.StatusOK}, // net/http's own, empty (README)
+			{"GET * HTTP/1.1\r\nHost: relay\r\n\r\n", http.StatusBadRequest},
+			{"GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", http.StatusBadRequest},
+			{"GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n\r\n", http.StatusUpgradeRequired},
+			{"POST / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n", http.StatusBadRequest},
+		} {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.WriteString(c, tc.req)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("%s %q: %v", port, tc.req, err)
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			c.Close()
+			if resp.StatusCode != tc.status {
+				t.Errorf("%s %q: %d %s, want %d", port, firstLine(tc.req), resp.StatusCode, body, tc.status)
+				continue
+			}
+			if tc.status != http.StatusOK && (resp.Header.Get("Content-Type") != "application/json" ||
+				!strings.Contains(string(body), `"retryable"`)) {
+				t.Errorf("%s %q: not the JSON error shape: %q %s", port, firstLine(tc.req), resp.Header.Get("Content-Type"), body)
+			}
+		}
+	}
+}
+
+func firstLine(s string) string { return s[:strings.Index(s, "\r\n")] }
