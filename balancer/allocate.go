@@ -16,6 +16,10 @@ import (
 // allocation_id) and the legacy GET (region and name only; each request gets
 // a fresh allocation id, so a legacy retry of a live name is a conflict).
 func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
+	if ok, wait := s.allocs.Allow(wire.ClientIP(r, s.opts.ClientIPHeader)); !ok {
+		s.metrics.allocations.WithLabelValues(wire.ErrRateLimited.Code).Inc()
+		return wire.RateLimited(w, wait)
+	}
 	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -45,6 +46,9 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 		Region:       "test",
 		Version:      "v-test",
 		RelayTimeout: 2 * time.Second,
+		// Off unless a test sets them: most tests allocate in bursts.
+		AllocateRate: limit.Rate{Every: -1},
+		JoinRate:     limit.Rate{Every: -1},
 		Clock:        clk,
 		Logger:       slog.New(slog.DiscardHandler),
 	}

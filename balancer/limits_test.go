@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -52,5 +53,46 @@ func TestHTTPLimitsAndOddRequests(t *testing.T) {
 		if resp.StatusCode < 400 || !strings.Contains(string(body), `"retryable"`) {
 			t.Fatalf("%q: %d %s, want a JSON error", req[:strings.Index(req, "\r\n")], resp.StatusCode, body)
 		}
+	}
+}
+
+// Allocations and joins are limited per source address (Fly-Client-IP
+// behind Fly's proxy): past the burst, 429 rate_limited with Retry-After;
+// another source is not affected; the next token comes with time.
+func TestRateLimitsPerSource(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.AllocateRate, o.JoinRate = limit.PerMinute(60, 2), limit.PerMinute(60, 1)
+		o.ClientIPHeader = wire.HeaderFlyClientIP
+	})
+	f := newFakeRelay(t, "eu")
+	f.register(h)
+	alloc := func(ip, name string) (int, http.Header, []byte) {
+		st, body, hdr := h.do(http.MethodPost, "/allocate_ws", map[string]string{wire.HeaderFlyClientIP: ip,
+			wire.HeaderName: name, wire.HeaderRegion: "eu", wire.HeaderAllocationID: "id-" + name}, nil)
+		return st, hdr, body
+	}
+	for i, name := range []string{"a1", "a2"} {
+		if st, _, body := alloc("203.0.113.1", name); st != http.StatusOK {
+			t.Fatalf("allocation %d within the burst: %d %s", i, st, body)
+		}
+	}
+	st, hdr, body := alloc("203.0.113.1", "a3")
+	if st != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" || !strings.Contains(string(body), `"rate_limited"`) ||
+		!strings.Contains(string(body), `"retryable":true`) {
+		t.Fatalf("past the burst: %d %q %s", st, hdr.Get("Retry-After"), body)
+	}
+	if st, _, body := alloc("203.0.113.2", "b1"); st != http.StatusOK {
+		t.Fatalf("another source: %d %s", st, body)
+	}
+	h.clk.Advance(time.Second)
+	if st, _, body := alloc("203.0.113.1", "a3"); st != http.StatusOK {
+		t.Fatalf("a second later: %d %s", st, body)
+	}
+	join := func(ip string) int {
+		st, _, _ := h.do(http.MethodGet, "/join", map[string]string{wire.HeaderFlyClientIP: ip, wire.HeaderName: "a1"}, nil)
+		return st
+	}
+	if join("198.51.100.1") == http.StatusTooManyRequests || join("198.51.100.1") != http.StatusTooManyRequests {
+		t.Fatal("joins are not limited per source")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -57,6 +58,14 @@ const (
 	maxInfoLen = 256
 )
 
+// Default per-source rates: far above what a game's players do (a host
+// allocates once a session, retrying once a second at most), far below
+// a flood (3,000 allocations in 0.6 s from one address).
+var (
+	DefaultAllocateRate = limit.PerMinute(120, 60)
+	DefaultJoinRate     = limit.PerMinute(600, 300)
+)
+
 // Options configures a Server. Zero values take the defaults above.
 type Options struct {
 	// Secret is the SECRET shared with every relay; required, wire.ValidSecret.
@@ -78,6 +87,15 @@ type Options struct {
 	RelayTimeout time.Duration
 	// HTTP bounds the waits of the balancer's HTTP server.
 	HTTP wire.HTTPLimits
+	// AllocateRate and JoinRate limit POST /allocate_ws and GET /join per
+	// source address (ALLOCATE_RATE_PER_MINUTE, JOIN_RATE_PER_MINUTE),
+	// answered 429 with Retry-After past them. Zero takes the defaults
+	// (DefaultAllocateRate, DefaultJoinRate), a negative Every turns the
+	// limit off.
+	AllocateRate, JoinRate limit.Rate
+	// ClientIPHeader names the header that carries the caller's address
+	// (Fly-Client-IP on Fly, where Fly's proxy sets it); "" = the TCP peer.
+	ClientIPHeader string
 	// HealthFailures is how many consecutive failed probes remove a relay
 	// (a successful probe or a newer heartbeat starts the count again); a
 	// single lost probe must not make every room of a relay unjoinable.
@@ -130,6 +148,12 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RelayExpiry, DefaultRelayExpiry)
 	def(&o.CleanupInterval, DefaultCleanupInterval)
 	def(&o.TombstoneRetention, DefaultTombstoneRetention)
+	if o.AllocateRate.Every == 0 {
+		o.AllocateRate = DefaultAllocateRate
+	}
+	if o.JoinRate.Every == 0 {
+		o.JoinRate = DefaultJoinRate
+	}
 	if o.HealthFailures <= 0 {
 		o.HealthFailures = DefaultHealthFailures
 	}

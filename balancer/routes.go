@@ -126,6 +126,9 @@ func (s *Server) handleServers(w http.ResponseWriter, r *http.Request) error {
 // handleJoin answers the room's client credential and its relay's
 // authoritative connection details. It reads the route without the lease.
 func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
+	if ok, wait := s.joins.Allow(wire.ClientIP(r, s.opts.ClientIPHeader)); !ok {
+		return wire.RateLimited(w, wait)
+	}
 	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
 )
 
 // Server is the balancer. Construct with New, then Start; Handler serves
@@ -28,6 +29,8 @@ type Server struct {
 
 	reg   *registry
 	rooms *roomTable
+	// allocs and joins limit allocations and joins per source address.
+	allocs, joins *limit.Buckets
 
 	draining atomic.Bool // Shutdown began: /ping says so
 
@@ -54,6 +57,8 @@ func New(opts Options) (*Server, error) {
 		ownClient: own,
 		reg:       newRegistry(),
 		rooms:     newRoomTable(),
+		allocs:    limit.NewBuckets(o.AllocateRate, o.Clock, 0),
+		joins:     limit.NewBuckets(o.JoinRate, o.Clock, 0),
 	}
 	if s.metrics, err = newMetrics(o.Metrics, s); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/limit"
 )
 
 // benchRegion is the region of the relay child.
@@ -175,6 +176,7 @@ func (s *servers) startEcho(ctx context.Context, o Options) error {
 func (s *servers) startBalancer(o Options) error {
 	bal, err := balancer.New(balancer.Options{
 		Secret: o.Secret, ListenHost: "127.0.0.1", Region: benchRegion, Version: "bench",
+		AllocateRate: unlimited, JoinRate: unlimited, // the load comes from one address
 		Logger: o.Logger.With("service", "balancer"),
 	})
 	if err != nil {
@@ -219,3 +221,7 @@ func waitRegistered(ctx context.Context, bc *client.Balancer, secret string, ch 
 		}
 	}
 }
+
+// unlimited turns a per-source rate limit off: every load connection
+// comes from loopback.
+var unlimited = limit.Rate{Every: -1}

@@ -17,6 +17,7 @@ import (
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/relay"
 )
 
@@ -44,8 +45,11 @@ type Options struct {
 	// (relay.Options); 0 = the relay's defaults.
 	ActivationLease time.Duration
 	GrantLifetime   time.Duration
-	Clock           clock.Clock
-	Logger          *slog.Logger
+	// AllocateRate and JoinRate are the balancer's per-source limits
+	// (balancer.Options); zero = its defaults.
+	AllocateRate, JoinRate limit.Rate
+	Clock                  clock.Clock
+	Logger                 *slog.Logger
 	// ReadyTimeout bounds how long Start waits for every relay to register.
 	ReadyTimeout time.Duration
 }
@@ -79,6 +83,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		Region:         "local",
 		Version:        "dev",
 		HealthInterval: opts.HealthInterval,
+		AllocateRate:   opts.AllocateRate,
+		JoinRate:       opts.JoinRate,
 		Clock:          opts.Clock,
 		Logger:         opts.Logger.With("service", "balancer"),
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -86,6 +87,10 @@ func startDev(t testing.TB, mod func(*devstack.Options), regions ...string) *sta
 		HealthInterval:    healthInterval,
 		DrainTimeout:      time.Second,
 		Logger:            discard,
+		// Tests allocate in bursts from one address; limits are tested
+		// where they are set.
+		AllocateRate: limit.Rate{Every: -1},
+		JoinRate:     limit.Rate{Every: -1},
 	}
 	if mod != nil {
 		mod(&opts)

@@ -64,6 +64,7 @@ var (
 	ErrUnknownRelay     = newErr(http.StatusConflict, "unknown_relay", true, "the balancer does not know this relay boot; register first")
 	ErrHandoverRefused  = newErr(http.StatusConflict, "handover_refused", false, "the room is not this machine's to hand over (in use, not here, or not the host's secret)")
 	ErrProtocolVersion  = newErr(http.StatusBadRequest, "unsupported_protocol", false, "unsupported internal protocol version")
+	ErrRateLimited      = newErr(http.StatusTooManyRequests, "rate_limited", true, "too many requests from this address; retry after Retry-After seconds")
 )
 
 // Server-side errors (5xx).

@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"net"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -71,4 +73,27 @@ func checkTarget(r *http.Request) error {
 		return ErrBadPath
 	}
 	return nil
+}
+
+// ClientIP is the caller's address: header's value when set (Fly's proxy
+// puts the client's address in Fly-Client-IP; trust it only behind Fly),
+// else the TCP peer's address.
+func ClientIP(r *http.Request, header string) string {
+	if header != "" {
+		if v := strings.TrimSpace(r.Header.Get(header)); v != "" && len(v) <= 64 {
+			return v
+		}
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// RateLimited is ErrRateLimited with its Retry-After (whole seconds, at
+// least 1) set on w.
+func RateLimited(w http.ResponseWriter, wait time.Duration) error {
+	secs := int((wait + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	return ErrRateLimited
 }

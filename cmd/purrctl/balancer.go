@@ -21,6 +21,8 @@ func balancerCommand() *cli.Command {
 			&cli.IntFlag{Name: "port", EnvVars: []string{"PORT"}, Value: 8080, Usage: "HTTP port"},
 			&cli.IntFlag{Name: "tombstone-retention", EnvVars: []string{"ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS"}, Value: 3600, Usage: "seconds released room publications stay fenced (non-positive: 3600)"},
 			&cli.IntFlag{Name: "health-interval", EnvVars: []string{"HEALTH_INTERVAL_SECONDS"}, Value: 10, Usage: "seconds between relay health probes"},
+			&cli.IntFlag{Name: "allocate-rate", EnvVars: []string{"ALLOCATE_RATE_PER_MINUTE"}, Value: 120, Usage: "room allocations a minute per source address, half of them at once (0: no limit)"},
+			&cli.IntFlag{Name: "join-rate", EnvVars: []string{"JOIN_RATE_PER_MINUTE"}, Value: 600, Usage: "joins a minute per source address, half of them at once (0: no limit)"},
 		}, httpLimitFlags()...),
 		Action: runBalancer,
 	}
@@ -47,6 +49,9 @@ func runBalancer(c *cli.Context) error {
 		HealthInterval:     seconds(c, "health-interval"),
 		TombstoneRetention: seconds(c, "tombstone-retention"),
 		HTTP:               httpLimits(c),
+		AllocateRate:       perMinute(c.Int("allocate-rate")),
+		JoinRate:           perMinute(c.Int("join-rate")),
+		ClientIPHeader:     clientIPHeader(),
 		Logger:             log,
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -115,4 +116,23 @@ func httpLimitFlags() []cli.Flag {
 func httpLimits(c *cli.Context) wire.HTTPLimits {
 	return wire.HTTPLimits{Header: seconds(c, "http-header-timeout"), Read: seconds(c, "http-read-timeout"),
 		Write: seconds(c, "http-write-timeout"), Idle: seconds(c, "http-idle-timeout")}
+}
+
+// perMinute is a per-source rate flag: n a minute with a burst of n/2; 0
+// turns the limit off.
+func perMinute(n int) limit.Rate {
+	if n <= 0 {
+		return limit.Rate{Every: -1}
+	}
+	return limit.PerMinute(n, max(n/2, 1))
+}
+
+// clientIPHeader is where a request's source address is read: behind
+// Fly's proxy, Fly-Client-IP (the TCP peer is the proxy); elsewhere the
+// TCP peer itself.
+func clientIPHeader() string {
+	if onFly() {
+		return wire.HeaderFlyClientIP
+	}
+	return ""
 }
