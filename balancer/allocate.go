@@ -173,6 +173,9 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		// Draining: it certainly took no room (and released a vacant one
 		// of that name).
 		return none, errRelayDraining
+	case errors.Is(err, wire.ErrRelayFull):
+		return none, errTryNext // it holds as many rooms as it may: another relay
+
 	case errors.Is(err, wire.ErrStaleBoot):
 		// (Multi-machine) the machine no longer runs the boot we chose: it
 		// certainly took no room.

@@ -252,6 +252,11 @@ func TestPlacement(t *testing.T) {
 	if got := placedOn("r7", "eu"); got != eu2.info.Endpoint {
 		t.Fatal("a relay that refused as draining was not skipped")
 	}
+	// A full relay is skipped too.
+	eu1.set(func(f *fakeRelay) { f.allocMode = allocFull })
+	if got := placedOn("r7a", "eu"); got != eu2.info.Endpoint {
+		t.Fatal("a relay that refused as full was not skipped")
+	}
 	// A machine that no longer runs the chosen boot is skipped too.
 	eu1.set(func(f *fakeRelay) { f.allocMode = allocStaleBoot })
 	if got := placedOn("r7b", "eu"); got != eu2.info.Endpoint {

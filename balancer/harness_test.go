@@ -194,6 +194,7 @@ const (
 	allocStaleBoot = "stale-boot" // answer wire.ErrStaleBoot (another boot runs there now)
 	allocNewEpoch  = "new-epoch"  // answer a replay with a fresh epoch
 	allocStallOnce = "stall-once" // create the room, then answer nothing until the caller gives up
+	allocFull      = "full"       // answer wire.ErrRelayFull
 )
 
 // fakeRelay is a relay as the balancer sees it: /ping and the allocation
@@ -337,11 +338,14 @@ func (f *fakeRelay) handleAllocate(w http.ResponseWriter, r *http.Request) {
 	if mode == allocLoseOnce || mode == allocStallOnce {
 		f.allocMode = allocNormal
 	}
-	if mode == allocDraining || mode == allocStaleBoot {
+	if mode == allocDraining || mode == allocStaleBoot || mode == allocFull {
 		f.mu.Unlock()
-		if mode == allocStaleBoot {
+		switch mode {
+		case allocStaleBoot:
 			wire.WriteError(w, wire.ErrStaleBoot)
-		} else {
+		case allocFull:
+			wire.WriteError(w, wire.ErrRelayFull)
+		default:
 			wire.WriteError(w, wire.ErrDraining)
 		}
 		return

@@ -79,6 +79,9 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		Region:    cfg.Region,
 		Version:   "bench",
 		Logger:    log,
+		// Every load connection comes from loopback: the per-source bound
+		// on connections waiting to authenticate is the total's.
+		MaxPendingPerSource: relay.DefaultMaxPending,
 		// A machine of a multi-machine app registers under its own HTTP
 		// URL (the relay derives http://127.0.0.1:<port> from ListenHost)
 		// and advertises the app's public endpoint.

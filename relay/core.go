@@ -46,6 +46,7 @@ type core struct {
 	// grant lifetime (migration.go); static after construction.
 	activationLease time.Duration
 	grantLifetime   time.Duration
+	maxRooms        int // static: Options.MaxRooms
 
 	nextID   atomic.Uint32
 	rooms    roomTable
@@ -81,6 +82,7 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 
 		activationLease: DefaultActivationLease,
 		grantLifetime:   DefaultGrantLifetime,
+		maxRooms:        DefaultMaxRooms,
 	}
 	c.rooms.init()
 	c.pipes.init()
@@ -591,6 +593,9 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	}
 	if c.draining.Load() {
 		return allocation{}, wire.ErrDraining
+	}
+	if c.rooms.n.Load() >= int64(c.maxRooms) {
+		return allocation{}, wire.ErrRelayFull
 	}
 	secret := randomHex(16)
 	r := &room{

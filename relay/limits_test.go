@@ -134,3 +134,46 @@ func TestOddRequestsAnsweredInJSON(t *testing.T) {
 }
 
 func firstLine(s string) string { return s[:strings.Index(s, "\r\n")] }
+
+// A relay holds at most MaxRooms rooms: past it an allocation is
+// relay_full (503, retryable), which the balancer takes as "another
+// relay".
+func TestRoomCap(t *testing.T) {
+	s := startRelay(t, Options{MaxRooms: 2})
+	mustAllocate(t, s, "one")
+	mustAllocate(t, s, "two")
+	if _, status, e := allocate(t, s, "three", "id-3"); status != http.StatusServiceUnavailable || e.Code != wire.ErrRelayFull.Code || !e.Retryable {
+		t.Fatalf("a third room: %d %v", status, e)
+	}
+	if _, status, _ := allocate(t, s, "one", "alloc-one"); status != http.StatusOK {
+		t.Fatalf("a replay of an existing room at the cap: %d", status)
+	}
+}
+
+// WebSocket connections between their upgrade and their authentication
+// are bounded per source (and in all): past the bound an upgrade is 503
+// too_many_connections with Retry-After; one authenticating frees a slot.
+func TestPendingConnectionsBoundedPerSource(t *testing.T) {
+	s := startRelay(t, Options{MaxPendingPerSource: 2})
+	hs, _ := mustAllocate(t, s, "pending")
+	a, b := dial(t, s.WSURL()), dial(t, s.WSURL())
+	waitFor(t, "two connections waiting", func() bool { return s.Stats().Connections == 2 })
+	req, _ := http.NewRequest(http.MethodGet, s.WSURL(), nil)
+	req.URL.Scheme = "http"
+	for k, v := range map[string]string{"Upgrade": "websocket", "Connection": "Upgrade",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13"} {
+		req.Header.Set(k, v)
+	}
+	resp, body := do(t, req)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
+		!strings.Contains(string(body), `"too_many_connections"`) {
+		t.Fatalf("a third unauthenticated connection from one source: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if got := a.auth("pending", hs); got != wire.Authenticated {
+		t.Fatalf("auth %d", got)
+	}
+	_ = b
+	if p := dial(t, s.WSURL()); p == nil {
+		t.Fatal("no slot after one authenticated")
+	}
+}

@@ -56,6 +56,7 @@ type metrics struct {
 	authOK, authFailed prometheus.Counter
 	allocations        *prometheus.CounterVec // {result}
 	migrations         *prometheus.CounterVec // {op,result}
+	refusedUpgrades    prometheus.Counter     // WebSocket upgrades past the bound on unauthenticated connections
 	balancerReqs       *prometheus.CounterVec // {op,result}
 	publications       *prometheus.CounterVec // {status}
 	removals           *prometheus.CounterVec // {status}
@@ -92,6 +93,10 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Name: "purrfly_relay_migration_requests_total",
 		Help: "Host migration calls, by operation and result (ok, or the error code).",
 	}, []string{"op", "result"})
+	m.refusedUpgrades = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_relay_refused_upgrades_total",
+		Help: "WebSocket upgrades refused: too many connections waiting to authenticate (in all or from one source).",
+	})
 	m.balancerReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "purrfly_relay_balancer_requests_total",
 		Help: "Requests to the balancer, by operation and result.",
@@ -116,7 +121,7 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Name: "purrfly_relay_rooms",
 		Help: "Rooms held by this relay.",
 	}, rooms)
-	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, m.allocations, m.migrations,
+	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, m.allocations, m.migrations, m.refusedUpgrades,
 		m.balancerReqs, m.publications, m.removals, m.outbox, connG, roomG} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay metrics: %w", err)

@@ -24,6 +24,9 @@ const (
 	DefaultUDPTimeout          = 10 * time.Second
 	DefaultUDPFlush            = 10 * time.Millisecond
 	DefaultAuthTimeout         = 10 * time.Second
+	DefaultMaxRooms            = 10000
+	DefaultMaxPending          = 4096
+	DefaultMaxPendingPerSource = 64
 	DefaultSlowReceiverTimeout = 2 * time.Second
 	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
 	// New shortens it to EmptyRoomTimeout when that is smaller.
@@ -98,6 +101,19 @@ type Options struct {
 	GrantLifetime   time.Duration
 	DrainTimeout    time.Duration // default 25s; negative = do not wait
 	RequestTimeout  time.Duration // default 5s, every call to the balancer
+	// MaxRooms bounds the rooms this relay holds (MAX_ROOMS, default
+	// DefaultMaxRooms): past it an allocation is relay_full (503, the
+	// balancer places the room on another relay).
+	MaxRooms int
+	// MaxPending and MaxPendingPerSource bound the WebSocket connections
+	// between their upgrade and their authentication, in all and per
+	// source address (MAX_PENDING_CONNECTIONS, MAX_PENDING_PER_SOURCE;
+	// defaults DefaultMaxPending, DefaultMaxPendingPerSource); past them an
+	// upgrade is too_many_connections (503). UDP has litenet's own bounds.
+	MaxPending, MaxPendingPerSource int
+	// ClientIPHeader names the header that carries a request's source
+	// address (Fly-Client-IP behind Fly's proxy); "" = the TCP peer.
+	ClientIPHeader string
 	// AuthTimeout bounds a connection's wait for its authentication
 	// message, WebSocket or UDP (AUTH_TIMEOUT_SECONDS, default 10 s).
 	AuthTimeout time.Duration
@@ -194,6 +210,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.AuthTimeout <= 0 {
 		o.AuthTimeout = DefaultAuthTimeout
+	}
+	if o.MaxRooms <= 0 {
+		o.MaxRooms = DefaultMaxRooms
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxPendingPerSource <= 0 {
+		o.MaxPendingPerSource = DefaultMaxPendingPerSource
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout

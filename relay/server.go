@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -38,6 +39,7 @@ type Server struct {
 	udp      *udpTransport // nil when UDP is off; set by Start
 
 	authTimeout     time.Duration // static; tests may shorten it before Start
+	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
 	cleanupInterval time.Duration // static
 
 	// Set by Start before anything is served; static afterwards.
@@ -85,6 +87,8 @@ func New(opts Options) (*Server, error) {
 	s.core.m = s.m
 	s.core.emptyTimeout = o.EmptyRoomTimeout
 	s.core.activationLease, s.core.grantLifetime = o.ActivationLease, o.GrantLifetime
+	s.core.maxRooms = o.MaxRooms
+	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	if o.BalancerURL != "" {
 		s.reg = newRegistrar(s)
 		s.core.notify = s.reg

@@ -107,6 +107,17 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 	if err := checkHandshake(w, r); err != nil {
 		return err
 	}
+	if !forwarded {
+		// Bounded from the upgrade to the authentication, which this
+		// goroutine reads (runWS) before acceptWS returns.
+		src := wire.ClientIP(r, s.opts.ClientIPHeader)
+		if !s.pending.Acquire(src) {
+			s.m.refusedUpgrades.Inc()
+			w.Header().Set("Retry-After", "1")
+			return wire.ErrTooManyConns
+		}
+		defer s.pending.Release(src)
+	}
 	if !s.admitSession() {
 		return wire.ErrDraining
 	}
