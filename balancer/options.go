@@ -13,6 +13,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/promreg"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -174,7 +175,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.HTTPClient = &http.Client{Timeout: o.RelayTimeout, Transport: t}
 	}
 	if o.Metrics == nil {
-		o.Metrics = prometheus.NewRegistry()
+		o.Metrics = promreg.New()
 	}
 	return o, nil
 }

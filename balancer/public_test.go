@@ -219,7 +219,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	if st != http.StatusOK {
 		t.Fatalf("metrics: %d", st)
 	}
-	for _, m := range []string{`purrfly_balancer_allocations_total{result="ok"} 1`, "purrfly_balancer_relays 1", "purrfly_balancer_rooms 1", "purrfly_balancer_relay_call_duration_seconds"} {
+	for _, m := range []string{`purrfly_balancer_allocations_total{result="ok"} 1`, "purrfly_balancer_relays 1", "purrfly_balancer_rooms 1", "purrfly_balancer_relay_call_duration_seconds",
+		"go_goroutines ", "process_open_fds "} {
 		if !contains(body, m) {
 			t.Fatalf("metrics lack %q", m)
 		}

@@ -135,10 +135,14 @@ func TestPingAndRoutes(t *testing.T) {
 	if resp, _ := do(t, req); resp.StatusCode != http.StatusUpgradeRequired {
 		t.Errorf("plain GET on the WebSocket port: %d", resp.StatusCode)
 	}
-	// Metrics are served.
+	// Metrics are served, with the runtime's and the process's (what an
+	// operator and the soaks watch for leaks).
 	req, _ = http.NewRequest(http.MethodGet, s.HTTPURL()+"/metrics", nil)
-	if resp, body := do(t, req); resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "purrfly_relay_rooms") {
-		t.Errorf("/metrics: %d", resp.StatusCode)
+	resp, body := do(t, req)
+	for _, m := range []string{"purrfly_relay_rooms", "go_goroutines ", "process_open_fds "} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), m) {
+			t.Errorf("/metrics: %d, lacks %q", resp.StatusCode, m)
+		}
 	}
 }
 

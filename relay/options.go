@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/promreg"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -231,7 +232,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.BootID = randomHex(16)
 	}
 	if o.Metrics == nil {
-		o.Metrics = prometheus.NewRegistry()
+		o.Metrics = promreg.New()
 	}
 	return o, nil
 }
