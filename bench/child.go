@@ -42,6 +42,10 @@ type ServerConfig struct {
 	// and advertises PublicEndpoint, the app's shared one.
 	MultiMachine   bool   `json:"multi_machine,omitempty"`
 	PublicEndpoint string `json:"public_endpoint,omitempty"`
+	// SoakTimeoutMS > 0 runs a relay child as the connection soak wants
+	// it: the relay's own bounds on connections waiting to authenticate
+	// (per source too), and this authentication and header timeout.
+	SoakTimeoutMS int `json:"soak_timeout_ms,omitempty"`
 }
 
 // ready is the one JSON line a child prints on stdout once it listens.

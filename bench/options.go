@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +120,16 @@ type Options struct {
 	// Duration, and report the server's RSS per connection. No traffic.
 	Idle int
 
+	// Soak > 0 switches to the connection soak (soak.go): Rounds rounds,
+	// each opening Soak connections to a relay child at its production
+	// limits (but for SoakTimeout) and abandoning them; it reports the
+	// relay's goroutines and open files after every round.
+	Soak   int
+	Rounds int // connection soak: rounds (default DefaultRounds)
+	// SoakTimeout is the soak's relay child's authentication and header
+	// timeouts (default DefaultSoakTimeout, the relay's own defaults).
+	SoakTimeout time.Duration
+
 	// BalancerLoad > 0 switches to the balancer mode: this many workers
 	// each allocate a new room and join it, over and over (closed loop),
 	// against a balancer child with a relay child; it reports pairs per
@@ -175,7 +186,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Warmup == 0 {
 		o.Warmup = DefaultWarmup
 	}
-	if o.Repeat <= 0 || o.Idle > 0 || o.BalancerLoad > 0 {
+	if o.Repeat <= 0 || o.Idle > 0 || o.BalancerLoad > 0 || o.Soak > 0 {
 		o.Repeat = 1
 	}
 	if o.SetupTimeout <= 0 {
@@ -221,11 +232,19 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: nothing to run without the relay and the baseline", ErrInvalidOptions)
 	case o.Forwarded && (o.Idle > 0 || o.BalancerLoad > 0 || o.BalancerURL != "" || o.SkipRelay):
 		return o, fmt.Errorf("%w: the forwarding mode runs traffic against its own relays (no idle, balancer mode, external balancer or baseline-only)", ErrInvalidOptions)
+	case o.Soak < 0 || o.Soak > MaxSoakConnections || o.Rounds < 0 || o.Rounds > 100 || o.SoakTimeout < 0:
+		return o, fmt.Errorf("%w: soak must be 0 to %d connections, rounds 0 to 100", ErrInvalidOptions, MaxSoakConnections)
+	case o.Soak > 0 && (o.Idle > 0 || o.BalancerLoad > 0 || o.Baseline || o.Forwarded || o.BalancerURL != "" || o.Transport != client.TransportWebSocket):
+		return o, fmt.Errorf("%w: the connection soak runs alone, over WebSocket, against its own relay", ErrInvalidOptions)
 	case o.ServerPID != 0 && o.BalancerURL == "":
 		return o, fmt.Errorf("%w: a server pid only goes with an external balancer", ErrInvalidOptions)
 	}
 	if o.Idle > 0 {
 		o.Rooms = (o.Idle + o.Clients) / (o.Clients + 1)
+	}
+	if o.Soak > 0 {
+		o.Rounds = cmp.Or(o.Rounds, DefaultRounds)
+		o.SoakTimeout = cmp.Or(o.SoakTimeout, DefaultSoakTimeout)
 	}
 	return o, nil
 }

@@ -16,6 +16,8 @@ type Result struct {
 	// Balancer is the balancer mode's result: messages are allocate+join
 	// pairs, latencies those of a pair, CPU the balancer process's.
 	Balancer *Side `json:"balancer,omitempty"`
+	// Soak is the connection soak's report.
+	Soak *SoakResult `json:"soak,omitempty"`
 	// RatioMsgs is relay/baseline forwarded messages per second (>= 1: the
 	// relay moves at least as many messages as the echo server). In the
 	// forwarding mode (Shape.Kind "forwarded") Relay is the forwarded run

@@ -26,6 +26,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.BalancerLoad > 0 {
 		return runBalancerLoad(ctx, o)
 	}
+	if o.Soak > 0 {
+		return runSoak(ctx, o)
+	}
 	// Each connection is a file descriptor in this process and in the
 	// server: fail now rather than after minutes of dialling.
 	if lim := fdLimit(); lim > 0 && uint64(o.connections())+256 > lim {

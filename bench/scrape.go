@@ -25,6 +25,12 @@ type relayCounters struct {
 	packets  float64 // purrfly_relay_forwarded_packets_total{dir="mesh_out"|"mesh_in"}
 	udpIn    float64 // purrfly_relay_udp_datagrams_received_total
 	udpOut   float64 // purrfly_relay_udp_datagrams_sent_total
+	// The connection soak's gauges.
+	goroutines float64 // go_goroutines
+	fds        float64 // process_open_fds
+	conns      float64 // purrfly_relay_connections (authenticated)
+	rooms      float64 // purrfly_relay_rooms
+	refused    float64 // purrfly_relay_refused_upgrades_total, every reason
 }
 
 // scrapeRelay reads the counters from a relay's /metrics URL.
@@ -57,6 +63,16 @@ func scrapeRelay(ctx context.Context, hc *http.Client, metricsURL string) (relay
 			c.udpIn += sampleValue(line)
 		case strings.HasPrefix(line, "purrfly_relay_udp_datagrams_sent_total "):
 			c.udpOut += sampleValue(line)
+		case strings.HasPrefix(line, "go_goroutines "):
+			c.goroutines = sampleValue(line)
+		case strings.HasPrefix(line, "process_open_fds "):
+			c.fds = sampleValue(line)
+		case strings.HasPrefix(line, "purrfly_relay_connections "):
+			c.conns = sampleValue(line)
+		case strings.HasPrefix(line, "purrfly_relay_rooms "):
+			c.rooms = sampleValue(line)
+		case strings.HasPrefix(line, "purrfly_relay_refused_upgrades_total"):
+			c.refused += sampleValue(line)
 		}
 	}
 	if err := sc.Err(); err != nil {

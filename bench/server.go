@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/relay"
@@ -67,7 +68,7 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 	if cfg.BalancerURL == "" {
 		return errors.New("a relay child needs a balancer URL")
 	}
-	srv, err := relay.New(relay.Options{
+	o := relay.Options{
 		Secret:      cfg.Secret,
 		BalancerURL: cfg.BalancerURL,
 		ListenHost:  "127.0.0.1",
@@ -87,7 +88,18 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		// and advertises the app's public endpoint.
 		MultiMachine:   cfg.MultiMachine,
 		PublicEndpoint: cfg.PublicEndpoint,
-	})
+	}
+	if cfg.SoakTimeoutMS > 0 {
+		// The soak spreads its connections over many source addresses
+		// and checks the relay's own bounds. Rooms left vacant by their
+		// host (kept for host migration) expire as soon, so that a round
+		// ends with none.
+		o.MaxPendingPerSource = 0
+		o.AuthTimeout = time.Duration(cfg.SoakTimeoutMS) * time.Millisecond
+		o.HTTP.Header = o.AuthTimeout
+		o.EmptyRoomTimeout = o.AuthTimeout
+	}
+	srv, err := relay.New(o)
 	if err != nil {
 		return fmt.Errorf("failed to configure the relay: %w", err)
 	}

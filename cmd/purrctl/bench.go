@@ -46,6 +46,9 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "baseline-only", Usage: "run only the echo baseline"},
 			&cli.BoolFlag{Name: "forwarded", Usage: "forwarding mode: clients reach their room through a second relay of a multi-machine app (with --baseline: versus the same shape direct)"},
 			&cli.IntFlag{Name: "idle", Usage: "idle mode: open this many authenticated connections (rooms of one host and --clients clients), no traffic, report RSS per connection"},
+			&cli.IntFlag{Name: "soak", Usage: "connection soak: open this many connections a round (players, clients that never read, upgrades that never authenticate, silent and slowloris sockets), abandon them, and check the relay's goroutines and open files come back"},
+			&cli.IntFlag{Name: "rounds", Value: bench.DefaultRounds, Usage: "with --soak: rounds"},
+			&cli.DurationFlag{Name: "soak-timeout", Value: bench.DefaultSoakTimeout, Usage: "with --soak: the relay child's authentication and header timeouts"},
 			&cli.IntFlag{Name: "balancer-load", Usage: "balancer mode: this many workers allocate and join fresh rooms back to back against a balancer child (relay child behind it); reports pairs/s and p99"},
 			&cli.StringFlag{Name: "balancer", Usage: "existing balancer URL to allocate and join through (default: in-process balancer, relay child)"},
 			&cli.StringFlag{Name: "region", Usage: "allocation region with --balancer"},
@@ -88,7 +91,8 @@ func runBench(c *cli.Context) error {
 		Forwarded:    c.Bool("forwarded"),
 		Idle:         c.Int("idle"),
 		BalancerLoad: c.Int("balancer-load"),
-		BalancerURL:  c.String("balancer"), Region: c.String("region"), ServerPID: c.Int("server-pid"),
+		Soak:         c.Int("soak"), Rounds: c.Int("rounds"), SoakTimeout: c.Duration("soak-timeout"),
+		BalancerURL: c.String("balancer"), Region: c.String("region"), ServerPID: c.Int("server-pid"),
 		SetupTimeout: c.Duration("setup-timeout"),
 		Logger:       benchLogger(c),
 	}
@@ -106,6 +110,9 @@ func runBench(c *cli.Context) error {
 		return enc.Encode(res)
 	}
 	printBench(w, res)
+	if res.Soak != nil && !res.Soak.Clean() {
+		return errors.New("the connection soak found growth, connections the relay did not close, or errors")
+	}
 	return nil
 }
 
@@ -129,6 +136,10 @@ func printBench(w io.Writer, r *bench.Result) {
 	}
 	if s.Kind == "idle" {
 		printIdle(w, r)
+		return
+	}
+	if s.Kind == "soak" {
+		printSoak(w, r.Soak)
 		return
 	}
 	loop := fmt.Sprintf("closed loop, window %d", s.Window)
@@ -212,4 +223,21 @@ func peerFlush(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+func printSoak(w io.Writer, s *bench.SoakResult) {
+	fmt.Fprintf(w, "connection soak: %d rounds of %d connections, authentication and header timeouts %gs, %.1fs in all\n",
+		s.Rounds, s.Opened/max(1, s.Rounds), s.TimeoutSec, s.Seconds)
+	fmt.Fprintf(w, "relay before: %d goroutines, %d fds; settled after round 1: %d goroutines, %d fds\n",
+		s.Before.Goroutines, s.Before.FDs, s.Settled.Goroutines, s.Settled.FDs)
+	fmt.Fprintf(w, "%-5s %7s %7s %6s %6s %8s %9s %7s %6s %6s %10s %8s %9s %7s\n", "round", "players", "played", "deaf", "unauth",
+		"silent", "slowloris", "closed", "late", "errors", "close max", "settled", "goroutine", "fd")
+	for i, r := range s.Round {
+		fmt.Fprintf(w, "%-5d %7d %7d %6d %6d %8d %9d %7d %6d %6d %9.2fs %7.2fs %+9d %+7d\n", i+1,
+			r.Opened["player"], r.Played, r.Opened["never_reading"], r.Opened["unauthenticated"], r.Opened["silent"], r.Opened["slowloris"],
+			r.ClosedByRelay, r.NotClosed, r.Errors+r.Refused, r.MaxCloseSec, r.SettleSec, r.GoroutineGrowth, r.FDGrowth)
+		if r.FirstError != "" {
+			fmt.Fprintf(w, "      first error: %s\n", r.FirstError)
+		}
+	}
 }
