@@ -3,6 +3,7 @@ package wire
 import (
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // Header names of the public API (as PurrNet sends them: lower-case, with
@@ -50,9 +51,9 @@ const (
 )
 
 // HeaderValue reads a header that must be present and non-empty, at most
-// max bytes long, without control characters (a tab included). Spaces
-// and UTF-8 are allowed: a room name is a game's to choose. (Secrets are
-// stricter: ValidSecret.)
+// max bytes long, valid UTF-8, without control characters (a tab
+// included). Spaces and UTF-8 are allowed: a room name is a game's to
+// choose. (Secrets are stricter: ValidSecret.)
 func HeaderValue(r *http.Request, name string, max int) (string, error) {
 	v := r.Header.Get(name)
 	if v == "" {
@@ -75,6 +76,14 @@ func checkHeader(name, v string, max int) error {
 		if v[i] < ' ' || v[i] == 0x7f {
 			return ErrBadHeader.WithMessage("header " + name + " holds a control character")
 		}
+	}
+	// Every value we read ends up in JSON (a room's publication, an
+	// answer), which cannot carry invalid UTF-8: a room named "\x91" was
+	// created by the relay and published as "\ufffd", another name, so the
+	// balancer refused the relay's answer and the room was unreachable
+	// (FuzzInternalRequests in relay/).
+	if !utf8.ValidString(v) {
+		return ErrBadHeader.WithMessage("header " + name + " is not valid UTF-8")
 	}
 	return nil
 }
