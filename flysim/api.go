@@ -120,6 +120,7 @@ func (a *apiServer) routes() http.Handler {
 	h("POST /v1/apps/{app}/machines/{id}/start", "start", a.startMachine)
 	h("POST /v1/apps/{app}/machines/{id}/stop", "stop", a.stopMachine)
 	h("POST /v1/apps/{app}/machines/{id}/restart", "restart", a.restartMachine)
+	h("POST /v1/apps/{app}/machines/{id}/signal", "signal", a.signalMachine)
 	h("POST /v1/apps/{app}/machines/{id}/cordon", "cordon", a.cordon(true))
 	h("POST /v1/apps/{app}/machines/{id}/uncordon", "uncordon", a.cordon(false))
 	h("GET /v1/apps/{app}/machines/{id}/wait", "wait", a.waitMachine)
@@ -128,12 +129,28 @@ func (a *apiServer) routes() http.Handler {
 	h("POST /v1/apps/{app}/machines/{id}/lease", "acquire_lease", a.acquireLease)
 	h("DELETE /v1/apps/{app}/machines/{id}/lease", "release_lease", a.releaseLease)
 	mux.Handle("POST /flysim/v1/faults", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var f Fault
-		if err := decodeBody(r, &f); err != nil {
+		var raw json.RawMessage
+		if err := decodeBody(r, &raw); err != nil {
 			writeFlyError(w, err)
 			return
 		}
-		if err := a.s.InjectFault(f); err != nil {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		_ = json.Unmarshal(raw, &kind)
+		var err error
+		if kind.Kind != "" { // a network fault (netfault.go)
+			var nf NetFault
+			if err = json.Unmarshal(raw, &nf); err == nil {
+				err = a.s.InjectNetFault(nf)
+			}
+		} else {
+			var f Fault
+			if err = json.Unmarshal(raw, &f); err == nil {
+				err = a.s.InjectFault(f)
+			}
+		}
+		if err != nil {
 			writeFlyError(w, errf(http.StatusBadRequest, "%v", err))
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	fly "github.com/superfly/fly-go"
 )
 
 // Defaults of the emulated organisation.
@@ -52,6 +53,9 @@ type Config struct {
 	Images map[string]*Image `toml:"images"`
 	// Apps are the emulated apps, in table order.
 	Apps []*AppConfig `toml:"apps"`
+	// Links are fault-injectable TCP paths between apps (link.go): a machine
+	// given {link:NAME} instead of {url:APP} reaches the target through it.
+	Links []*LinkConfig `toml:"links"`
 }
 
 // Image is what a machine on this image runs.
@@ -101,6 +105,13 @@ type AppConfig struct {
 	UDP []*UDPService `toml:"udp"`
 	// Machines are created (and started) when the Sim starts.
 	Machines []*MachineSpec `toml:"machines"`
+	// RestartPolicy is the restart policy of the app's machines ([[restart]]
+	// policy of fly.toml: "no", "on-failure" or "always"); empty leaves the
+	// config without one, which flysim treats as "no" (restart.go).
+	RestartPolicy string `toml:"restart_policy"`
+	// RestartMaxRetries is max_retries of an on-failure policy (default
+	// DefaultRestartMaxRetries).
+	RestartMaxRetries int `toml:"restart_max_retries"`
 }
 
 // CheckConfig is an HTTP or TCP check.
@@ -225,6 +236,9 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("app %s: %w", a.Name, err)
 		}
 	}
+	if err := c.validateLinks(); err != nil {
+		return err
+	}
 	return c.validateUDPAddrs()
 }
 
@@ -294,6 +308,14 @@ func (a *AppConfig) validate(c *Config, ids map[string]bool) error {
 	}
 	if err := a.validateUDP(); err != nil {
 		return err
+	}
+	switch a.RestartPolicy {
+	case "", string(fly.MachineRestartPolicyNo), string(fly.MachineRestartPolicyOnFailure), string(fly.MachineRestartPolicyAlways):
+	default:
+		return fmt.Errorf("restart_policy %q: want no, on-failure or always", a.RestartPolicy)
+	}
+	if a.RestartMaxRetries < 0 || a.RestartMaxRetries > 100 {
+		return fmt.Errorf("restart_max_retries %d out of range (0 to 100)", a.RestartMaxRetries)
 	}
 	for i, m := range a.Machines {
 		if m == nil {

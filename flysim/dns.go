@@ -254,8 +254,24 @@ func (s *Sim) appNames() []string {
 	return names
 }
 
-// dnsMachines snapshots an app's live machines sorted by id.
+// dnsMachines snapshots an app's machines sorted by id, as DNS answers
+// them: live, or frozen by a NetDNSStale fault.
 func (s *Sim) dnsMachines(appName string) ([]dnsMachine, bool) {
+	s.mu.Lock()
+	st := s.dnsStale[appName]
+	if st != nil && s.clk.Now().Before(st.until) {
+		s.mu.Unlock()
+		return append([]dnsMachine(nil), st.ms...), true
+	}
+	if st != nil {
+		delete(s.dnsStale, appName)
+	}
+	s.mu.Unlock()
+	return s.liveDNSMachines(appName)
+}
+
+// liveDNSMachines snapshots an app's live machines sorted by id.
+func (s *Sim) liveDNSMachines(appName string) ([]dnsMachine, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.apps[appName]

@@ -16,7 +16,8 @@
 //
 // One Sim owns: the Machines API server (api.go, api_machines.go, lease.go),
 // one DNS server on UDP and TCP (dns.go), one proxy per app (proxy.go,
-// routing.go, tunnel.go), one UDP forwarder per UDP service of an app
+// routing.go, tunnel.go), one fault link per [[links]] entry (link.go),
+// one UDP forwarder per UDP service of an app
 // (udp.go, udp_flow.go, udp_route.go, udp_config.go), and per machine one
 // run goroutine (lifecycle.go) that alone owns the machine's process
 // (process.go) and its checks (checks.go). Every record (state, version,
@@ -46,7 +47,10 @@
 //     list (?state= or flaps' bare ?started), get, create (Launch), update
 //     (full config, new version and instance_id, the process replaced unless
 //     skip_launch), destroy (refused while running unless kill/force), start,
-//     stop, restart, cordon, uncordon, events, wait (state list, timeout
+//     stop, restart, signal (api_signal.go: {"signal":"SIGKILL"} or the
+//     number, as flaps' Kill sends, to the process group; not a stop
+//     request, so the exit is a crash for the restart policy), cordon,
+//     uncordon, events, wait (state list, timeout
 //     seconds, version or instance_id; 200 {"ok":true}, 408 on timeout),
 //     leases (acquire with ?ttl=, refresh by acquiring with the current nonce
 //     in fly-machine-lease-nonce as flaps' RefreshLease does, find, release;
@@ -54,6 +58,13 @@
 //     refuse a missing or wrong nonce while a lease is held). A bearer token
 //     is required ("Bearer" or "FlyV1" scheme). Errors are Fly's
 //     {"error": "..."} with a fitting status.
+//   - Restart policy (restart.go; the config's restart, set from the app's
+//     restart_policy and restart_max_retries): a process that exits without
+//     a stop request is started again under "always", and under
+//     "on-failure" when it failed (non-zero exit or a signal) and fewer than
+//     max_retries (default 10) restarts happened since the last requested
+//     start; each automatic restart waits 100 ms, doubling up to 5 s. The
+//     machine shows stopped (exit event), then starting, then started.
 //   - Events (newest first): launch, start, exit (with exit_code, signal,
 //     requested_stop), update, destroy, cordon/uncordon.
 //   - Checks: the config's top-level checks and service checks (named
@@ -103,7 +114,22 @@
 // status, delays, or drops the response of a matching call (the change is
 // made, the answer is lost) for a number of requests. A lease held by
 // someone else, a process that exits (an image such as purrfly:broken) and a
-// machine that stops answering need no fault: they are real.
+// machine that stops answering need no fault: they are real, and so is a
+// crash: the Machines API signal call SIGKILLs a machine's processes.
+//
+// The network between machines can misbehave too (netfault.go, link.go):
+// Sim.InjectNetFault, or the same route with a "kind" field, arms a
+// NetFault that ends by itself after duration_ms (at most 10 min):
+//
+//   - dns_stale: an app's .internal answers stay those of the moment of
+//     injection (a lagging resolver or cache), whatever starts or stops;
+//   - link_delay, link_drop, link_partition on a link: [[links]] name a TCP
+//     path to an app's proxy, reached as {link:NAME} (http://address) in a
+//     machine's env where {url:APP} would go; a delay holds every chunk,
+//     a drop closes every open connection and refuses new ones, a
+//     partition stalls open connections and holds new ones unanswered (a
+//     black hole), then lets what waited through;
+//   - heal ends a link's or an app's DNS fault at once.
 //
 // # What is simplified (and why)
 //
@@ -114,9 +140,10 @@
 //     (our convention; purrfly's DNS users honour it), plus HOST (their
 //     address) and PORT (the app's internal_port) to bind. Names outside
 //     .internal are REFUSED.
-//   - A process that exits by itself leaves its machine stopped with an exit
-//     event: restart policies are not emulated (as a Fly machine with
-//     restart policy "no"). "started" means the process was spawned, as on
+//   - A machine whose config has no restart policy behaves as policy "no":
+//     a process that exits by itself leaves it stopped with an exit event
+//     (Fly's default is on-failure; keeping "no" keeps an exiting image such
+//     as purrfly:broken visible as stopped). "started" means the process was spawned, as on
 //     Fly; Start additionally brings the configured apps up one by one, in
 //     config order, each machine listening and its checks passing before the
 //     next app starts (so a balancer listed first is there for its relays).
@@ -153,7 +180,7 @@
 //     passed its checks first (Fly does not say which machine it picks). The
 //     UDP services of one app each pick their machine (Fly now routes UDP
 //     per port); with the same configs they pick the same one.
-//   - Not emulated: rate limits, volumes, secrets, metadata, exec, signal,
+//   - Not emulated: rate limits, volumes, secrets, metadata, exec,
 //     suspend, from_event_id in wait, lease descriptions, org/app creation.
 //   - Processes run in their own process group and, on Linux, get SIGKILL if
 //     the Sim dies (Pdeathsig), so none outlives a crashed Sim. They inherit

@@ -15,7 +15,7 @@ import (
 // <machines_api>/flysim/v1/faults with the token.
 type Fault struct {
 	// Action is the API call to hit: list_apps, get_app, list, create, get,
-	// update, destroy, start, stop, restart, cordon, uncordon, wait, events,
+	// update, destroy, start, stop, restart, signal, cordon, uncordon, wait, events,
 	// find_lease, acquire_lease, release_lease.
 	Action string `json:"action"`
 	// App and Machine, when set, narrow the requests hit.
@@ -34,7 +34,7 @@ type Fault struct {
 }
 
 var faultActions = []string{"list_apps", "get_app", "list", "create", "get", "update", "destroy", "start",
-	"stop", "restart", "cordon", "uncordon", "wait", "events", "find_lease", "acquire_lease", "release_lease"}
+	"stop", "restart", "signal", "cordon", "uncordon", "wait", "events", "find_lease", "acquire_lease", "release_lease"}
 
 // InjectFault arms f; faults are consumed in the order injected.
 func (s *Sim) InjectFault(f Fault) error {

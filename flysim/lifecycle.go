@@ -20,11 +20,12 @@ const (
 	opStop                  // stop it (signal, then SIGKILL after timeout)
 	opRestart               // stop if running, then start (update)
 	opDestroy               // stop with SIGKILL if running, then end the goroutine
+	opSignal                // send signal to the process group (Machines API signal)
 )
 
 type op struct {
 	kind    opKind
-	signal  syscall.Signal // opStop/opRestart: 0 means the config's
+	signal  syscall.Signal // opStop/opRestart: 0 means the config's; opSignal: the signal
 	timeout time.Duration  // opStop/opRestart: 0 means the config's
 }
 
@@ -128,7 +129,18 @@ func (s *Sim) run(m *machine) {
 		s.recordExit(m, p, requested, killed)
 		p = nil
 	}
+	// An automatic restart (restart.go) waits on restartT; retries counts
+	// them since the last requested start.
+	var restartT *time.Timer
+	retries := 0
+	cancelRestart := func() {
+		if restartT != nil {
+			restartT.Stop()
+			restartT = nil
+		}
+	}
 	start := func() {
+		cancelRestart()
 		if p != nil {
 			return
 		}
@@ -150,28 +162,51 @@ func (s *Sim) run(m *machine) {
 		if p != nil {
 			exited = p.done
 		}
+		var restartC <-chan time.Time
+		if restartT != nil {
+			restartC = restartT.C
+		}
 		select {
 		case <-s.ctx.Done():
+			cancelRestart()
 			stop(0, 0, true)
 			return
 		case <-exited:
-			// The process ended on its own: like a Fly machine without a
-			// restart policy, the machine is now stopped.
+			// The process ended on its own: the machine is now stopped,
+			// unless its restart policy starts it again (restart.go).
 			endChecks()
 			s.recordExit(m, p, false, false)
+			code, sig := p.exitStatus()
 			p = nil
+			if d, ok := s.restartDelay(m, code, sig, retries); ok {
+				retries++
+				s.settle(m, StateStarting)
+				restartT = time.NewTimer(d)
+			}
+		case <-restartC:
+			restartT = nil
+			s.log.Info("machine restarted by its restart policy", "app", m.app.cfg.Name, "machine", m.id, "retries", retries)
+			start()
 		case o := <-m.ops:
 			switch o.kind {
 			case opStart:
+				retries = 0
 				start()
+			case opSignal:
+				if p != nil {
+					signalGroup(p, o.signal)
+				}
 			case opStop:
+				cancelRestart()
 				stop(o.signal, o.timeout, true)
 				s.settle(m, StateStopped)
 			case opRestart:
+				retries = 0
 				stop(o.signal, o.timeout, true)
 				s.settle(m, StateStarting)
 				start()
 			case opDestroy:
+				cancelRestart()
 				stop(syscall.SIGKILL, time.Second, true)
 				s.mu.Lock()
 				now := s.clk.Now()

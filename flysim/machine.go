@@ -285,6 +285,9 @@ func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
 			Ports:        []fly.MachinePort{{Port: &port}},
 		})
 	}
+	if a.RestartPolicy != "" {
+		cfg.Restart = &fly.MachineRestart{Policy: fly.MachineRestartPolicy(a.RestartPolicy), MaxRetries: a.RestartMaxRetries}
+	}
 	if len(a.Checks) > 0 {
 		cfg.Checks = map[string]fly.MachineCheck{}
 		for name, c := range a.Checks {

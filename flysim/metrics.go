@@ -13,6 +13,7 @@ type metrics struct {
 	udpFlows      *prometheus.GaugeVec   // app, port
 	udpFlowEnds   *prometheus.CounterVec // app, port, reason
 	udpSwitches   *prometheus.CounterVec // app, port
+	netFaults     *prometheus.CounterVec // kind
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -52,9 +53,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "purrfly_flysim_udp_serving_changes_total",
 			Help: "Changes of the machine serving an app's UDP service (the first pick included).",
 		}, []string{"app", "port"}),
+		netFaults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "purrfly_flysim_net_faults_total",
+			Help: "Network faults injected by kind (dns_stale, link_delay, link_drop, link_partition, heal).",
+		}, []string{"kind"}),
 	}
 	for _, c := range []prometheus.Collector{m.apiRequests, m.proxyRequests, m.machineExits,
-		m.udpDatagrams, m.udpDropped, m.udpFlows, m.udpFlowEnds, m.udpSwitches} {
+		m.udpDatagrams, m.udpDropped, m.udpFlows, m.udpFlowEnds, m.udpSwitches, m.netFaults} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -182,6 +182,9 @@ func (s *Sim) placeholdersLocked(m *machine, img *Image) map[string]string {
 	if s.api != nil {
 		v["api"] = s.api.url
 	}
+	for name, l := range s.links {
+		v["link:"+name] = l.url
+	}
 	return v
 }
 
@@ -204,6 +207,9 @@ func expand(s string, vars map[string]string, appURL func(string) (string, bool)
 				return u
 			}
 			return tok
+		}
+		if v, ok := vars[sub[1]+":"+sub[2]]; ok && sub[2] != "" { // {link:NAME}
+			return v
 		}
 		if v, ok := vars[sub[1]]; ok && sub[2] == "" {
 			return v

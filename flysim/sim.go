@@ -85,15 +85,17 @@ type Sim struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards everything below and every app/machine record
-	apps    map[string]*app
-	order   []*app
-	usedIPs map[string]bool
-	nextIP  uint32
-	spawned []int // pid of every boot ever started (tests check none survives Close)
-	faults  []*Fault
-	started bool
-	closed  bool
+	mu       sync.Mutex // guards everything below and every app/machine record
+	apps     map[string]*app
+	order    []*app
+	usedIPs  map[string]bool
+	nextIP   uint32
+	spawned  []int // pid of every boot ever started (tests check none survives Close)
+	faults   []*Fault
+	links    map[string]*link     // by name, set in bind, static afterwards
+	dnsStale map[string]*staleDNS // by app: frozen DNS answers (netfault.go)
+	started  bool
+	closed   bool
 
 	api *apiServer // set by Start
 	dns *dnsServer // set by Start
@@ -149,6 +151,7 @@ func New(cfg *Config, opts Options) (*Sim, error) {
 		clk: clock.OrReal(opts.Clock), exe: exe, logDir: logDir,
 		ctx: ctx, cancel: cancel,
 		apps: map[string]*app{}, usedIPs: map[string]bool{}, nextIP: base,
+		links: map[string]*link{}, dnsStale: map[string]*staleDNS{},
 	}
 	for _, ac := range cfg.Apps {
 		a := &app{cfg: ac, machines: map[string]*machine{}, changed: make(chan struct{})}
@@ -246,6 +249,15 @@ func (s *Sim) bind() error {
 			a.udp = append(a.udp, f)
 			s.mu.Unlock()
 		}
+	}
+	for _, lc := range s.cfg.Links {
+		l, err := startLink(s, lc, hostPortOf(s.AppURL(lc.App)))
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.links[lc.Name] = l
+		s.mu.Unlock()
 	}
 	return nil
 }
@@ -368,6 +380,10 @@ func (s *Sim) Close() error {
 	s.closed = true
 	apps := append([]*app(nil), s.order...)
 	api, dns := s.api, s.dns
+	links := make([]*link, 0, len(s.links))
+	for _, l := range s.links {
+		links = append(links, l)
+	}
 	s.mu.Unlock()
 
 	s.cancel() // actors stop their processes; waits return
@@ -387,6 +403,9 @@ func (s *Sim) Close() error {
 		for _, f := range udp {
 			errs = append(errs, f.close())
 		}
+	}
+	for _, l := range links {
+		errs = append(errs, l.close())
 	}
 	s.wg.Wait() // actors: every process is gone once this returns
 	if dns != nil {

@@ -26,6 +26,7 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
 	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
 	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))
+	mux.Handle(wire.PathRelayRooms, wire.Handler(s.handleRooms))
 	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
 		mux.Handle(op.RelayPath(), s.migrationHandler(op))
 	}

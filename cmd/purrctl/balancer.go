@@ -53,6 +53,7 @@ func runBalancer(c *cli.Context) error {
 		JoinRate:           perMinute(c.Int("join-rate")),
 		ClientIPHeader:     clientIPHeader(),
 		Logger:             log,
+		Metrics:            serviceMetrics(),
 	})
 	if err != nil {
 		return usagef("invalid balancer configuration: %w", err)

@@ -39,6 +39,7 @@ func run(args []string) int {
 			simCommand(),
 			benchCommand(),
 			rolloutCommand(),
+			chaosCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
