@@ -1,0 +1,87 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// FuzzCorePipe feeds arbitrary packets from a pipe peer to the routing
+// core, over WebSocket and UDP framing: nothing panics, the sender stays a
+// pipe, and a packet either is dropped or reaches exactly the pipe it
+// names (itself, or one on the other transport, included) as
+// [sender:4][data], its data byte for byte (sent with the method it
+// carried over UDP, ReliableOrdered over WebSocket).
+func FuzzCorePipe(f *testing.F) {
+	f.Add(uint8(0), []byte{2, 0, 0, 0, 'h', 'i'})
+	f.Add(uint8(1), []byte{byte(wire.Unreliable), 2, 0, 0, 0, 'h', 'i'})
+	f.Add(uint8(2), []byte{0, 0, 0, 0, 'x'})
+	f.Add(uint8(3), []byte{9, 0, 0, 0, 0, 'x'})
+	f.Add(uint8(2), []byte{1, 2, 3})
+	f.Add(uint8(3), []byte{byte(wire.ReliableOrdered), 0, 0, 0, 0})
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+	if err != nil {
+		f.Fatal(err)
+	}
+	c := newCore(clock.Real{}, testLogger(), m)
+	cr := &coreRoom{core: c}
+	var pipes [2][2]*conn // [framing][sender, receiver]
+	for i, fr := range []framing{framingWS, framingUDP} {
+		for j := range pipes[i] {
+			p := c.newConn(nil, fr)
+			cr.deliver(p, []byte(`{"pipe":true}`))
+			if p.role != rolePipe || cr.drain(p) != 1 {
+				f.Fatal("pipe authentication failed")
+			}
+			pipes[i][j] = p
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		if len(b) > wire.MaxMessageSize {
+			return // the transports refuse larger messages
+		}
+		udp := which&1 != 0
+		from, to := pipes[which&1][0], pipes[which&1][1]
+		head := 0
+		if udp {
+			head = 1
+		}
+		// Half of the time the packet names the real peer.
+		if which&2 != 0 && len(b) >= head+4 {
+			binary.LittleEndian.PutUint32(b[head:], uint32(to.id))
+		}
+		cr.deliver(from, b)
+		if from.role != rolePipe || from.closing.Load() || to.closing.Load() {
+			t.Fatal("a pipe lost its role or was closed")
+		}
+		// Any pipe may send to any other, over either transport, or to
+		// itself: the packet reaches the one it names.
+		var got *buf
+		for _, p := range []*conn{pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1]} {
+			cr.batch = p.takeBatch(cr.batch[:0])
+			for i, x := range cr.batch {
+				if got != nil || len(b) < head+5 || wire.ConnID(binary.LittleEndian.Uint32(b[head:])) != p.id {
+					t.Fatalf("%x reached pipe %d", b, p.id)
+				}
+				got = x
+				cr.batch[i] = nil
+			}
+		}
+		if got == nil {
+			return
+		}
+		defer putBuf(got)
+		want := wire.AppendPipe(nil, from.id, b[head+4:])
+		if !bytes.Equal(got.frame(), want) {
+			t.Fatalf("peer got %x, want %x", got.frame(), want)
+		}
+		if udp && (got.method != wire.Delivery(b[0]) || !got.method.Valid()) || !udp && got.method != wire.ReliableOrdered {
+			t.Fatalf("sent with method %d from %x", got.method, b)
+		}
+	})
+}
