@@ -35,6 +35,9 @@ type fakeBalancer struct {
 	// pingProofs records, per register, whether GET {endpoint}/ping
 	// answered the registering boot id (the listener was up first).
 	pingProofs []bool
+	// pubStatus answers the publications of these room names with this
+	// status instead of applying them.
+	pubStatus map[string]wire.PublicationStatus
 }
 
 func newFakeBalancer(t *testing.T) *fakeBalancer {
@@ -101,7 +104,13 @@ func (f *fakeBalancer) publish(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	resp := wire.PublishResponse{Results: []wire.PublicationResult{}}
 	for _, p := range req.Rooms {
-		resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: status})
+		st := status
+		f.mu.Lock()
+		if s, ok := f.pubStatus[p.Name]; ok {
+			st = s
+		}
+		f.mu.Unlock()
+		resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: st})
 	}
 	wire.WriteJSON(w, http.StatusOK, resp)
 }

@@ -334,14 +334,27 @@ func (g *registrar) confirmed(res wire.PublicationResult) {
 	}
 }
 
-// refused ends a handed-over room the balancer never applied and now
-// refuses (another incarnation of the name won while its first
-// publication had no verdict): nobody can be sent to it, so it does not
-// stay alive here (handover.go).
+// refused ends a room whose publication the balancer refuses (conflict or
+// fenced): a handed-over room it never applied (another incarnation of the
+// name won while its first publication had no verdict, handover.go), and
+// any other incarnation of the name it no longer routes to. Nobody can be
+// sent to such a room, so it does not stay alive here.
 func (g *registrar) refused(res wire.PublicationResult) {
 	r := g.core.rooms.get(res.Name)
-	if r != nil && g.core.endIfUnconfirmed(r, res.Epoch, reasonRoomGone) {
+	if r == nil {
+		return
+	}
+	if g.core.endIfUnconfirmed(r, res.Epoch, reasonRoomGone) {
 		g.log.Warn("the balancer refused a handed-over room; ended it here", "room", res.Name, "epoch", res.Epoch)
+		return
+	}
+	// Any other incarnation refused: the balancer gave the name to another
+	// one (an allocation placed elsewhere while this relay was cut off
+	// from it and removed) or fenced this one. /join never sends anyone
+	// here again, and two machines would host one name for good: end it,
+	// so its host and players learn (1012) and the name lives in one place.
+	if g.core.endRoomIf(r, reasonRoomGone, func() bool { return r.epoch == res.Epoch }) {
+		g.log.Warn("the balancer gave this room's name to another incarnation; ended it here", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
 	}
 }
 
