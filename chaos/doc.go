@@ -42,11 +42,19 @@
 //     registers again and republishes).
 //   - dns_stale: the multi-machine relay app's .internal answers frozen for
 //     5 to 12 s while one of its machines stops and starts.
+//   - partition_rival (opt-in, Options.Rival, `--rival`; rival.go): a
+//     relay hosting a live room is partitioned long enough to be removed,
+//     and a second host allocates that room's name (PurrNet reuses a
+//     scene's name on every Play) and hosts it elsewhere. Two machines
+//     then host one name, which nobody can prevent while the partition
+//     lasts; its samples are counted (rival_split_samples), not violations.
+//     What must hold: within recoverBound of the heal one machine hosts it.
 //
 // # Invariants (violations counted, never a stop at the first)
 //
 //   - room_on_two_machines: in no views sample is one name hosted (a host
-//     attached) on two machines.
+//     attached) on two machines (a partition_rival's name: not after its
+//     heal plus recoverBound).
 //   - room_lost_with_host: after every fault, each room whose host is still
 //     connected is, within recoverBound, hosted on one machine, handed out
 //     by /join, and a new player's message comes back from its host.

@@ -27,11 +27,12 @@ var FaultKinds = []string{FaultRelayKill, FaultBalancerKill, FaultMachineStop, F
 // every kind once (shuffled), then at random; each fault heals (by itself
 // or by the scheduler), then the recovery audit runs before the next.
 type scheduler struct {
-	f   *fleet
-	w   *workload
-	led *ledger
-	rng *rand.Rand // owned by the scheduler goroutine
-	log func(string)
+	f         *fleet
+	w         *workload
+	led       *ledger
+	rng       *rand.Rand // owned by the scheduler goroutine
+	log       func(string)
+	withRival bool // FaultRival is one of the kinds (Options.Rival)
 }
 
 // heldFor is a random hold time in [lo, hi).
@@ -51,6 +52,9 @@ func (s *scheduler) kinds() []string {
 		default:
 			out = append(out, k)
 		}
+	}
+	if s.withRival && len(s.f.links) > 0 {
+		out = append(out, FaultRival)
 	}
 	return out
 }
@@ -145,6 +149,8 @@ func (s *scheduler) inject(ctx context.Context, kind string) error {
 		}
 		pause(ctx, d)
 		return nil
+	case FaultRival:
+		return s.rival(ctx)
 	case FaultDNSStale:
 		d := s.heldFor(5*time.Second, 12*time.Second)
 		if err := s.f.netFault(ctx, flysim.NetFault{Kind: flysim.NetDNSStale, App: s.f.multi, DurationMS: int(d.Milliseconds())}); err != nil {

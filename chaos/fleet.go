@@ -28,6 +28,7 @@ type fleet struct {
 	balancer string               // app name
 	relays   []string             // relay app names, config order
 	ports    map[string]int       // app -> internal_port
+	regions  map[string]string    // app -> primary region
 	links    map[string][2]string // relay app -> {uplink, downlink} names ("" when none)
 	multi    string               // a relay app with more than one machine ("" when none)
 	hc       *http.Client         // Machines API and private-address calls
@@ -56,7 +57,7 @@ const (
 var linkRef = regexp.MustCompile(`^\{link:([a-z0-9-]+)\}$`)
 
 func newFleet(cfg *flysim.Config, st flysim.State) (*fleet, error) {
-	f := &fleet{st: st, ports: map[string]int{}, links: map[string][2]string{},
+	f := &fleet{st: st, ports: map[string]int{}, regions: map[string]string{}, links: map[string][2]string{},
 		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 5 * time.Second}},
 		health: bounds{HealthInterval: defaultHealthInterval, HealthTimeout: balancerHealthTimeout,
 			HealthFailures: balancerHealthFails, Heartbeat: defaultHeartbeat, Drain: defaultDrain}}
@@ -66,6 +67,7 @@ func newFleet(cfg *flysim.Config, st flysim.State) (*fleet, error) {
 			continue
 		}
 		f.ports[a.Name] = a.InternalPort
+		f.regions[a.Name] = a.PrimaryRegion
 		if s := a.Env["SECRET"]; s != "" {
 			f.secret = s
 		}

@@ -41,9 +41,11 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "chaos soak\tseed %d\tplanned %s\telapsed %s\n\n", r.Seed, r.Planned, r.Elapsed)
 	fmt.Fprintln(tw, "FAULT\tINJECTED")
 	total := 0
-	for _, k := range FaultKinds {
-		fmt.Fprintf(tw, "%s\t%d\n", k, r.Faults[k])
-		total += r.Faults[k]
+	for _, k := range append(FaultKinds, FaultRival) {
+		if n, ok := r.Faults[k]; ok || k != FaultRival {
+			fmt.Fprintf(tw, "%s\t%d\n", k, n)
+			total += n
+		}
 	}
 	fmt.Fprintf(tw, "total\t%d\n\n", total)
 	fmt.Fprintln(tw, "INVARIANT\tVIOLATIONS")

@@ -37,7 +37,9 @@ type Options struct {
 	RoomLifetime time.Duration // mean life of a room before its host leaves (default 20 s)
 	FaultGap     time.Duration // mean pause between faults after the audit (default 2 s)
 	MaxFaults    int           // default: one per 5 s of Duration, at least one per kind
-	Progress     io.Writer     // progress lines (nil: none)
+	// Rival adds FaultRival (rival.go) to the kinds.
+	Rival    bool
+	Progress io.Writer // progress lines (nil: none)
 }
 
 func (o *Options) defaults() {
@@ -128,7 +130,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	play, endPlay := context.WithCancel(ctx)
 	w := newWorkload(f, v, led, o)
 	w.start(play, o.Seed)
-	sch := &scheduler{f: f, w: w, led: led, rng: rand.New(rand.NewPCG(o.Seed, 0)), log: logf}
+	sch := &scheduler{f: f, w: w, led: led, rng: rand.New(rand.NewPCG(o.Seed, 0)), log: logf, withRival: o.Rival}
 	sch.run(ctx, storm, o.MaxFaults, o.FaultGap)
 	<-storm.Done()
 	endStorm()

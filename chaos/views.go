@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -26,13 +27,48 @@ type views struct {
 	mu       sync.Mutex
 	served   map[string]bool   // names some reachable relay machine lists (any phase)
 	hostedOn map[string]string // name -> machine id whose host is attached there
+	hostedN  map[string]int    // name -> machines whose host is attached there
 	at       time.Time         // when served was sampled
 
 	split map[string]bool // names already reported as split (sampler only)
+
+	rivalMu sync.Mutex
+	rivals  map[string]bool // names a partition_rival fault re-allocated on purpose (rival.go)
+}
+
+// expectSplit marks a name whose duplicate the soak creates on purpose:
+// its split is counted, not a violation, until the rival fault checks it.
+func (v *views) expectSplit(name string, on bool) {
+	v.rivalMu.Lock()
+	defer v.rivalMu.Unlock()
+	if on {
+		v.rivals[name] = true
+	} else {
+		delete(v.rivals, name)
+	}
+}
+
+// hostedCount is how many machines the last sample after since shows
+// name hosted on (-1: no such sample yet).
+func (v *views) hostedCount(name string, since time.Time) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.at.Before(since) {
+		return -1
+	}
+	return v.hostedN[name]
+}
+
+// hostedMachine is the machine the last sample shows name hosted on ("").
+func (v *views) hostedMachine(name string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hostedOn[name]
 }
 
 func newViews(f *fleet, led *ledger) *views {
-	return &views{f: f, led: led, served: map[string]bool{}, hostedOn: map[string]string{}, split: map[string]bool{}}
+	return &views{f: f, led: led, served: map[string]bool{}, hostedOn: map[string]string{}, hostedN: map[string]int{},
+		split: map[string]bool{}, rivals: map[string]bool{}}
 }
 
 // run samples until ctx ends.
@@ -68,9 +104,16 @@ func (v *views) sample(ctx context.Context) {
 			}
 		}
 	}
-	on := map[string]string{}
+	on, count := map[string]string{}, map[string]int{}
+	v.rivalMu.Lock()
+	rivals := maps.Clone(v.rivals)
+	v.rivalMu.Unlock()
 	for name, ids := range hosted {
-		on[name] = ids[0]
+		on[name], count[name] = ids[0], len(ids)
+		if len(ids) > 1 && rivals[name] {
+			v.led.add("rival_split_samples", 1)
+			continue
+		}
 		if len(ids) > 1 && !v.split[name] {
 			v.split[name] = true
 			sort.Strings(ids)
@@ -78,7 +121,7 @@ func (v *views) sample(ctx context.Context) {
 		}
 	}
 	v.mu.Lock()
-	v.served, v.hostedOn, v.at = served, on, time.Now()
+	v.served, v.hostedOn, v.hostedN, v.at = served, on, count, time.Now()
 	v.mu.Unlock()
 }
 

@@ -50,6 +50,9 @@ type liveRoom struct {
 	host *client.Host
 	cap  wire.Capability // client capability (from /join)
 	up   atomic.Bool     // the host's socket is open
+	// pinned keeps the host in the room past its lifetime (a fault that
+	// needs the room alive, rival.go).
+	pinned atomic.Bool
 }
 
 func newWorkload(f *fleet, v *views, led *ledger, opts Options) *workload {
@@ -126,12 +129,22 @@ func (w *workload) play(ctx context.Context, rng *rand.Rand, name, region string
 	var diedAt time.Time
 	deliberate := false
 	t := time.NewTimer(lifetime)
-	select {
-	case diedAt = <-hostDone:
-	case <-t.C:
-		deliberate = true
-	case <-ctx.Done():
-		deliberate = true
+wait:
+	for {
+		select {
+		case diedAt = <-hostDone:
+			break wait
+		case <-t.C:
+			if r.pinned.Load() {
+				t.Reset(time.Second)
+				continue
+			}
+			deliberate = true
+			break wait
+		case <-ctx.Done():
+			deliberate = true
+			break wait
+		}
 	}
 	t.Stop()
 	w.mu.Lock()

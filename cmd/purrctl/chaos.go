@@ -29,6 +29,7 @@ func chaosCommand() *cli.Command {
 			&cli.DurationFlag{Name: "room-lifetime", Value: chaosDefaultLifetime, Usage: "mean life of a room before its host leaves"},
 			&cli.DurationFlag{Name: "fault-gap", Value: chaosDefaultGap, Usage: "mean pause between faults"},
 			&cli.IntFlag{Name: "max-faults", Usage: "faults at most (default one per 5 s of duration)"},
+			&cli.BoolFlag{Name: "rival", Usage: "add partition_rival: a second host takes a cut relay's room name elsewhere; the split must end once the partition heals"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of a table"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress lines on stderr"},
 		},
@@ -45,7 +46,7 @@ func runChaos(c *cli.Context) error {
 		Config: cfg, LogDir: c.String("log-dir"),
 		Sim:      flysim.Options{LogDir: c.String("log-dir"), Logger: slog.New(slog.DiscardHandler)},
 		Duration: c.Duration("duration"), Seed: c.Uint64("seed"), Rooms: c.Int("rooms"), Players: c.Int("players"),
-		RoomLifetime: c.Duration("room-lifetime"), FaultGap: c.Duration("fault-gap"), MaxFaults: c.Int("max-faults"),
+		RoomLifetime: c.Duration("room-lifetime"), FaultGap: c.Duration("fault-gap"), MaxFaults: c.Int("max-faults"), Rival: c.Bool("rival"),
 	}
 	if !c.Bool("quiet") {
 		o.Progress = c.App.ErrWriter
