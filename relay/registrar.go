@@ -359,7 +359,7 @@ func (g *registrar) refused(res wire.PublicationResult) {
 }
 
 // flushOutbox sends every unconfirmed removal; entries leave the outbox
-// only on a confirming answer (anything but RemRetry).
+// only on a confirming answer (removalSettled).
 func (g *registrar) flushOutbox(ctx context.Context) {
 	g.mu.Lock()
 	rems := make([]wire.Removal, 0, len(g.outbox))
@@ -393,7 +393,10 @@ func (g *registrar) unregister(ctx context.Context, rems []wire.Removal) bool {
 	for _, res := range resp.Results {
 		g.m.removals.WithLabelValues(string(res.Status)).Inc()
 		rem, ok := sent[key{res.Name, res.Epoch}]
-		if !ok || res.Status == wire.RemRetry || res.Status == "" {
+		if !ok || !removalSettled(res.Status) {
+			if ok && res.Status != wire.RemRetry {
+				g.log.Warn("balancer answered an unknown removal status; will retry", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
+			}
 			continue
 		}
 		delete(g.outbox, rem)
@@ -402,6 +405,20 @@ func (g *registrar) unregister(ctx context.Context, rems []wire.Removal) bool {
 	g.mu.Unlock()
 	g.m.outbox.Set(float64(n))
 	return true
+}
+
+// removalSettled reports whether the balancer's verdict lets an outbox
+// entry go: the removal was applied, that exact removal was already
+// applied, or a newer incarnation owns the name. Anything else (RemRetry,
+// an empty or unknown status, say from a newer or broken balancer) keeps
+// it for the next heartbeat: dropping an unconfirmed removal would leave a
+// ghost route.
+func removalSettled(st wire.RemovalStatus) bool {
+	switch st {
+	case wire.RemApplied, wire.RemAlready, wire.RemSuperseded:
+		return true
+	}
+	return false
 }
 
 // outboxLen is the number of unconfirmed removals.

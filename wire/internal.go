@@ -277,8 +277,10 @@ type UnregisterRequest struct {
 	Rooms    []Removal `json:"rooms"`
 }
 
-// RemovalStatus is the balancer's verdict on one removal. Every status but
-// RemRetry confirms the entry: the relay drops it from its outbox.
+// RemovalStatus is the balancer's verdict on one removal. RemApplied,
+// RemAlready and RemSuperseded confirm the entry: the relay drops it from
+// its outbox. Any other status (RemRetry, or one this relay does not know)
+// keeps it, to be sent again on the next heartbeat.
 type RemovalStatus string
 
 const (
