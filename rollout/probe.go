@@ -56,10 +56,13 @@ func imageRefOf(m *fly.Machine) string {
 func sameImageRef(a, b string) bool { return normalizeRef(a) == normalizeRef(b) }
 
 func normalizeRef(s string) string {
-	s = strings.TrimSpace(s)
+	// Trimmed after the digest is cut: "a:v2 @sha256:..." was
+	// "registry.fly.io/a:v2 ", not the same image as "a:v2", and
+	// normalizing was not idempotent (FuzzNormalizeRef).
 	if i := strings.Index(s, "@"); i >= 0 {
 		s = s[:i]
 	}
+	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '/'); i <= 0 || !strings.ContainsAny(s[:i], ".:") {
 		s = "registry.fly.io/" + s
 	}
