@@ -1,40 +1,68 @@
 package relay
 
 import (
+	"context"
+	"net"
+	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
+
+// stuckSocketBuffer is what the stuck peer's socket buffers are capped at
+// (each side's; the kernel doubles it): with both capped, what the kernel
+// takes off the relay's writer is known, instead of whatever Linux's
+// autotuning made of it (megabytes on loopback).
+const stuckSocketBuffer = 64 << 10
 
 // TestKickedPeerThatNeverReadsIsReleased: a client stops reading while its
 // host sends it megabytes, so the relay's writer blocks on a full TCP
 // window. The host kicks it: a graceful close, whose flush and close
-// handshake cannot complete. Within the close grace the socket is dropped,
-// the connection leaves the relay's count and its goroutines end (goleak
-// checks the last part at the end of the package's tests).
+// handshake cannot complete. Once the close grace passes (on the relay's
+// clock), and not before, the socket is dropped, the connection leaves the
+// relay's count and its goroutines end (goleak checks the last part at the
+// end of the package's tests).
 func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
-	s := startRelay(t, Options{}, func(s *Server) {
+	if !canCapSocketBuffers {
+		t.Skip("needs capped socket buffers")
+	}
+	const grace = 300 * time.Millisecond
+	fake := clock.NewFake(time.Unix(2_000_000, 0))
+	s := startRelay(t, Options{Clock: fake}, func(s *Server) {
 		s.core.slowTimeout = time.Hour // only the close grace may end it
-		s.core.closeGrace = 300 * time.Millisecond
+		s.core.closeGrace = grace
 	})
 	hs, cs := mustAllocate(t, s, "room")
 	host := join(t, s, "room", hs)
-	stuck := join(t, s, "room", cs) // reads its [3], then never again
-	_ = stuck
+	stuck := dialSmallWindow(t, s.WSURL()) // reads its [3], then never again
+	if got := stuck.auth("room", cs); got != wire.Authenticated {
+		t.Fatalf("auth: reply %d", got)
+	}
 	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	c := s.core.conns.get(id)
+	tr := c.t.(*wsTransport)
+	sc, err := tr.fc.Conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := capSocketBuffer(sc, soSndBuf, stuckSocketBuffer); err != nil {
+		t.Fatalf("cap the relay's send buffer: %v", err)
+	}
 
-	// 100 frames of 65,535 bytes: far more than the loopback socket
-	// buffers take, far less than the queue's hard bound.
+	// 100 frames of 65,535 bytes (6.5 MB): more than the capped sockets
+	// (4 x 64 KiB) and one batch in the writer's hands (maxBatch frames)
+	// take together, less than the queue's hard bound. Once the relay has
+	// routed them all, frames are queued for good.
 	payload := make([]byte, wire.MaxMessageSize-5)
 	for range 100 {
 		host.send(wire.AppendSendOne(nil, id, payload))
 	}
-	waitFor(t, "the writer to block", func() bool {
-		c := s.core.conns.get(id)
-		if c == nil {
-			return false
-		}
+	waitUpTo(t, time.Minute, "the writer to block", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return len(c.q) > 0
@@ -43,11 +71,54 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
 		t.Fatalf("disconnect notice for %v, want %d", pk.IDs, id)
 	}
-	start := time.Now()
-	waitFor(t, "the kicked connection to be released", func() bool { return s.Stats().Connections == 1 })
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("released after %v, want about the close grace", d)
+	waitUpTo(t, time.Minute, "the close grace to be armed", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.timer != nil
+	})
+	// The writer is blocked and the peer sends nothing: only the grace
+	// can let the connection go.
+	if n := s.Stats().Connections; n != 2 {
+		t.Fatalf("%d connections before the close grace passed, want the kicked one still held", n)
 	}
+	fake.Advance(grace)
+	waitUpTo(t, time.Minute, "the kicked connection to be released", func() bool { return s.Stats().Connections == 1 })
 	// The host is unaffected.
 	host.send([]byte{wire.HostKeepAlive})
+}
+
+// dialSmallWindow dials a test peer whose socket's receive buffer is
+// capped (before the connection, so the window it advertises is small).
+func dialSmallWindow(tb testing.TB, url string) *peer {
+	tb.Helper()
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return capSocketBuffer(c, soRcvBuf, stuckSocketBuffer)
+	}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	tb.Cleanup(tr.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		tb.Fatalf("dial %s: %v", url, err)
+	}
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	ws.SetReadLimit(1 << 20)
+	tb.Cleanup(func() { _ = ws.CloseNow() })
+	return &peer{tb: tb, ws: ws}
+}
+
+// waitUpTo polls cond until it holds, failing after d: a deadline far
+// past what the condition takes, which only a real bug reaches.
+func waitUpTo(tb testing.TB, d time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

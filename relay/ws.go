@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -183,14 +184,16 @@ type wsTransport struct {
 	wake_ chan struct{} // static, cap 1: signalled when a frame is queued
 	done  chan struct{} // static, closed once when the conn is closed
 
+	ended chan struct{} // static, closed once when the writer has returned
+
 	mu          sync.Mutex
-	timer       *time.Timer // guarded by mu: the graceful close's bound
+	timer       clock.Timer // guarded by mu: the graceful close's bound, on core.clock
 	writerEnded bool        // guarded by mu: the writer returned (no bound needed)
 }
 
 func newWSTransport(c *core, ws *websocket.Conn, fc *frameConn, drop func(), grace time.Duration) *wsTransport {
 	return &wsTransport{core: c, ws: ws, fc: fc, drop: drop, grace: grace,
-		wake_: make(chan struct{}, 1), done: make(chan struct{})}
+		wake_: make(chan struct{}, 1), done: make(chan struct{}), ended: make(chan struct{})}
 }
 
 func (t *wsTransport) wake() {
@@ -211,13 +214,25 @@ func (t *wsTransport) closed(reason closeReason) {
 	}
 	t.mu.Lock()
 	if !t.writerEnded && t.timer == nil {
-		t.timer = time.AfterFunc(t.grace, t.drop)
+		t.timer = t.core.clock.NewTimer(t.grace)
+		go t.dropAfterGrace(t.timer.C())
 	}
 	t.mu.Unlock()
 }
 
+// dropAfterGrace drops the socket once the close grace has passed, unless
+// the writer returned first.
+func (t *wsTransport) dropAfterGrace(expired <-chan time.Time) {
+	select {
+	case <-expired:
+		t.drop()
+	case <-t.ended:
+	}
+}
+
 // endWriter records that the writer has returned: the transport is closed
-// (or being dropped), so a pending close grace is disarmed.
+// (or being dropped), so a pending close grace is disarmed. The writer
+// calls it once.
 func (t *wsTransport) endWriter() {
 	t.mu.Lock()
 	t.writerEnded = true
@@ -225,6 +240,7 @@ func (t *wsTransport) endWriter() {
 		t.timer.Stop()
 	}
 	t.mu.Unlock()
+	close(t.ended)
 }
 
 // runWS is the life of one WebSocket connection: a reader that routes
