@@ -20,6 +20,12 @@ func TestRefusedPublicationEndsTheRoom(t *testing.T) {
 	player := join(t, s, "taken", cs)
 	host.expectToHost(wire.ToHostConnected)
 	other := join(t, s, "kept", ks)
+	// The joins' count publications go out on the registrar's own time:
+	// the balancer's verdict changes only once they have arrived, so that
+	// only the late player's is refused.
+	waitFor(t, "the joins' counts published", func() bool {
+		return fb.lastConnections("taken") == 2 && fb.lastConnections("kept") == 1
+	})
 
 	fb.mu.Lock()
 	fb.pubStatus = map[string]wire.PublicationStatus{"taken": wire.PubConflict}
@@ -36,4 +42,19 @@ func TestRefusedPublicationEndsTheRoom(t *testing.T) {
 		t.Fatal("a room the balancer did not refuse ended too")
 	}
 	_ = other.ws.CloseNow()
+}
+
+// lastConnections is the connection count of name's last publication (-1
+// if none arrived).
+func (f *fakeBalancer) lastConnections(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.publishes) - 1; i >= 0; i-- {
+		for _, p := range f.publishes[i].Rooms {
+			if p.Name == name {
+				return p.Connections
+			}
+		}
+	}
+	return -1
 }
