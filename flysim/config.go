@@ -3,6 +3,7 @@ package flysim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -142,11 +143,20 @@ type Duration struct{ time.Duration }
 
 // UnmarshalTOML implements toml.Unmarshaler.
 func (d *Duration) UnmarshalTOML(v any) error {
+	// Seconds past time.Duration's range used to wrap around:
+	// kill_timeout = 18446744074 read as 290ms (FuzzDuration).
 	switch x := v.(type) {
 	case int64:
+		if x > math.MaxInt64/int64(time.Second) || x < math.MinInt64/int64(time.Second) {
+			return fmt.Errorf("failed to parse duration: %d seconds is out of range", x)
+		}
 		d.Duration = time.Duration(x) * time.Second
 	case float64:
-		d.Duration = time.Duration(x * float64(time.Second))
+		ns := x * float64(time.Second)
+		if math.IsNaN(ns) || ns >= math.MaxInt64 || ns < math.MinInt64 {
+			return fmt.Errorf("failed to parse duration: %v seconds is out of range", x)
+		}
+		d.Duration = time.Duration(ns)
 	case string:
 		p, err := time.ParseDuration(x)
 		if err != nil {
