@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -380,6 +381,11 @@ func (a *apiServer) waitMachine(w http.ResponseWriter, r *http.Request) error {
 func parseSeconds(v string) (time.Duration, error) {
 	var n int
 	if _, err := fmt.Sscanf(v, "%d", &n); err == nil && fmt.Sprint(n) == v {
+		// Past time.Duration's range n*time.Second wrapped around (the
+		// 9223372037 seconds of FuzzParseSeconds were -2562047h).
+		if int64(n) > math.MaxInt64/int64(time.Second) || int64(n) < math.MinInt64/int64(time.Second) {
+			return 0, fmt.Errorf("%d seconds is out of range", n)
+		}
 		return time.Duration(n) * time.Second, nil
 	}
 	return time.ParseDuration(v)
