@@ -84,7 +84,10 @@ func (a *apiServer) acquireLease(w http.ResponseWriter, r *http.Request) error {
 		if err != nil || n <= 0 {
 			return errf(http.StatusBadRequest, "invalid ttl %q", v)
 		}
-		ttl = min(time.Duration(n)*time.Second, MaxLeaseTTL)
+		// Capped before the multiplication: n*time.Second past the
+		// Duration's range wrapped around, and ttl=9223372037 granted a
+		// lease that had expired in 1734 (FuzzLeaseTTL).
+		ttl = time.Duration(min(n, int(MaxLeaseTTL/time.Second))) * time.Second
 	}
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
