@@ -22,7 +22,7 @@ import (
 // unregister answers. Nothing panics, and nothing malformed is taken for
 // an answer: a location or a handover is used only when complete and about
 // the room asked for, and an outbox entry leaves only on a confirming
-// result for exactly that entry.
+// result (applied, already or superseded) for exactly that entry.
 func FuzzPeerAnswers(f *testing.F) {
 	loc, _ := json.Marshal(wire.RoomLocation{Name: "room-1", BootID: "b2", MachineID: "m2", Endpoint: "http://[fdaa::2]:8080/", Host: "relay.example:443", Port: 443})
 	f.Add(uint8(0), 200, loc)
@@ -115,7 +115,8 @@ func FuzzPeerAnswers(f *testing.F) {
 				}
 				confirmed := false
 				for _, res := range resp.Results {
-					confirmed = confirmed || res.Name == r.Name && res.Epoch == r.Epoch && res.Status != "" && res.Status != wire.RemRetry
+					confirmed = confirmed || res.Name == r.Name && res.Epoch == r.Epoch &&
+						(res.Status == wire.RemApplied || res.Status == wire.RemAlready || res.Status == wire.RemSuperseded)
 				}
 				if !confirmed {
 					t.Fatalf("%+v left the outbox on %s", r, b)
