@@ -124,6 +124,13 @@ func (l *lease) refresh(cancel context.CancelCauseFunc) {
 			}
 		}()
 		err := l.api.call(ctx, "refresh_lease", l.id, every, func(rctx context.Context) error {
+			// release stops the waits and retries around a refresh, not a
+			// refresh already sent: cut short, it could still reach the
+			// Machines API after the release, where a refresh of a lease
+			// that is gone takes a new one, left behind for a whole TTL.
+			// release waits for its answer instead (at most every).
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(rctx), every)
+			defer rcancel()
 			got, err := l.api.c.RefreshLease(rctx, l.app, l.id, &l.ttl, l.Nonce())
 			if err == nil && got != nil && got.Data != nil && got.Data.Nonce != "" {
 				l.mu.Lock()
