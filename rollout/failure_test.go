@@ -98,7 +98,10 @@ func TestRolloutRelayNeverRegisters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	o := f.opts("purrfly:v2")
-	o.Env.Timeouts.Wait = d(3 * time.Second)
+	// The wait is spent in full (the boot never registers), so it is short,
+	// yet long enough to start the machine, prove its boot and keep it
+	// healthy for MinHealthy under load, so that the balancer is asked.
+	o.Env.Timeouts.Wait = d(8 * time.Second)
 	_, err := rollout.Run(ctx, o)
 	var fl *rollout.Failure
 	if !errors.As(err, &fl) {

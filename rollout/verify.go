@@ -131,7 +131,12 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 			if ok {
 				return nil
 			}
-			last = why
+			if ctx.Err() == nil || last == "" {
+				// A check the deadline cut short says nothing about
+				// the machine: the failure keeps the last real reason
+				// (say, a boot the balancer never listed).
+				last = why
+			}
 		}
 		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			if last == "" {
