@@ -112,6 +112,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	led := newLedger(logf)
+	collect()
 	before, err := f.measure(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: baseline: %w", err)
@@ -145,7 +146,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		w.hc.CloseIdleConnections()
 		f.hc.CloseIdleConnections()
 		http.DefaultClient.CloseIdleConnections()
-	})
+	}, func(n int) { led.add("fds_closed_by_gc", int64(max(n, 0))) })
 	for _, r := range rows {
 		if !r.ok() {
 			led.violate(InvLeak, "", "%s: goroutines %.0f -> %.0f, fds %.0f -> %.0f", r.Process,
