@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -47,14 +48,17 @@ func TestAllocationCallHeaders(t *testing.T) {
 // a new TCP connection per call beyond the pool.
 func TestRelayCallsKeepTheirConnections(t *testing.T) {
 	const width = 48
-	h := newHarness(t, nil)
+	// Held calls must outlast gathering all 48 at the relay, however
+	// loaded the machine: no call may time out and be placed again.
+	const patience = time.Minute
+	h := newHarness(t, func(o *Options) { o.RelayTimeout = patience })
 	r := newFakeRelay(t, "eu")
 	r.register(h)
 	// The harness's own client keeps only two idle connections to the
 	// balancer; this one keeps one per caller.
 	tr := &http.Transport{MaxIdleConnsPerHost: width}
 	defer tr.CloseIdleConnections()
-	h.client = &http.Client{Transport: tr, Timeout: h.client.Timeout}
+	h.client = &http.Client{Transport: tr, Timeout: 2 * patience}
 
 	burst := func(round int) {
 		hold := make(chan struct{})
@@ -73,7 +77,7 @@ func TestRelayCallsKeepTheirConnections(t *testing.T) {
 			}()
 		}
 		// Every call is at the relay at once: each holds its own connection.
-		waitFor(t, "every allocation to reach the relay", func() bool { return r.allocCalls.Load()-start == width })
+		waitUpTo(t, patience, "every allocation to reach the relay", func() bool { return r.allocCalls.Load()-start == width })
 		r.set(func(f *fakeRelay) { f.hold = nil })
 		close(hold)
 		wg.Wait()
@@ -90,5 +94,18 @@ func TestRelayCallsKeepTheirConnections(t *testing.T) {
 	burst(1)
 	if n := r.conns.Load() - opened; n != 0 {
 		t.Fatalf("the second burst opened %d new connections to the relay, want 0 (all kept alive)", n)
+	}
+}
+
+// waitUpTo polls cond until it holds, failing after d: a deadline far past
+// what the condition takes, which only a real bug reaches.
+func waitUpTo(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
