@@ -280,7 +280,7 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 		return false
 	}
 	for _, res := range resp.Results {
-		g.m.publications.WithLabelValues(string(res.Status)).Inc()
+		g.m.publications.WithLabelValues(res.Status.Label()).Inc()
 		switch res.Status {
 		case wire.PubApplied, wire.PubCurrent:
 			g.confirmed(res)
@@ -318,7 +318,7 @@ func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationSt
 		return "", fmt.Errorf("the balancer answered %d results for one publication", len(resp.Results))
 	}
 	st := resp.Results[0].Status
-	g.m.publications.WithLabelValues(string(st)).Inc()
+	g.m.publications.WithLabelValues(st.Label()).Inc()
 	return st, nil
 }
 
@@ -391,7 +391,7 @@ func (g *registrar) unregister(ctx context.Context, rems []wire.Removal) bool {
 	}
 	g.mu.Lock()
 	for _, res := range resp.Results {
-		g.m.removals.WithLabelValues(string(res.Status)).Inc()
+		g.m.removals.WithLabelValues(res.Status.Label()).Inc()
 		rem, ok := sent[key{res.Name, res.Epoch}]
 		if !ok || !removalSettled(res.Status) {
 			if ok && res.Status != wire.RemRetry {

@@ -250,6 +250,17 @@ const (
 	PubRejected PublicationStatus = "rejected" // not the endpoint's live boot, or not registered
 )
 
+// Label is the status as a metric label: one of the statuses above, or
+// "unknown" for anything else a balancer might answer (so that a buggy
+// or hostile one cannot grow a metric's series without bound).
+func (s PublicationStatus) Label() string {
+	switch s {
+	case PubApplied, PubCurrent, PubConflict, PubFenced, PubRejected:
+		return string(s)
+	}
+	return "unknown"
+}
+
 // PublicationResult is one entry of PublishResponse.
 type PublicationResult struct {
 	Name   string            `json:"name"`
@@ -289,6 +300,15 @@ const (
 	RemSuperseded RemovalStatus = "superseded" // a newer incarnation owns the name, or none is known
 	RemRetry      RemovalStatus = "retry"      // not confirmed (e.g. older revision than held); keep it
 )
+
+// Label is the status as a metric label ("unknown" for any other).
+func (s RemovalStatus) Label() string {
+	switch s {
+	case RemApplied, RemAlready, RemSuperseded, RemRetry:
+		return string(s)
+	}
+	return "unknown"
+}
 
 // RemovalResult is one entry of UnregisterResponse.
 type RemovalResult struct {
