@@ -1,0 +1,186 @@
+package balancer
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// guardQuiet keeps the health and cleanup loops from ticking while a test
+// moves the fake clock: the test runs each round itself, at the instant it
+// means.
+func guardQuiet(o *Options) {
+	o.HealthInterval = 1000 * time.Hour
+	o.CleanupInterval = 1000 * time.Hour
+}
+
+// guardStatus is the /v1/instances status of the relay registered as boot
+// ("" when it is not listed).
+func guardStatus(h *harness, boot string) string {
+	h.t.Helper()
+	st, body, _ := h.do(http.MethodGet, wire.PathInstances, map[string]string{"Authorization": "Bearer " + testSecret}, nil)
+	var resp wire.InstancesResponse
+	noErr(h.t, decodeAnswer(h.t, st, body, &resp))
+	for _, in := range resp.Instances {
+		if in.BootID == boot {
+			return in.Status
+		}
+	}
+	return ""
+}
+
+// TestRelayExpiryBoundary: a silent relay is removed only once more than
+// max(RelayExpiry, 3 x its reported heartbeat interval) has passed since
+// its last heartbeat; at exactly that age it is still registered.
+func TestRelayExpiryBoundary(t *testing.T) {
+	h := newHarness(t, func(o *Options) { guardQuiet(o); o.RelayExpiry = time.Minute })
+	plain, slow := newFakeRelay(t, "eu"), newFakeRelay(t, "us")
+	plain.register(h)
+	var resp wire.RegisterResponse
+	noErr(t, slow.post(h, wire.PathRegister, wire.RegisterRequest{Relay: slow.info, HeartbeatSeconds: 40}, &resp)) // expiry 120 s
+	check := func(at string, wantPlain, wantSlow bool) {
+		t.Helper()
+		h.s.checkRelays(context.Background())
+		if got := h.s.reg.current(plain.info.Endpoint) != nil; got != wantPlain {
+			t.Fatalf("%s: relay with the 60 s expiry registered=%v, want %v", at, got, wantPlain)
+		}
+		if got := h.s.reg.current(slow.info.Endpoint) != nil; got != wantSlow {
+			t.Fatalf("%s: relay with the 120 s expiry registered=%v, want %v", at, got, wantSlow)
+		}
+	}
+	h.clk.Advance(time.Minute)
+	check("60 s", true, true)
+	h.clk.Advance(time.Nanosecond)
+	check("60 s + 1 ns", false, true)
+	h.clk.Advance(time.Minute - time.Nanosecond)
+	check("120 s", false, true)
+	h.clk.Advance(time.Nanosecond)
+	check("120 s + 1 ns", false, false)
+}
+
+// TestPendingAllocationPinsForFiveMinutes: an allocation whose outcome the
+// relay did not tell pins its room name to that relay for five minutes
+// (pendingRetention), cleanup ticks included, so the exact retry reaches
+// the relay that may hold the room; from five minutes on the name is
+// placed afresh.
+// Seed: "a later exact allocation resumes the idempotent registration
+// instead of creating a competing epoch."
+func TestPendingAllocationPinsForFiveMinutes(t *testing.T) {
+	h := newHarness(t, guardQuiet)
+	a, b := newFakeRelay(t, "eu"), newFakeRelay(t, "eu")
+	a.register(h)
+	b.register(h)
+	wantStatuses(t, b.publish(h, pub("busy-b", "e1", 1, 5)), wire.PubApplied) // placement prefers a
+	for _, name := range []string{"r-cleanup", "r-before", "r-at"} {
+		a.set(func(f *fakeRelay) { f.allocMode = allocLoseOnce })
+		_, err := h.allocate(name, "eu", "id-"+name)
+		wantCode(t, err, wire.ErrIndeterminate.Code)
+	}
+	wantStatuses(t, a.publish(h, pub("busy-a", "e1", 1, 10)), wire.PubApplied) // now placement prefers b
+	retry := func(name string, wantOnA bool) {
+		t.Helper()
+		before := b.allocCalls.Load()
+		_, err := h.allocate(name, "eu", "id-"+name)
+		noErr(t, err)
+		if onB := b.allocCalls.Load() != before; onB == wantOnA {
+			t.Fatalf("retry of %s went to the other relay (on b: %v)", name, onB)
+		}
+	}
+
+	h.clk.Advance(time.Minute)
+	h.s.cleanup()
+	retry("r-cleanup", true)
+	h.clk.Advance(4*time.Minute - time.Nanosecond)
+	retry("r-before", true)
+	h.clk.Advance(time.Nanosecond)
+	retry("r-at", false)
+}
+
+// TestTombstoneFencesUntilExactlyTheRetention: a released incarnation is
+// fenced for TombstoneRetention and no longer, even before the cleanup
+// tick deletes its tombstone.
+// Seed: "During the horizon, a delayed registration for the removed epoch
+// remains fenced. After deletion, that bounded guarantee ends".
+func TestTombstoneFencesUntilExactlyTheRetention(t *testing.T) {
+	h := newHarness(t, func(o *Options) { guardQuiet(o); o.TombstoneRetention = time.Hour })
+	a := newFakeRelay(t, "eu")
+	a.register(h)
+	wantStatuses(t, a.publish(h, pub("room", "e1", 1, 0)), wire.PubApplied)
+	wantStatuses(t, a.unregister(h, wire.Removal{Name: "room", Epoch: "e1", Revision: 1}), wire.RemApplied)
+	h.clk.Advance(time.Hour - time.Nanosecond)
+	wantStatuses(t, a.publish(h, pub("room", "e1", 2, 0)), wire.PubFenced)
+	h.clk.Advance(time.Nanosecond)
+	wantStatuses(t, a.publish(h, pub("room", "e1", 2, 0)), wire.PubApplied)
+}
+
+// TestTombstonesPerNameAreCapped: one room name keeps up to 64 tombstones
+// (maxFencesPerName), all of which fence; the 65th pushes out the oldest,
+// whose delayed publication is then accepted.
+func TestTombstonesPerNameAreCapped(t *testing.T) {
+	h := newHarness(t, guardQuiet)
+	a := newFakeRelay(t, "eu")
+	a.register(h)
+	epoch := func(i int) string { return "e" + strconv.Itoa(i) }
+	fence := func(i int) {
+		t.Helper()
+		h.clk.Advance(time.Second) // tombstones are ordered by release time
+		wantStatuses(t, a.unregister(h, wire.Removal{Name: "room", Epoch: epoch(i), Revision: 1}), wire.RemSuperseded)
+	}
+	for i := 1; i <= maxFencesPerName; i++ {
+		fence(i)
+	}
+	for i := 1; i <= maxFencesPerName; i++ {
+		if st := a.publish(h, pub("room", epoch(i), 2, 0)); st[0] != wire.PubFenced {
+			t.Fatalf("with %d tombstones, released incarnation %d answered %s, want fenced", maxFencesPerName, i, st[0])
+		}
+	}
+	fence(maxFencesPerName + 1)
+	for i := 2; i <= maxFencesPerName+1; i++ {
+		if st := a.publish(h, pub("room", epoch(i), 2, 0)); st[0] != wire.PubFenced {
+			t.Fatalf("released incarnation %d answered %s, want fenced", i, st[0])
+		}
+	}
+	wantStatuses(t, a.publish(h, pub("room", epoch(1), 2, 0)), wire.PubApplied)
+}
+
+// TestGoneEndpointForgottenAtTheRetention: an admin drain mark outlives its
+// relay's removal until the endpoint has been gone (since its last
+// heartbeat) for TombstoneRetention: a return just before that is still
+// draining; at exactly that age the cleanup forgets it, and the boot comes
+// back live.
+func TestGoneEndpointForgottenAtTheRetention(t *testing.T) {
+	const retention = time.Hour
+	h := newHarness(t, func(o *Options) { guardQuiet(o); o.TombstoneRetention = retention; o.RelayExpiry = 1000 * time.Hour })
+	a, b := newFakeRelay(t, "eu"), newFakeRelay(t, "eu")
+	for _, r := range []*fakeRelay{a, b} {
+		r.register(h)
+		if st, body, _ := h.do(http.MethodPost, "/v1/instances/"+r.boot()+"/drain", map[string]string{"Authorization": "Bearer " + testSecret}, nil); st != http.StatusOK {
+			t.Fatalf("drain: %d %s", st, body)
+		}
+		r.set(func(f *fakeRelay) { f.pingFail = true })
+	}
+	failHealth(h, DefaultHealthFailures)
+	if h.s.reg.current(a.info.Endpoint) != nil || h.s.reg.current(b.info.Endpoint) != nil {
+		t.Fatal("the failed relays were not removed")
+	}
+	back := func(r *fakeRelay) string {
+		t.Helper()
+		r.set(func(f *fakeRelay) { f.pingFail = false })
+		r.register(h)
+		return guardStatus(h, r.boot())
+	}
+	h.clk.Advance(retention - time.Nanosecond)
+	h.s.cleanup()
+	if st := back(a); st != wire.InstanceDraining {
+		t.Fatalf("back just before the retention: %q, want draining", st)
+	}
+	h.clk.Advance(time.Nanosecond)
+	h.s.cleanup()
+	if st := back(b); st != wire.InstanceLive {
+		t.Fatalf("back at the retention: %q, want live", st)
+	}
+}
