@@ -53,12 +53,18 @@ func (s *Server) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 	}
 	// The name is free. An orphaned route of this same boot and epoch (its
 	// registration was removed by a health check and came back) is adopted
-	// again, keeping the newer of the two revisions.
-	if cur != nil && cur.relay.info.BootID == rel.info.BootID && cur.epoch == pub.Epoch && cur.revision > pub.Revision {
-		rec := *cur
-		rec.relay = rel
-		e.setLive(&rec)
-		return wire.PubApplied
+	// again, keeping the newer of the two revisions and, as above, its
+	// allocation id.
+	if cur != nil && cur.relay.info.BootID == rel.info.BootID && cur.epoch == pub.Epoch {
+		if cur.revision > pub.Revision {
+			rec := *cur
+			rec.relay = rel
+			e.setLive(&rec)
+			return wire.PubApplied
+		}
+		if pub.AllocationID == "" {
+			pub.AllocationID = cur.allocationID
+		}
 	}
 	e.setLive(recordOf(rel, pub))
 	return wire.PubApplied
