@@ -31,7 +31,7 @@ func TestOutboxDropsAnEntryOnlyWhenAppliedAlreadyOrSuperseded(t *testing.T) {
 			host := join(t, s, "room", hs)
 			_ = host.ws.Close(websocket.StatusNormalClosure, "")
 			waitFor(t, "the unknown answer to be judged", func() bool {
-				return counterValue(s.reg.m.removals.WithLabelValues(string(unknown))) >= 1
+				return counterValue(s.reg.m.removals.WithLabelValues(unknown.Label())) >= 1
 			})
 			if n := s.reg.outboxLen(); n != 1 {
 				t.Fatalf("outbox holds %d entries after an unknown status, want the removal kept", n)
