@@ -409,7 +409,12 @@ func (s *Sim) Close() error {
 	}
 	s.wg.Wait() // actors: every process is gone once this returns
 	if dns != nil {
-		errs = append(errs, dns.close(ctx))
+		// Its own bound: the machines' stops (kill_timeout each, up to
+		// 300 s) may have used up ctx's, and a DNS server that has
+		// outlived every machine has nothing left to wait for.
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, dns.close(dctx))
+		dcancel()
 	}
 	return errors.Join(errs...)
 }
