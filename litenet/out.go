@@ -130,6 +130,20 @@ func (e *emitter) add2(head, tail []byte) bool {
 	return true
 }
 
+// addAlone appends p as a datagram of its own, after the open Merged one:
+// LiteNetLib reads a Disconnect only as a whole datagram (its NetManager
+// does; inside a Merged one its NetPeer, like Peer.packet, ignores it).
+func (e *emitter) addAlone(p []byte) bool {
+	e.close()
+	if e.budget == 0 {
+		return false
+	}
+	e.o.commit(append(e.o.slot(), p...), e.addr)
+	e.budget--
+	e.added++
+	return true
+}
+
 // close commits the open Merged datagram: bare when it holds one packet.
 func (e *emitter) close() {
 	if e.cur == nil {

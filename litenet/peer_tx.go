@@ -24,7 +24,7 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 		}
 		if now >= p.shutNext {
 			var d [9]byte
-			if e.add(AppendDisconnect(d[:0], p.connNum, p.connectTime)) {
+			if e.addAlone(AppendDisconnect(d[:0], p.connNum, p.connectTime)) {
 				p.shutNext = now + int64(shutdownDelay)
 			}
 		}
