@@ -155,6 +155,11 @@ wait:
 		diedAt = <-hostDone
 		w.led.add("rooms_ended_by_host", 1)
 	} else {
+		// The relay is gone without a close frame (killed, or cut off by
+		// the proxy): coder/websocket reports the read error but keeps
+		// the socket open until it is closed, and a dropped *websocket.Conn
+		// is never finalized, so release it here.
+		_ = host.CloseNow()
 		w.led.add("rooms_ended_by_faults", 1)
 		w.wg.Add(1)
 		go w.probeJoin(ctx, name, diedAt)
@@ -267,7 +272,9 @@ func (w *workload) read(r *liveRoom, p *player, i int) {
 }
 
 // closePlayers checks that every player socket of a room whose host is gone
-// is closed by the relay within socketBound, then closes them.
+// is closed by the relay within socketBound, then closes them (a socket the
+// relay ended without a close frame, as a killed relay does, stays open on
+// our side until then).
 func (w *workload) closePlayers(r *liveRoom, players []*player, diedAt time.Time) {
 	deadline := time.NewTimer(time.Until(diedAt.Add(socketBound)))
 	defer deadline.Stop()
@@ -276,6 +283,7 @@ func (w *workload) closePlayers(r *liveRoom, players []*player, diedAt time.Time
 		select {
 		case at := <-p.closed:
 			w.led.observe("player_socket_close", at.Sub(diedAt))
+			_ = p.c.CloseNow()
 		case <-deadline.C:
 			w.led.violate(InvSocketOpen, r.name, "player %d still connected %v after its host's socket closed", i, socketBound)
 			_ = p.c.CloseNow()
