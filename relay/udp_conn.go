@@ -172,8 +172,8 @@ func (uc *udpConn) gone(why litenet.Reason) {
 // end is the end of the conn: it leaves the core once and frees what is
 // queued. Only the conn's reader calls it.
 func (uc *udpConn) end(why litenet.Reason) {
+	uc.c.close(reasonOfPeer(why)) // before leaving, as ws.go's end does
 	uc.u.s.core.leave(uc.c)
-	uc.c.close(reasonOfPeer(why))
 	uc.c.releaseQueue()
 	uc.mu.Lock()
 	early := uc.early

@@ -267,9 +267,12 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, f fram
 	c := s.core.newConn(t, f)
 	writerDone := make(chan struct{})
 	go s.wsWriter(t, c, writerDone)
+	// Closed before it leaves: a forwarded conn's leaving closes its link,
+	// and the holder's answer (1000) must not overtake the reason the
+	// peer is owed (1003 for a text frame, 1009 past the size limit).
 	end := func(reason closeReason) {
-		s.core.leave(c)
 		c.close(reason)
+		s.core.leave(c)
 		<-writerDone
 		done()
 	}
