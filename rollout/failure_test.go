@@ -17,6 +17,7 @@ import (
 // proven new boot; without it the machine stays stopped, and a later good
 // rollout converges the whole fleet (the stopped relay first).
 func TestRolloutBrokenImage(t *testing.T) {
+	t.Parallel() // each test runs its own sim on its own loopback addresses
 	f := startFleet(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -88,6 +89,7 @@ func TestRolloutBrokenImage(t *testing.T) {
 // TestRolloutRelayNeverRegisters: a relay whose new boot the balancer never
 // lists stops the rollout there; the balancer is not touched.
 func TestRolloutRelayNeverRegisters(t *testing.T) {
+	t.Parallel() // each test runs its own sim on its own loopback addresses
 	f := startFleet(t, func(c *flysim.Config) {
 		for _, a := range c.Apps {
 			if a.Name == "purrfly-relay-b" {

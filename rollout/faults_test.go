@@ -15,6 +15,7 @@ import (
 // Ctrl-C mid-verification releases the lease; and a rollout through lost
 // update answers and 5xx/429 statuses succeeds without deploying twice.
 func TestRolloutFaults(t *testing.T) {
+	t.Parallel() // each test runs its own sim on its own loopback addresses
 	f := startFleet(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

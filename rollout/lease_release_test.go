@@ -96,6 +96,7 @@ func (a *slowLeaseAPI) grantLocked() {
 // found it under load: "still has a lease"). release now waits for the
 // refresh's answer; only then does it release.
 func TestReleaseWaitsForARefreshInFlight(t *testing.T) {
+	t.Parallel() // each test runs its own sim on its own loopback addresses
 	// TTL 6 s: refreshes every 2 s, each bounded by 2 s, far past the
 	// API's 300 ms hold.
 	api := &slowLeaseAPI{refreshHold: 300 * time.Millisecond, refreshes: make(chan struct{}, 1), deleted: make(chan struct{})}

@@ -15,6 +15,7 @@ import (
 // proven by its own new boot, the balancer then lists exactly the new relay
 // boots (every machine registers separately), and smoke passes.
 func TestRolloutMultiMachineApp(t *testing.T) {
+	t.Parallel() // each test runs its own sim on its own loopback addresses
 	f := startFullFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

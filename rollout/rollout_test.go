@@ -20,6 +20,7 @@ import (
 // exactly the new boots, smoke passes everywhere (also afterwards), leases
 // are released, and a second run converges without redeploying.
 func TestRolloutSimFleet(t *testing.T) {
+	t.Parallel() // each test runs its own sim on its own loopback addresses
 	f := startFleet(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
