@@ -1,0 +1,197 @@
+package relay
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/clock"
+)
+
+// Each test here pins one edge of a connection's queue bounds (conn.go):
+// the bounds are inclusive (a queue may hold exactly hardQueueFrames
+// frames or hardQueueBytes of buffers), the slow-receiver clock starts
+// only above the soft bound, closes at exactly the slow timeout, and stops
+// once the writer has brought the queue back to the soft bound.
+
+// Payloads whose frames land in the smallest buffer class (512 bytes) and
+// in the 16,384-byte class.
+var (
+	smallPayload = "x"
+	midPayload   = strings.Repeat("m", 8000)
+)
+
+// newClockedCoreRoom is newCoreRoom on clk.
+func newClockedCoreRoom(t *testing.T, clk clock.Clock) *coreRoom {
+	t.Helper()
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCoreRoomIn(t, newCore(clk, testLogger(), m), "bounds")
+}
+
+// fill queues n frames of payload for the room's client (which never
+// reads) and fails if that closes it.
+func (cr *coreRoom) fill(t *testing.T, n int, payload string) {
+	t.Helper()
+	for i := range n {
+		cr.deliver(cr.host, sendOne(cr.client.id, payload))
+		if r := cr.client.closeReason(); r != reasonNone {
+			t.Fatalf("closed (%v) at frame %d of %d", r, i+1, n)
+		}
+	}
+}
+
+func TestQueueHoldsExactlyItsHardFrameBound(t *testing.T) {
+	cr := newCoreRoom(t)
+	cr.core.slowTimeout = time.Hour // only the hard bound may close it
+	if w := getBuf(headroom + len(sendOne(0, smallPayload))).weight(); w != 512 {
+		t.Fatalf("a small frame weighs %d, want 512", w)
+	}
+	cr.fill(t, hardQueueFrames, smallPayload) // 4,096 frames, 2 MiB of buffers
+	cr.deliver(cr.host, sendOne(cr.client.id, smallPayload))
+	if got := cr.client.closeReason(); got != reasonQueueOverflow {
+		t.Fatalf("frame %d past the bound: closed for %v, want %v", hardQueueFrames+1, got, reasonQueueOverflow)
+	}
+	cr.client.releaseQueue()
+}
+
+func TestQueueHoldsExactlyItsHardByteBound(t *testing.T) {
+	cr := newCoreRoom(t)
+	cr.core.slowTimeout = time.Hour
+	w := getBuf(headroom + len(sendOne(0, midPayload))).weight()
+	if hardQueueBytes%w != 0 {
+		t.Fatalf("a %d-byte buffer does not divide the hard bound", w)
+	}
+	cr.fill(t, hardQueueBytes/w, midPayload) // 512 frames: exactly 8 MiB of buffers
+	cr.deliver(cr.host, sendOne(cr.client.id, midPayload))
+	if got := cr.client.closeReason(); got != reasonQueueOverflow {
+		t.Fatalf("one buffer past 8 MiB: closed for %v, want %v", got, reasonQueueOverflow)
+	}
+	cr.client.releaseQueue()
+}
+
+// TestSlowClockStartsAboveTheSoftBound: a queue at exactly the soft bound
+// (512 frames, or 1 MiB of buffers) is not behind; the clock starts at the
+// next frame, and the receiver is closed once it has been above the bound
+// for exactly the slow timeout.
+func TestSlowClockStartsAboveTheSoftBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload string
+		atBound int
+	}{
+		{"frames", smallPayload, softQueueFrames},
+		{"bytes", midPayload, softQueueBytes / 16384},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+			cr := newClockedCoreRoom(t, clk)
+			cr.fill(t, tc.atBound, tc.payload)
+			clk.Advance(cr.core.slowTimeout)
+			cr.fill(t, 1, tc.payload) // above the bound: the clock starts now
+			clk.Advance(cr.core.slowTimeout - time.Nanosecond)
+			cr.fill(t, 1, tc.payload)
+			clk.Advance(time.Nanosecond)
+			cr.deliver(cr.host, sendOne(cr.client.id, tc.payload))
+			if got := cr.client.closeReason(); got != reasonSlowReceiver {
+				t.Fatalf("above the soft bound for the slow timeout: closed for %v, want %v", got, reasonSlowReceiver)
+			}
+			cr.client.releaseQueue()
+		})
+	}
+}
+
+// TestSlowClockStopsAtTheSoftBound: a writer that brings the queue back to
+// exactly the soft bound has caught up; a later backlog gets the whole
+// slow timeout again.
+func TestSlowClockStopsAtTheSoftBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload string
+		atBound int
+	}{
+		{"frames", smallPayload, softQueueFrames},
+		{"bytes", midPayload, softQueueBytes / 16384},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+			cr := newClockedCoreRoom(t, clk)
+			cr.fill(t, tc.atBound+maxBatch, tc.payload) // above the bound from frame atBound+1
+			clk.Advance(cr.core.slowTimeout / 2)
+			if n := cr.drain(cr.client); n != maxBatch {
+				t.Fatalf("the writer took %d frames, want %d", n, maxBatch)
+			}
+			// Back at the bound: caught up. Above it again a full timeout
+			// after the first backlog began, the receiver is not yet slow.
+			clk.Advance(cr.core.slowTimeout)
+			cr.fill(t, 1, tc.payload)
+			clk.Advance(cr.core.slowTimeout - time.Nanosecond)
+			cr.fill(t, 1, tc.payload)
+			cr.client.releaseQueue()
+		})
+	}
+}
+
+// TestIdleQueueKeepsOnlyASmallSlice: a queue drained empty keeps its
+// slice up to shrinkCap entries (steady traffic appends without
+// allocating) and lets a burst's larger one go (an idle connection pins
+// no burst-sized slice); queued reports what is waiting, which a UDP
+// peer's flush returns as "more" (true on an empty queue would wake the
+// peer's flush forever).
+func TestIdleQueueKeepsOnlyASmallSlice(t *testing.T) {
+	cr := newCoreRoom(t)
+	if cr.client.queued() {
+		t.Fatal("a fresh connection reports frames waiting")
+	}
+	drainAll := func() {
+		for cr.drain(cr.client) > 0 {
+		}
+	}
+	cr.client.q = make([]*buf, 0, shrinkCap) // a slice exactly at the cap
+	cr.fill(t, shrinkCap, smallPayload)
+	if !cr.client.queued() {
+		t.Fatal("a queue of frames reports nothing waiting")
+	}
+	if c := cap(cr.client.q); c != shrinkCap {
+		t.Fatalf("a queue of %d frames grew to capacity %d", shrinkCap, c)
+	}
+	drainAll()
+	if cr.client.queued() {
+		t.Fatal("a drained queue reports frames waiting")
+	}
+	if c := cap(cr.client.q); c != shrinkCap {
+		t.Fatalf("a drained queue of capacity %d kept %d, want it kept", shrinkCap, c)
+	}
+	cr.fill(t, shrinkCap+1, smallPayload)
+	drainAll()
+	if cr.client.q != nil {
+		t.Fatalf("a drained burst kept a slice of capacity %d", cap(cr.client.q))
+	}
+}
+
+// TestBuffersComeFromTheSmallestClassThatHolds: a frame pins the smallest
+// pooled buffer that holds it (queue bounds count the buffer), and a
+// reader that never ends gets errMessageTooBig once the largest class is
+// full, whatever limit it was given.
+func TestBuffersComeFromTheSmallestClassThatHolds(t *testing.T) {
+	for _, size := range sizeClasses {
+		if w := getBuf(size).weight(); w != size {
+			t.Fatalf("a %d-byte frame got a %d-byte buffer", size, w)
+		}
+	}
+	if b, err := readInto(endless{}, 0, 1<<30); err != errMessageTooBig {
+		t.Fatalf("an endless message: %v (buffer %v), want errMessageTooBig", err, b != nil)
+	}
+}
+
+// endless is a reader whose message never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
