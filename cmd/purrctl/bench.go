@@ -80,6 +80,10 @@ func runBench(c *cli.Context) error {
 	if !ok {
 		return usagef("--transport must be ws or udp")
 	}
+	balancerURL, err := httpURL(c, "balancer", true)
+	if err != nil {
+		return err
+	}
 	o := bench.Options{
 		Transport: tr, Delivery: bench.Delivery(c.String("delivery")), PeerFlush: peerFlush(c.Duration("peer-flush")), ServerProcs: c.Int("server-procs"),
 		Rooms: c.Int("rooms"), Clients: c.Int("clients"), Size: c.Int("size"),
@@ -92,7 +96,7 @@ func runBench(c *cli.Context) error {
 		Idle:         c.Int("idle"),
 		BalancerLoad: c.Int("balancer-load"),
 		Soak:         c.Int("soak"), Rounds: c.Int("rounds"), SoakTimeout: c.Duration("soak-timeout"),
-		BalancerURL: c.String("balancer"), Region: c.String("region"), ServerPID: c.Int("server-pid"),
+		BalancerURL: balancerURL, Region: c.String("region"), ServerPID: c.Int("server-pid"),
 		SetupTimeout: c.Duration("setup-timeout"),
 		Logger:       benchLogger(c),
 	}

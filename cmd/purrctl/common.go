@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -17,18 +18,54 @@ import (
 // buildVersion is set with -ldflags "-X main.buildVersion=..." by the Dockerfile.
 var buildVersion = ""
 
+// version is the short form (--version, logs): buildVersion, else the
+// first 12 digits of the VCS revision, else "dev".
 func version() string {
 	if buildVersion != "" {
 		return buildVersion
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return s.Value[:12]
-			}
-		}
+	if rev, _ := vcsRevision(); len(rev) >= 12 {
+		return rev[:12]
 	}
 	return "dev"
+}
+
+// describeBuild is the long form (purrctl version): module version, VCS
+// revision (+modified when built from a dirty tree) and Go version.
+func describeBuild() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(no build info)"
+	}
+	mod := bi.Main.Version
+	if buildVersion != "" {
+		mod = buildVersion
+	}
+	rev, modified := vcsRevision()
+	if rev == "" {
+		rev = "unknown"
+	}
+	if modified {
+		rev += "+modified"
+	}
+	return fmt.Sprintf("%s (revision %s, %s)", mod, rev, bi.GoVersion)
+}
+
+// vcsRevision is the build's VCS revision and whether the tree was dirty.
+func vcsRevision() (rev string, modified bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return rev, modified
 }
 
 // serviceMetrics is the registry of a relay or balancer process: its own

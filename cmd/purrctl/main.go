@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -23,10 +24,12 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run runs purrctl with args, writing to stdout and stderr, and returns
+// the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
 		Name:    "purrctl",
 		Usage:   "run and operate a purrfly kit (PurrNet relay and balancer on Fly.io)",
@@ -40,16 +43,20 @@ func run(args []string) int {
 			benchCommand(),
 			rolloutCommand(),
 			chaosCommand(),
+			versionCommand(),
 		},
+		Writer:         stdout,
+		ErrWriter:      stderr,
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	enforce(app)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "purrctl:", err)
+	fmt.Fprintln(stderr, "purrctl:", err)
 	var ue usageError
 	if errors.As(err, &ue) {
 		return exitUsage

@@ -104,8 +104,12 @@ func runRelay(c *cli.Context) error {
 
 // relayOptions maps flags and env (the original PurrLay names) to options.
 func relayOptions(c *cli.Context) (relay.Options, error) {
+	balancerURL, err := httpURL(c, "balancer", true)
+	if err != nil {
+		return relay.Options{}, err
+	}
 	o := relay.Options{
-		BalancerURL:         c.String("balancer"),
+		BalancerURL:         balancerURL,
 		ListenHost:          c.String("host"),
 		HTTPPort:            c.Int("port"),
 		WSPort:              c.Int("ws-port"),

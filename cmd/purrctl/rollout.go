@@ -41,7 +41,7 @@ func rolloutCommand() *cli.Command {
 				ErrWriter:       c.App.ErrWriter,
 				ExitErrHandler:  func(*cli.Context, error) {},
 				OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-					return usagef("%w", err)
+					return usagef("%w (run 'purrctl rollout --help')", err)
 				},
 			}
 			return inner.RunContext(c.Context, append([]string{"purrctl rollout"}, flagsFirst(c.Args().Slice())...))
@@ -96,6 +96,10 @@ func runRollout(c *cli.Context) error {
 	if c.String("image") == "" {
 		return usagef("rollout needs --image REF")
 	}
+	machinesAPI, err := httpURL(c, "machines-api", true)
+	if err != nil {
+		return err
+	}
 	file, err := rollout.LoadFile(c.String("config"))
 	if err != nil {
 		return usagef("%w", err)
@@ -108,7 +112,7 @@ func runRollout(c *cli.Context) error {
 	observer, finish := printer(c, w)
 	res, err := rollout.Run(c.Context, rollout.Options{
 		Env: env, Image: c.String("image"), Token: c.String("token"), Secret: c.String("secret"),
-		MachinesAPI: c.String("machines-api"), DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"),
+		MachinesAPI: machinesAPI, DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"),
 		Observer: observer, Logger: newLogger(c),
 	})
 	finish()

@@ -24,6 +24,10 @@ func smokeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "migration", Usage: "check host migration instead: a graceful handoff to a client, then recovery from a host crash"},
 		},
 		Action: func(c *cli.Context) error {
+			balancerURL, err := httpURL(c, "balancer", false)
+			if err != nil {
+				return err
+			}
 			var trs []client.Transport
 			switch v := c.String("transport"); v {
 			case "both":
@@ -44,7 +48,7 @@ func smokeCommand() *cli.Command {
 				}
 				// Each run gets its own room (unless --room names one).
 				_, err := run(c.Context, client.SmokeOptions{
-					Balancer:      c.String("balancer"),
+					Balancer:      balancerURL,
 					Region:        c.String("region"),
 					StrictRegion:  c.Bool("strict-region"),
 					Room:          c.String("room"),

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestUsageMistakesExit2WithOneLine: every usage mistake exits 2 with one
+// line on stderr that names it and where to look, prints nothing on
+// stdout and never dumps the help.
+func TestUsageMistakesExit2WithOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frob"}, `unknown command "frob" (run 'purrctl help'`},
+		{[]string{"help", "frob"}, `unknown command "frob"`},
+		{[]string{"help", "smoke", "relay"}, "at most one command"},
+		{[]string{"--frob"}, "flag provided but not defined: -frob (run 'purrctl --help')"},
+		{[]string{"smoke", "--frob"}, "flag provided but not defined: -frob (run 'purrctl smoke --help')"},
+		{[]string{"smoke", "extra", "args"}, `purrctl smoke takes no arguments, got "extra"`},
+		{[]string{"dev", "now"}, `purrctl dev takes no arguments, got "now"`},
+		{[]string{"version", "x"}, "takes no arguments"},
+		{[]string{"relay", "--port", "abc"}, `invalid value "abc" for flag -port`},
+		{[]string{"smoke", "--balancer", "ftp://x"}, `--balancer must be an http(s) URL`},
+		{[]string{"smoke", "--balancer", "127.0.0.1:8080"}, `--balancer must be an http(s) URL`},
+		{[]string{"relay", "--balancer", "http://"}, `--balancer must be an http(s) URL`},
+		{[]string{"bench", "--balancer", "http://u:p@host"}, `--balancer must be an http(s) URL`},
+		{[]string{"bench", "extra"}, `takes no arguments, got "extra"`},
+		{[]string{"rollout"}, "exactly one environment"},
+		{[]string{"rollout", "prod", "--frob"}, "flag provided but not defined: -frob (run 'purrctl rollout --help')"},
+		{[]string{"rollout", "prod", "--image", "x", "--machines-api", "nope"}, "--machines-api must be an http(s) URL"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"purrctl"}, tc.args...), &stdout, &stderr)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "purrctl: ") || !strings.Contains(msg, tc.want) {
+				t.Errorf("stderr %q, want one line with %q", msg, tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing (no help dump)", stdout.String())
+			}
+		})
+	}
+}
+
+// TestHelpAndVersionExit0: asking for help or the version is no mistake.
+func TestHelpAndVersionExit0(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "COMMANDS:"},
+		{[]string{"help"}, "COMMANDS:"},
+		{[]string{"--help"}, "COMMANDS:"},
+		{[]string{"help", "smoke"}, "purrctl smoke - allocate a room"},
+		{[]string{"smoke", "--help"}, "purrctl smoke - allocate a room"},
+		{[]string{"version"}, "purrctl (devel) (revision "},
+		{[]string{"--version"}, "purrctl version "},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(append([]string{"purrctl"}, tc.args...), &stdout, &stderr); code != exitOK {
+				t.Errorf("exit %d (stderr %q), want 0", code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.want) {
+				t.Errorf("stdout %q, want %q", stdout.String(), tc.want)
+			}
+		})
+	}
+	var stdout bytes.Buffer
+	run([]string{"purrctl", "version"}, &stdout, &bytes.Buffer{})
+	if !regexp.MustCompile(`^purrctl \S+ \(revision \S+, go1\.\d+`).MatchString(stdout.String()) {
+		t.Errorf("version line %q, want module version, revision and Go version", stdout.String())
+	}
+}
+
+// TestExitCodesMatchTheREADME: the README's exit code table lists exactly
+// the codes purrctl returns.
+func TestExitCodesMatchTheREADME(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "Exit codes:\n")
+	if !ok {
+		t.Fatal(`README has no "Exit codes:" table`)
+	}
+	table, _, _ = strings.Cut(strings.TrimLeft(table, "\n"), "\n\n")
+	var documented []int
+	for _, m := range regexp.MustCompile(`(?m)^\| (\d+) \|`).FindAllStringSubmatch(table, -1) {
+		n, _ := strconv.Atoi(m[1])
+		documented = append(documented, n)
+	}
+	returned := []int{exitOK, exitFailure, exitUsage, exitRolledBack, exitInterrupted}
+	slices.Sort(documented)
+	if !slices.Equal(documented, returned) {
+		t.Fatalf("README documents exit codes %v, purrctl returns %v", documented, returned)
+	}
+}
