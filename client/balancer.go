@@ -85,6 +85,15 @@ func (b *Balancer) Ping(ctx context.Context, endpoint string) (wire.Ping, time.D
 	return p, rtt, nil
 }
 
+// Ready reads a relay's readiness (wire.PathReady) at endpoint: the
+// Readiness of a ready relay, or the relay's own *wire.Error (not_ready,
+// whose message says why) or a transport error.
+func (b *Balancer) Ready(ctx context.Context, endpoint string) (wire.Readiness, error) {
+	var r wire.Readiness
+	err := b.do(ctx, http.MethodGet, strings.TrimRight(endpoint, "/")+wire.PathReady, nil, &r)
+	return r, err
+}
+
 // Fastest pings every relay of servers at once and returns the one that
 // answered first (PurrNet's region choice). Relays that fail are skipped; an
 // error is returned only when none answers.

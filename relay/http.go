@@ -23,6 +23,7 @@ var errNoOwner = &wire.Error{Code: "no_owner", Message: "no machine can serve th
 func (s *Server) mainHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/ping", wire.Handler(s.handlePing))
+	mux.Handle(wire.PathReady, wire.Handler(s.handleReady))
 	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
 	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
 	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))

@@ -47,6 +47,7 @@ type registrar struct {
 	outbox map[wire.Removal]struct{} // guarded by mu: removals not yet confirmed
 
 	beats atomic.Int64 // completed heartbeats (tests and debugging)
+	ready *readiness   // static pointer: what /ready answers (ready.go)
 	// handover: the balancer's last heartbeat answer said it applies
 	// moved publications (wire.RegisterResponse.Handover).
 	handover atomic.Bool
@@ -72,6 +73,9 @@ func newRegistrar(s *Server) *registrar {
 		jobs:     make(chan func(context.Context)),
 		dirty:    make(map[*room]struct{}),
 		outbox:   make(map[wire.Removal]struct{}),
+		// The balancer's expiry: three intervals in whole seconds, as the
+		// heartbeat reports them.
+		ready: &readiness{life: 3 * ((s.opts.HeartbeatInterval + time.Second - 1) / time.Second * time.Second)},
 	}
 }
 
@@ -191,8 +195,10 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 	var resp wire.RegisterResponse
 	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {
 		g.log.Warn("failed to register with the balancer", "err", err)
+		g.ready.failed(g.base, err)
 		return false
 	}
+	g.ready.registered(g.lastBeat)
 	if resp.Republish || resp.New || resp.BalancerBoot != g.balancerBoot {
 		g.log.Info("republishing every room", "balancerBoot", resp.BalancerBoot,
 			"new", resp.New, "republish", resp.Republish)

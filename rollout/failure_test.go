@@ -87,13 +87,14 @@ func TestRolloutBrokenImage(t *testing.T) {
 }
 
 // TestRolloutRelayNeverRegisters: a relay whose new boot the balancer never
-// lists stops the rollout there; the balancer is not touched.
+// lists (its SECRET is not the balancer's) stops the rollout there, with
+// the relay's own reason from /ready; the balancer is not touched.
 func TestRolloutRelayNeverRegisters(t *testing.T) {
 	t.Parallel() // each test runs its own sim on its own loopback addresses
 	f := startFleet(t, func(c *flysim.Config) {
 		for _, a := range c.Apps {
 			if a.Name == "purrfly-relay-b" {
-				a.Env["BALANCER_URL"] = "http://127.0.0.1:9" // discard: nothing answers
+				a.Env["SECRET"] = "not-the-balancers"
 			}
 		}
 	})
@@ -109,7 +110,8 @@ func TestRolloutRelayNeverRegisters(t *testing.T) {
 	if !errors.As(err, &fl) {
 		t.Fatalf("want a *Failure, got %v", err)
 	}
-	if fl.App != "purrfly-relay-b" || !strings.Contains(fl.Reason, "not registered live with the balancer") {
+	if fl.App != "purrfly-relay-b" || !strings.Contains(fl.Reason, "refused this relay's credential (unauthorized): relay and balancer must share one SECRET") ||
+		strings.Contains(fl.Reason, "not-the-balancers") {
 		t.Errorf("failure at %s: %q", fl.App, fl.Reason)
 	}
 	if m := f.machine(t, "purrfly-balancer"); updates(m) != 0 {

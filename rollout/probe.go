@@ -34,6 +34,21 @@ func pingMachine(ctx context.Context, hc *http.Client, appURL, machineID string)
 	return p, nil
 }
 
+// readyMachine asks one relay machine (as pingMachine does) whether it is
+// ready: "" when it is, else why not in the relay's own words.
+func readyMachine(ctx context.Context, hc *http.Client, appURL, machineID string) string {
+	b := (&client.Balancer{BaseURL: appURL, HTTP: hc, Timeout: pingTimeout}).WithHeader(wire.HeaderFlyForceInstance, machineID)
+	_, err := b.Ready(ctx, appURL)
+	var we *wire.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &we) && errors.Is(we, wire.ErrNotReady):
+		return we.Message
+	}
+	return "no answer at " + wire.PathReady + ": " + err.Error()
+}
+
 // imageRefOf is FLY_IMAGE_REF as Fly sets it for a machine: the image_ref
 // the Machines API reports (registry/repository:tag).
 func imageRefOf(m *fly.Machine) string {

@@ -148,7 +148,8 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 }
 
 // settled checks, once the healthy time passed: machine still at version
-// and started, its checks passing, and (relay) its boot registered live.
+// and started, (relay) ready by its own /ready, its checks passing, and
+// (relay) its boot registered live at the balancer.
 func (r *run) settled(ctx context.Context, tg *target, version, boot string) (bool, string, error) {
 	m, err := r.api.get(ctx, tg.app.Name, tg.m.ID)
 	if err != nil {
@@ -156,6 +157,14 @@ func (r *run) settled(ctx context.Context, tg *target, version, boot string) (bo
 	}
 	if err := r.stillOurs(tg, m, version); err != nil {
 		return false, "", err
+	}
+	if tg.role == RoleRelay {
+		// The relay knows best why it is not registered (a wrong SECRET,
+		// an unreachable balancer): its /ready says so, and its Fly check
+		// (fly/relay.toml) fails for the same reason.
+		if why := readyMachine(ctx, r.hc, tg.app.URL, tg.m.ID); why != "" {
+			return false, why, nil
+		}
 	}
 	if ok, why := checksPassing(m); !ok {
 		return false, why, nil

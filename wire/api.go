@@ -1,6 +1,9 @@
 package wire
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // ServerInfo is one relay as the balancer's /servers lists it (step 1 of a
 // PurrNet client). APIEndpoint is the relay's HTTP base URL; the client pings
@@ -33,6 +36,22 @@ type Ping struct {
 	InternalProtocol int `json:"internalProtocol"`
 	// Draining is true once the process stopped taking new rooms.
 	Draining bool `json:"draining"`
+}
+
+// PathReady is the relay's readiness route (its Fly check): 200 with a
+// Readiness while its current boot is registered with the balancer (or it
+// runs standalone), 503 ErrNotReady whose message says why otherwise.
+const PathReady = "/ready"
+
+// Readiness is the body of a 200 from PathReady.
+type Readiness struct {
+	Ready  bool   `json:"ready"`
+	BootID string `json:"bootId"`
+	// Standalone: no balancer is configured, so there is nothing to be
+	// registered with.
+	Standalone bool `json:"standalone,omitempty"`
+	// RegisteredAt is the last heartbeat the balancer accepted.
+	RegisteredAt time.Time `json:"registeredAt,omitzero"`
 }
 
 // Capability is what a host (allocate) or client (join) needs to connect:

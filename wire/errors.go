@@ -73,6 +73,7 @@ var (
 	ErrDraining       = newErr(http.StatusServiceUnavailable, "draining", true, "this server is draining and takes no new rooms")
 	ErrRelayFull      = newErr(http.StatusServiceUnavailable, "relay_full", true, "this relay holds as many rooms as it may")
 	ErrTooManyConns   = newErr(http.StatusServiceUnavailable, "too_many_connections", true, "too many connections are waiting to authenticate; retry")
+	ErrNotReady       = newErr(http.StatusServiceUnavailable, "not_ready", true, "this relay is not registered with its balancer")
 	ErrRelayBadAnswer = newErr(http.StatusBadGateway, "relay_bad_answer", true, "the relay answered with an incomplete or malformed capability")
 	ErrRelayFailed    = newErr(http.StatusBadGateway, "relay_unavailable", true, "the relay could not be reached")
 	ErrIndeterminate  = newErr(http.StatusServiceUnavailable, "allocation_outcome_indeterminate", true, "the relay may have committed; retry with the same allocation_id")
