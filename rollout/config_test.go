@@ -78,3 +78,42 @@ func TestRunConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigTimeoutDefaults: an environment without timeouts gets every
+// default, a lease TTL of exactly 3 s is accepted, a negative timeout is
+// refused.
+func TestConfigTimeoutDefaults(t *testing.T) {
+	load := func(extra string) (*rollout.Env, error) {
+		p := filepath.Join(t.TempDir(), "rollout.toml")
+		body := "[env.x]\nbalancer = { app = \"b\", url = \"http://b\" }\nrelays = [{ app = \"r\", url = \"http://r\" }]\n" + extra
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := rollout.LoadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		return f.Env("x")
+	}
+	env, err := load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := env.Timeouts
+	for name, got := range map[string][2]time.Duration{
+		"drain": {to.Drain.Duration, rollout.DefaultDrain}, "wait": {to.Wait.Duration, rollout.DefaultWait},
+		"min_healthy": {to.MinHealthy.Duration, rollout.DefaultMinHealthy}, "phase": {to.Phase.Duration, rollout.DefaultPhase},
+		"lease_ttl": {to.LeaseTTL.Duration, rollout.DefaultLeaseTTL}, "lease_wait": {to.LeaseWait.Duration, rollout.DefaultLeaseWait},
+		"poll": {to.Poll.Duration, rollout.DefaultPoll}, "smoke": {to.Smoke.Duration, rollout.DefaultSmoke},
+	} {
+		if got[0] != got[1] || got[1] <= 0 {
+			t.Errorf("%s = %v, want the default %v", name, got[0], got[1])
+		}
+	}
+	if env, err := load("[env.x.timeouts]\nlease_ttl = \"3s\"\n"); err != nil || env.Timeouts.LeaseTTL.Duration != 3*time.Second {
+		t.Errorf("lease_ttl 3s: %v", err)
+	}
+	if _, err := load("[env.x.timeouts]\nwait = \"-1s\"\n"); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("a negative wait: %v", err)
+	}
+}
