@@ -58,15 +58,30 @@ func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) error {
 // survives the relay's removal and return within the same boot, and ends
 // with the boot.
 func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) error {
+	return s.setDrain(w, r, true)
+}
+
+// handleUndrain ends an admin drain of the relay whose boot id or machine
+// id is {id} (a failed rollout gives its relay back); a relay that drains
+// by itself (shutting down) stays draining.
+func (s *Server) handleUndrain(w http.ResponseWriter, r *http.Request) error {
+	return s.setDrain(w, r, false)
+}
+
+func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, on bool) error {
 	id := r.PathValue("id")
 	if id == "" || len(id) > maxIDLen {
 		return wire.ErrBadRequest.WithMessage("instance id is missing or too long")
 	}
-	sn, ok := s.reg.drain(id)
+	sn, ok := s.reg.setAdminDrain(id, on)
 	if !ok {
 		return wire.ErrNotFound.WithMessage("no such instance")
 	}
-	s.log.Info("relay drained by admin", "endpoint", sn.entry.info.Endpoint, "boot", sn.entry.info.BootID)
+	what := "relay drained by admin"
+	if !on {
+		what = "relay undrained by admin"
+	}
+	s.log.Info(what, "endpoint", sn.entry.info.Endpoint, "boot", sn.entry.info.BootID)
 	wire.WriteJSON(w, http.StatusOK, instanceOf(sn))
 	return nil
 }

@@ -30,7 +30,7 @@ func TestServersHideDrainingRelayWhenRegionServed(t *testing.T) {
 		t.Fatalf("/servers lists %d relays, want 3", n)
 	}
 	for _, r := range []*fakeRelay{euOld, us} {
-		if _, ok := h.s.reg.drain(r.boot()); !ok {
+		if _, ok := h.s.reg.setAdminDrain(r.boot(), true); !ok {
 			t.Fatal("drain failed")
 		}
 	}

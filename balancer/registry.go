@@ -269,7 +269,10 @@ func (g *registry) snapshot() []relaySnap {
 }
 
 // drain marks the registration whose boot or machine id is id as draining.
-func (g *registry) drain(id string) (relaySnap, bool) {
+// setAdminDrain sets or clears the admin drain of the relay whose boot id
+// or machine id is id. The mark is kept by endpoint for the boot, so that
+// it survives the relay's removal and return within the same boot.
+func (g *registry) setAdminDrain(id string, on bool) (relaySnap, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.byBoot[id]
@@ -284,9 +287,13 @@ func (g *registry) drain(id string) (relaySnap, bool) {
 	if r == nil {
 		return relaySnap{}, false
 	}
-	r.adminDraining = true
-	g.drained[r.info.Endpoint] = r.info.BootID
-	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: true}, true
+	r.adminDraining = on
+	if on {
+		g.drained[r.info.Endpoint] = r.info.BootID
+	} else if g.drained[r.info.Endpoint] == r.info.BootID {
+		delete(g.drained, r.info.Endpoint)
+	}
+	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked()}, true
 }
 
 // candidates lists the relays that may take a new room: not draining; those

@@ -42,6 +42,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.Handle(wire.PathInstances, s.admin(get, s.handleInstances))
 	mux.Handle(fmt.Sprintf(wire.PathDrainFmt, "{id}"), s.admin(post, s.handleDrain))
+	mux.Handle(fmt.Sprintf(wire.PathUndrainFmt, "{id}"), s.admin(post, s.handleUndrain))
 
 	mux.Handle("/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound }))
 	return wire.Common(mux)

@@ -30,6 +30,18 @@ func (b *Balancer) Drain(ctx context.Context, secret, id string) (wire.Instance,
 	return out, nil
 }
 
+// Undrain ends an admin drain of the relay whose boot id or machine id is
+// id: new rooms may be placed there again (unless the relay itself says
+// it drains). Undraining a relay that is not drained changes nothing.
+func (b *Balancer) Undrain(ctx context.Context, secret, id string) (wire.Instance, error) {
+	var out wire.Instance
+	path := fmt.Sprintf(wire.PathUndrainFmt, url.PathEscape(id))[1:]
+	if err := b.do(ctx, http.MethodPost, b.route(path), adminAuth(secret), &out); err != nil {
+		return wire.Instance{}, fmt.Errorf("failed to undrain %s: %w", id, err)
+	}
+	return out, nil
+}
+
 func adminAuth(secret string) [][2]string {
 	return [][2]string{{"Authorization", "Bearer " + secret}}
 }

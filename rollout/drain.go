@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
@@ -26,6 +27,7 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 		}
 		return failf(stepCause(ctx, err), "could not drain relay %s at the balancer", tg.m.ID)
 	}
+	tg.drained = boot
 	ev(fmt.Sprintf("draining boot %s: no new rooms; waiting up to %s for its rooms to empty", boot, r.t.Drain.Duration), 0, 0)
 	deadline := time.Now().Add(r.t.Drain.Duration)
 	for {
@@ -56,4 +58,35 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 			return failf(stepCause(ctx, err), "interrupted while relay %s was draining", tg.m.ID)
 		}
 	}
+}
+
+// undrainTimeout bounds giving a relay back after a failed step; it runs
+// even when the rollout was interrupted.
+const undrainTimeout = 10 * time.Second
+
+// undrain gives back the relay boot a failed step drained: the balancer
+// places new rooms there again. A boot that is gone (the update replaced
+// it, or a rollback did) has nothing left to undrain. It reports what it
+// did; when the balancer cannot be told, the message says what to run.
+func (r *run) undrain(ctx context.Context, phase Phase, tg *target) {
+	boot := tg.drained
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undrainTimeout)
+	defer cancel()
+	ev := Event{Phase: phase, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusUndrained, Boot: boot}
+	_, err := r.bal.Undrain(ctx, r.secret, boot)
+	switch {
+	case err == nil:
+		tg.drained = ""
+		ev.Message = fmt.Sprintf("undrained boot %s of machine %s: it takes new rooms again", boot, tg.m.ID)
+	case errors.Is(err, wire.ErrNotFound):
+		tg.drained = ""
+		ev.Message = fmt.Sprintf("boot %s of machine %s is gone from the balancer: nothing left drained", boot, tg.m.ID)
+	default:
+		ev.Status = StatusFailed
+		ev.Message = fmt.Sprintf("could not undrain boot %s of machine %s (%v): it takes no new rooms until "+
+			"POST %s%s with the SECRET, a re-run of this rollout, or its next restart", boot, tg.m.ID, err,
+			strings.TrimRight(r.env.Balancer.URL, "/"), fmt.Sprintf(wire.PathUndrainFmt, boot))
+		r.log.Warn("relay left drained", "machine", tg.m.ID, "boot", boot, "err", err)
+	}
+	r.emit(ev)
 }

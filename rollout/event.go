@@ -32,6 +32,7 @@ const (
 	StatusFailed      Status = "failed"
 	StatusRollingBack Status = "rolling-back"
 	StatusRolledBack  Status = "rolled-back"
+	StatusUndrained   Status = "undrained"
 )
 
 // Event is one step of a rollout, for a machine or (Machine "") a phase.

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
 	"github.com/purrfly/purrfly/rollout"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // TestRolloutBrokenImage: an image whose process exits stops the rollout at
@@ -121,4 +123,49 @@ func TestRolloutRelayNeverRegisters(t *testing.T) {
 		t.Errorf("relay-a: %d updates, image %s", updates(m), m.Config.Image)
 	}
 	f.noLeases(t)
+}
+
+// TestRolloutRefusedImageUndrains: an image the Machines API refuses
+// fails the step after its relay was drained; the rollout gives that
+// relay back (its old boot, still running, is live again at the balancer
+// and takes new rooms), says so, touches nothing else, and a plain re-run
+// with a good image succeeds.
+func TestRolloutRefusedImageUndrains(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	relayA := f.machine(t, "purrfly-relay-a").ID
+	bootA := ping(t, f, "purrfly-relay-a", relayA).BootID
+	var events []rollout.Event
+	o := f.opts("purrfly:not-in-the-registry")
+	o.Observer = func(ev rollout.Event) { events = append(events, ev) }
+	_, err := rollout.Run(ctx, o)
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) || fl.Machine != relayA || !strings.Contains(fl.Reason, "refused the update") {
+		t.Fatalf("want the update of %s refused, got %v", relayA, err)
+	}
+	var said bool
+	for _, ev := range events {
+		said = said || (ev.Status == rollout.StatusUndrained && ev.Boot == bootA && strings.Contains(ev.Message, "takes new rooms again"))
+	}
+	if !said {
+		t.Errorf("no undrained event for boot %s among %d events", bootA, len(events))
+	}
+	insts, err := client.NewBalancer(f.env.Balancer.URL).Instances(ctx, simSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range insts {
+		if in.Status != wire.InstanceLive {
+			t.Errorf("after the failure %s (boot %s) is %s, want live", in.MachineID, in.BootID, in.Status)
+		}
+	}
+	if p := ping(t, f, "purrfly-relay-a", relayA); p.BootID != bootA || p.Draining {
+		t.Errorf("relay-a after the refused update: boot %s draining %v, want %s serving", p.BootID, p.Draining, bootA)
+	}
+	f.noLeases(t)
+	if _, err := rollout.Run(ctx, f.opts("purrfly:v2")); err != nil {
+		t.Fatalf("re-run with a good image: %v", err)
+	}
 }

@@ -20,7 +20,8 @@ type target struct {
 	up   bool         // answered /ping at plan time
 	res  *MachineResult
 
-	rollback    bool // --rollback ran for it
+	drained     string // the boot this run drained at the balancer ("" none): undrained if the step fails
+	rollback    bool   // --rollback ran for it
 	rolledBack  bool
 	rollbackErr error
 }

@@ -65,6 +65,14 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		if err := r.othersUp(sctx, tg, all); err != nil {
 			return err
 		}
+		// Nothing is left drained: a step that fails after its drain
+		// (update refused, interrupted, new boot unhealthy) gives the old
+		// boot back before the lease is released, if it still lives.
+		defer func() {
+			if err != nil && tg.drained != "" {
+				r.undrain(ctx, phase, tg)
+			}
+		}()
 		if perr == nil {
 			if err := r.drain(sctx, phase, tg, old.BootID); err != nil {
 				return err

@@ -3,8 +3,9 @@ package wire
 // Admin API of the balancer (guarded by the shared SECRET, sent as
 // "Authorization: Bearer <SECRET>"): the rollout tool and operators use it.
 const (
-	PathInstances = "/v1/instances"          // GET -> InstancesResponse
-	PathDrainFmt  = "/v1/instances/%s/drain" // POST, id = bootId or machineId -> Instance
+	PathInstances  = "/v1/instances"            // GET -> InstancesResponse
+	PathDrainFmt   = "/v1/instances/%s/drain"   // POST, id = bootId or machineId -> Instance
+	PathUndrainFmt = "/v1/instances/%s/undrain" // POST: ends an admin drain -> Instance
 )
 
 // Instance statuses.
