@@ -54,7 +54,7 @@ func TestReadyMeansRegistered(t *testing.T) {
 		fb.refuseRegisters = n
 		fb.mu.Unlock()
 	}
-	refuse(1000) // 409 boot_not_proven to every heartbeat
+	refuse(1000)     // 409 boot_not_proven to every heartbeat
 	beat(t, s, fake) // 30 s without an accepted heartbeat
 	beat(t, s, fake) // 60 s
 	if code, body := getReady(t, s); code != http.StatusOK {
