@@ -1,0 +1,174 @@
+package relay
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Routing rules of the core that no transport test pins down exactly,
+// each exercised at the core as a transport's reader would.
+
+func newTestCore(t *testing.T) *core {
+	t.Helper()
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCore(clock.Real{}, testLogger(), m)
+}
+
+// feed hands msg to the core from cn, as a reader does.
+func feed(c *core, cn *conn, msg []byte) {
+	b := getBuf(headroom + len(msg))
+	b.off = headroom
+	b.end = headroom + copy(b.b[headroom:], msg)
+	c.handle(cn, b)
+}
+
+// queued takes what is queued for cn: each frame's bytes and method.
+func queuedFrames(cn *conn) (frames [][]byte, methods []wire.Delivery) {
+	for _, b := range cn.takeBatch(nil) {
+		frames = append(frames, append([]byte(nil), b.frame()...))
+		methods = append(methods, b.method)
+		putBuf(b)
+	}
+	return frames, methods
+}
+
+func authMsg(t *testing.T, a wire.Auth) []byte {
+	t.Helper()
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestUDPPipesCarryTheirMethod: a UDP pipe packet [method][target][data]
+// reaches its target as [sender][data] sent with that method; a packet
+// that is only a method byte is truncated, one with an unknown method is
+// dropped as such, and neither reaches anyone.
+func TestUDPPipesCarryTheirMethod(t *testing.T) {
+	c := newTestCore(t)
+	a, b := c.newConn(nil, framingUDP), c.newConn(nil, framingUDP)
+	for _, p := range []*conn{a, b} {
+		feed(c, p, []byte(`{"pipe":true}`))
+		if f, _ := queuedFrames(p); len(f) != 1 || f[0][0] != wire.PipeAuthenticated {
+			t.Fatalf("pipe authentication answered %v", f)
+		}
+	}
+	feed(c, a, wire.AppendPipeUDP(nil, wire.Unreliable, b.id, []byte("ping")))
+	frames, methods := queuedFrames(b)
+	if len(frames) != 1 || methods[0] != wire.Unreliable {
+		t.Fatalf("target got %d frames, methods %v", len(frames), methods)
+	}
+	if from, data, err := wire.ParsePipe(frames[0]); err != nil || from != a.id || string(data) != "ping" {
+		t.Fatalf("target got from %d %q (%v), want from %d \"ping\"", from, data, err, a.id)
+	}
+	truncated, badMethod := c.m.drops[dropTruncated], c.m.drops[dropBadMethod]
+	t0, m0 := counterValue(truncated), counterValue(badMethod)
+	feed(c, a, []byte{byte(wire.ReliableOrdered)})
+	if counterValue(truncated) != t0+1 || counterValue(badMethod) != m0 {
+		t.Fatalf("a lone method byte: truncated +%v, bad method +%v; want a truncated packet", counterValue(truncated)-t0, counterValue(badMethod)-m0)
+	}
+	feed(c, a, wire.AppendPipe([]byte{0xee}, b.id, []byte("x")))
+	if counterValue(badMethod) != m0+1 {
+		t.Fatal("an unknown method was not dropped as such")
+	}
+	if f, _ := queuedFrames(b); len(f) != 0 {
+		t.Fatalf("malformed pipe packets reached the target: %v", f)
+	}
+}
+
+// TestUDPHostSendOneAndKick: a UDP host's SEND_ONE carries a method byte
+// after the target, which the client does not see; its KICK has none.
+func TestUDPHostSendOneAndKick(t *testing.T) {
+	c := newTestCore(t)
+	cr := newCoreRoomFramed(t, c, "udp-host", framingUDP, framingWS)
+	feed(c, cr.host, wire.AppendSendOneUDP(nil, cr.client.id, wire.Sequenced, []byte("state")))
+	frames, methods := queuedFrames(cr.client)
+	if len(frames) != 1 || string(frames[0]) != "state" || methods[0] != wire.Sequenced {
+		t.Fatalf("client got %q with %v, want \"state\" sent sequenced", frames, methods)
+	}
+	feed(c, cr.host, wire.AppendKick(nil, cr.client.id))
+	if r := cr.client.closeReason(); r != reasonKicked {
+		t.Fatalf("kicked client closed for %v", r)
+	}
+	if f, _ := queuedFrames(cr.host); len(f) != 1 || f[0][0] != wire.ToHostDisconnected {
+		t.Fatalf("host got %v, want the disconnect notice", f)
+	}
+}
+
+// TestLateHostGetsEveryClientID: a host that authenticates after 200
+// clients (a 801-byte notice, past the smallest buffer) gets all their ids
+// in one CONNECTED packet.
+func TestLateHostGetsEveryClientID(t *testing.T) {
+	c := newTestCore(t)
+	al, err := c.allocate("late", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []wire.ConnID
+	for range 200 {
+		cl := c.newConn(nil, framingWS)
+		feed(c, cl, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.pub.ClientSecret}))
+		ids = append(ids, cl.id)
+	}
+	host := c.newConn(nil, framingWS)
+	feed(c, host, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.hostSecret}))
+	frames, _ := queuedFrames(host)
+	var got []wire.ConnID
+	for _, f := range frames {
+		if p, err := wire.ParseToHostPacket(f); err == nil && p.Type == wire.ToHostConnected {
+			if got != nil {
+				t.Fatal("the ids came in more than one packet")
+			}
+			got = p.IDs
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("late host got %d ids, want all %d", len(got), len(ids))
+	}
+}
+
+// TestRoomClientCapIsExact: a room takes clients up to maxRoomClients
+// (what one CONNECTED packet can list), players isolated by a migration
+// included, and refuses the next.
+func TestRoomClientCapIsExact(t *testing.T) {
+	c := newTestCore(t)
+	al, err := c.allocate("full", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func() *conn {
+		cl := c.newConn(nil, framingWS)
+		feed(c, cl, authMsg(t, wire.Auth{RoomName: "full", ClientSecret: al.pub.ClientSecret}))
+		cl.releaseQueue()
+		return cl
+	}
+	var last *conn
+	for i := range maxRoomClients {
+		if last = join(); last.role != roleClient {
+			t.Fatalf("client %d of %d refused", i+1, maxRoomClients)
+		}
+	}
+	if cl := join(); cl.role == roleClient || cl.closeReason() != reasonAuthFailed {
+		t.Fatalf("client %d admitted (role %v)", maxRoomClients+1, cl.role)
+	}
+	// One of them isolated rather than a client still counts.
+	r := c.rooms.get("full")
+	r.mu.Lock()
+	delete(r.clients, last.id)
+	r.mig.isolated = map[wire.ConnID]*conn{last.id: last}
+	r.mu.Unlock()
+	if cl := join(); cl.role == roleClient {
+		t.Fatal("a client was admitted while the room was full with an isolated player")
+	}
+}
