@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -170,5 +171,50 @@ func TestRoomClientCapIsExact(t *testing.T) {
 	r.mu.Unlock()
 	if cl := join(); cl.role == roleClient {
 		t.Fatal("a client was admitted while the room was full with an isolated player")
+	}
+}
+
+// TestHostLeavingDuringShutdownSays1012: once the relay shuts down, a
+// host that leaves ends its players with the restart reason (1012: come
+// back), not "host left" (1000: the game is over).
+func TestHostLeavingDuringShutdownSays1012(t *testing.T) {
+	c := newTestCore(t)
+	al, err := c.allocate("stopping", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Made, not published: closeAll does not reach them, as a host whose
+	// reader ends before the shutdown reaches its conn.
+	host, cl := c.makeConn(nil, framingWS), c.makeConn(nil, framingWS)
+	feed(c, host, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.hostSecret}))
+	feed(c, cl, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.pub.ClientSecret}))
+	c.closeAll(reasonShutdown)
+	c.leave(host)
+	if r := cl.closeReason(); r != reasonShutdown {
+		t.Fatalf("player of a host that left during shutdown closed for %v, want %v", r, reasonShutdown)
+	}
+}
+
+// TestEmptyRoomExpiresAtItsTimeout: an empty room is removed once it has
+// been empty for exactly the empty-room timeout, not a sweep later.
+func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCore(clk, testLogger(), m)
+	if _, err := c.allocate("idle", "id"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(c.emptyTimeout - time.Nanosecond)
+	c.expire()
+	if c.rooms.get("idle") == nil {
+		t.Fatal("removed before its timeout")
+	}
+	clk.Advance(time.Nanosecond)
+	c.expire()
+	if c.rooms.get("idle") != nil {
+		t.Fatal("still there after exactly its timeout")
 	}
 }
