@@ -45,3 +45,28 @@ func TestForwardTriesAStaleHolderTwice(t *testing.T) {
 		t.Fatalf("forwards unreachable = %v, want 1", v)
 	}
 }
+
+// TestMeshForwardsAUDPPeer: a UDP player that reaches a machine without
+// its room is carried to the holder over a link in UDP framing: the
+// holder's frames arrive with their delivery method stripped and applied,
+// and the player's reach the host with its own.
+func TestMeshForwardsAUDPPeer(t *testing.T) {
+	m := newMeshRoom(t)
+	host := join(t, m.holder, "room", m.hostSecret)
+	cl := udpClient(t, m.edge, "room", m.clientSecr, false)
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	host.send(sendOne(id, "state"))
+	d, got, err := cl.RecvWith(tctx(t))
+	if err != nil || string(got) != "state" || d != wire.ReliableOrdered {
+		t.Fatalf("forwarded UDP player got %q with %v (%v), want \"state\" reliable ordered", got, d, err)
+	}
+	if err := cl.SendWith(tctx(t), wire.Unreliable, []byte("input")); err != nil {
+		t.Fatal(err)
+	}
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "input" {
+		t.Fatalf("host got %v", p)
+	}
+	if n := counterValue(m.edge.mesh.m.forwards.WithLabelValues("ok")); n != 1 {
+		t.Fatalf("forwards ok = %v, want the UDP player's link", n)
+	}
+}
