@@ -69,4 +69,7 @@ func TestMeshForwardsAUDPPeer(t *testing.T) {
 	if n := counterValue(m.edge.mesh.m.forwards.WithLabelValues("ok")); n != 1 {
 		t.Fatalf("forwards ok = %v, want the UDP player's link", n)
 	}
+	if n := counterValue(m.holder.mesh.m.accepted); n != 1 {
+		t.Fatalf("links accepted by the holder = %v, want 1", n)
+	}
 }

@@ -190,3 +190,29 @@ func TestFrameConnWriteAllocatesNothing(t *testing.T) {
 		t.Fatalf("writeBatch: %v allocations per batch, want 0", allocs)
 	}
 }
+
+// TestFrameConnExactFitIsOneWrite: frames that exactly fill the batch
+// buffer (counting the largest header for the last) go out in one write;
+// an empty write, which the io.Writer contract allows, passes through.
+func TestFrameConnExactFitIsOneWrite(t *testing.T) {
+	var writes atomic.Int64
+	fc := &frameConn{Conn: countingConn{Conn: discardConn{}, writes: &writes}}
+	first := 1000 // its header is 4 bytes (16-bit length)
+	second := batchBufSize - (frameHeaderLen(first, false) + first) - maxFrameHeader
+	batch := make([]*buf, 0, 2)
+	for _, n := range []int{first, second} {
+		b := getBuf(n)
+		b.end = n
+		batch = append(batch, b)
+	}
+	if err := fc.writeBatch(batch, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Fatalf("a batch that fits the buffer exactly took %d writes, want 1", n)
+	}
+	fc.upgraded = true // where coder/websocket's own frames are looked at
+	if n, err := fc.Write(nil); n != 0 || err != nil {
+		t.Fatalf("empty write: %d %v", n, err)
+	}
+}
