@@ -59,7 +59,13 @@ func TestRolloutFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		before := f.apiCalls(t)["acquire_lease"]
 		_, err = rollout.Run(ctx, f.opts("purrfly:v2"))
+		// A held lease is watched (find_lease), not hammered: flaps'
+		// AcquireLease retries a 409 several times a second.
+		if n := f.apiCalls(t)["acquire_lease"] - before; n != 0 {
+			t.Errorf("%v acquire_lease calls against a lease held throughout, want 0", n)
+		}
 		if rerr := f.fc.ReleaseLease(ctx, "purrfly-relay-a", id, held.Data.Nonce); rerr != nil {
 			t.Fatal(rerr)
 		}
