@@ -211,6 +211,17 @@ func TestFrameConnExactFitIsOneWrite(t *testing.T) {
 	if n := writes.Load(); n != 1 {
 		t.Fatalf("a batch that fits the buffer exactly took %d writes, want 1", n)
 	}
+	// A frame larger than the buffer: its header, then its payload, and
+	// no empty write after them.
+	writes.Store(0)
+	big := getBuf(40 << 10)
+	big.end = 40 << 10
+	if err := fc.writeBatch([]*buf{big}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := writes.Load(); n != 2 {
+		t.Fatalf("a frame larger than the buffer took %d writes, want 2", n)
+	}
 	fc.upgraded = true // where coder/websocket's own frames are looked at
 	if n, err := fc.Write(nil); n != 0 || err != nil {
 		t.Fatalf("empty write: %d %v", n, err)
