@@ -3,8 +3,8 @@
 // shell around it, and end-to-end tests boot the same stack, so what a game
 // developer runs locally is what the tests prove.
 //
-// Every listener binds 127.0.0.1; ports are ephemeral unless the balancer's is
-// given. Relays register with the balancer before Start returns.
+// Every listener binds 127.0.0.1 (or Options.Host); ports are ephemeral
+// unless the balancer's is given. Relays register with the balancer before Start returns.
 package devstack
 
 import (
@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/purrfly/purrfly/balancer"
@@ -34,9 +35,14 @@ type Options struct {
 	// UDPBasePort is the LiteNetLib port of the first relay, the next
 	// relays taking the next ports; 0 = an ephemeral port each. Every relay
 	// advertises the port it bound.
-	UDPBasePort       int
-	Regions           []string // default DefaultRegions
-	Secret            string   // default DefaultSecret
+	UDPBasePort int
+	Regions     []string // one relay per entry; default DefaultRegions
+	Secret      string   // default DefaultSecret
+	// Host is the address every listener binds and every URL advertises
+	// (default 127.0.0.1): another of this machine's addresses lets a
+	// phone on the LAN play against the stack. Not a wildcard: clients
+	// connect to what is advertised.
+	Host              string
 	HeartbeatInterval time.Duration
 	HealthInterval    time.Duration
 	EmptyRoomTimeout  time.Duration
@@ -70,6 +76,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.Secret == "" {
 		opts.Secret = DefaultSecret
 	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if ip, err := netip.ParseAddr(opts.Host); err != nil || ip.IsUnspecified() {
+		return nil, fmt.Errorf("host %q must be one IP address of this machine (clients connect to it), not a name or a wildcard", opts.Host)
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 10 * time.Second
 	}
@@ -78,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	b, err := balancer.New(balancer.Options{
 		Secret:         opts.Secret,
-		ListenHost:     "127.0.0.1",
+		ListenHost:     opts.Host,
 		Port:           opts.BalancerPort,
 		Region:         "local",
 		Version:        "dev",
@@ -118,8 +130,8 @@ func (s *Stack) startRelay(region string, udpPort int) (*relay.Server, error) {
 	r, err := relay.New(relay.Options{
 		Secret:            s.opts.Secret,
 		BalancerURL:       s.Balancer.URL(),
-		ListenHost:        "127.0.0.1",
-		PublicHost:        "127.0.0.1",
+		ListenHost:        s.opts.Host,
+		PublicHost:        s.opts.Host,
 		Region:            region,
 		UDPPort:           7777,
 		UDPPortV2:         udpPort,

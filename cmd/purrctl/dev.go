@@ -3,12 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/devstack"
+	"github.com/purrfly/purrfly/wire"
 )
+
+// maxDevRelays bounds --regions: a local stack, not a fleet.
+const maxDevRelays = 16
 
 func devCommand() *cli.Command {
 	return &cli.Command{
@@ -16,11 +22,32 @@ func devCommand() *cli.Command {
 		Usage: "run a balancer and two relays (regions eu and us) on loopback for local development",
 		Flags: append([]cli.Flag{
 			debugFlag(),
+			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address every listener binds and every URL advertises: this machine's LAN address lets a phone on the same network play"},
+			&cli.StringFlag{Name: "secret", Value: devstack.DefaultSecret, Usage: "shared relay/balancer secret of the stack"},
+			&cli.StringSliceFlag{Name: "regions", Value: cli.NewStringSlice(devstack.DefaultRegions...), Usage: "one relay per region, in order (repeat a region for two relays there)"},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on 127.0.0.1 (0: any free port)"},
 			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib port of the first relay, the next ones counting up (0: any free ports)"},
 		}, migrationFlags()...),
 		Action: func(c *cli.Context) error {
+			regions := c.StringSlice("regions")
+			if len(regions) == 0 || len(regions) > maxDevRelays {
+				return usagef("--regions takes 1 to %d regions", maxDevRelays)
+			}
+			for _, r := range regions {
+				if r == "" || len(r) > wire.MaxRegionLen || strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c > '~' }) {
+					return usagef("--regions: %q is not a region name (1 to %d printable ASCII characters)", r, wire.MaxRegionLen)
+				}
+			}
+			if ip, err := netip.ParseAddr(c.String("host")); err != nil || ip.IsUnspecified() {
+				return usagef("--host must be one IP address of this machine (phones connect to it), not a name or a wildcard, got %q", c.String("host"))
+			}
+			if !wire.ValidSecret(c.String("secret")) {
+				return usagef("--secret must be 1 to %d printable ASCII characters without spaces", wire.MaxSecretLen)
+			}
 			stack, err := devstack.Start(c.Context, devstack.Options{
+				Host:            c.String("host"),
+				Secret:          c.String("secret"),
+				Regions:         regions,
 				BalancerPort:    c.Int("port"),
 				UDPBasePort:     c.Int("udp-port"),
 				DrainTimeout:    2 * time.Second,
@@ -35,7 +62,7 @@ func devCommand() *cli.Command {
 			fmt.Fprintf(w, "purrfly dev stack is up.\n\n")
 			fmt.Fprintf(w, "  Master server (paste into PurrTransport): %s\n\n", stack.Balancer.URL())
 			for i, r := range stack.Relays {
-				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  boot %s\n", devstack.DefaultRegions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.BootID())
+				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  boot %s\n", regions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.BootID())
 			}
 			fmt.Fprintf(w, "\n  Check it: go run ./cmd/purrctl smoke --balancer %s\n  Stop with Ctrl-C.\n", stack.Balancer.URL())
 			<-c.Context.Done()
