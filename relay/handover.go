@@ -222,12 +222,6 @@ func (c *core) endRoom(r *room, reason closeReason) {
 	c.endRoomIf(r, reason, func() bool { return true })
 }
 
-// endIfUnconfirmed ends r, if it is the handed-over incarnation epoch and
-// the balancer has not applied it, and reports whether it did.
-func (c *core) endIfUnconfirmed(r *room, epoch string, reason closeReason) bool {
-	return c.endRoomIf(r, reason, func() bool { return r.epoch == epoch && r.movedFrom != nil && !r.confirmed })
-}
-
 // endRoomIf is endRoom when cond, checked under r's lock, holds.
 func (c *core) endRoomIf(r *room, reason closeReason, cond func() bool) bool {
 	r.mu.Lock()

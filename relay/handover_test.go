@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -24,6 +26,7 @@ import (
 // replay of the original allocation still answers the same host secret.
 func TestMeshRoomFollowsItsHost(t *testing.T) {
 	m := newMeshRoom(t)
+	session := m.holder.core.rooms.get("room").incarnation // the game session, for host migration
 	host := join(t, m.edge, "room", m.hostSecret)
 
 	if st := m.edge.Stats(); st.Rooms != 1 || st.Connections != 1 {
@@ -48,6 +51,9 @@ func TestMeshRoomFollowsItsHost(t *testing.T) {
 	if moved.Name != "room" || moved.ClientSecret != m.clientSecr || moved.AllocationID != "alloc-room" ||
 		moved.MovedFrom.BootID != m.holder.BootID() || moved.MovedFrom.Epoch == moved.Epoch || moved.MovedFrom.Epoch == "" {
 		t.Fatalf("moved publication %+v (from %+v)", moved, moved.MovedFrom)
+	}
+	if inc := m.edge.core.rooms.get("room").incarnation; inc != session {
+		t.Fatalf("the moved room is session %q, want the holder's %q (a handover is not a new game)", inc, session)
 	}
 
 	// A client that lands on the old holder is forwarded to the new one; a
@@ -342,4 +348,25 @@ func askHandover(t *testing.T, s *Server, method, body string, secret bool) (*ht
 		req.Header.Set(wire.HeaderInternalSecret, testSecret)
 	}
 	return do(t, req)
+}
+
+// TestGivenRoomsTableIsBounded: the holder remembers up to maxGiven rooms
+// it gave away (to answer a retried handover the same), sweeps the expired
+// ones when full, and forgets everything rather than grow past the bound.
+func TestGivenRoomsTableIsBounded(t *testing.T) {
+	var g givenRooms
+	now := time.Unix(1_800_000_000, 0)
+	for i := range maxGiven {
+		g.remember("asker", wire.HandoverResponse{Name: fmt.Sprint("r", i)}, now)
+	}
+	if len(g.m) != maxGiven {
+		t.Fatalf("%d rooms remembered, want all %d", len(g.m), maxGiven)
+	}
+	g.remember("asker", wire.HandoverResponse{Name: "one-more"}, now) // none expired: forget the rest
+	if len(g.m) != 1 {
+		t.Fatalf("%d rooms remembered past the bound, want only the newest", len(g.m))
+	}
+	if _, ok := g.m["one-more"]; !ok {
+		t.Fatal("the newest room was not remembered")
+	}
 }

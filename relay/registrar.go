@@ -341,26 +341,21 @@ func (g *registrar) confirmed(res wire.PublicationResult) {
 }
 
 // refused ends a room whose publication the balancer refuses (conflict or
-// fenced): a handed-over room it never applied (another incarnation of the
-// name won while its first publication had no verdict, handover.go), and
-// any other incarnation of the name it no longer routes to. Nobody can be
-// sent to such a room, so it does not stay alive here.
+// fenced), if it is still the incarnation refused: a handed-over room the
+// balancer never applied (another incarnation of the name won while its
+// first publication had no verdict, handover.go), or any incarnation the
+// balancer no longer routes to (it gave the name to an allocation placed
+// elsewhere while this relay was cut off and removed, or fenced it).
+// Nobody can be sent to such a room and two machines would host one name
+// for good: its host and players learn (1012) and the name lives in one
+// place.
 func (g *registrar) refused(res wire.PublicationResult) {
 	r := g.core.rooms.get(res.Name)
 	if r == nil {
 		return
 	}
-	if g.core.endIfUnconfirmed(r, res.Epoch, reasonRoomGone) {
-		g.log.Warn("the balancer refused a handed-over room; ended it here", "room", res.Name, "epoch", res.Epoch)
-		return
-	}
-	// Any other incarnation refused: the balancer gave the name to another
-	// one (an allocation placed elsewhere while this relay was cut off
-	// from it and removed) or fenced this one. /join never sends anyone
-	// here again, and two machines would host one name for good: end it,
-	// so its host and players learn (1012) and the name lives in one place.
 	if g.core.endRoomIf(r, reasonRoomGone, func() bool { return r.epoch == res.Epoch }) {
-		g.log.Warn("the balancer gave this room's name to another incarnation; ended it here", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
+		g.log.Warn("the balancer refused this room's publication; ended it here", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
 	}
 }
 
