@@ -2,6 +2,10 @@ package rollout
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,5 +80,42 @@ func TestExitReason(t *testing.T) {
 		if got := exitReason(&fly.Machine{State: c.state, Events: c.events}); got != c.want {
 			t.Errorf("%s %d events: %q, want %q", c.state, len(c.events), got, c.want)
 		}
+	}
+}
+
+// TestReleaseOfAnExpiredLease: releasing a lease the Machines API no
+// longer has (it expired: 404) is no failure; any other refusal is
+// reported, never swallowed.
+func TestReleaseOfAnExpiredLease(t *testing.T) {
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodDelete || !strings.HasSuffix(r.URL.Path, "/machines/m1/lease") {
+			http.Error(w, "unexpected", http.StatusTeapot)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(int(status.Load()))
+		_, _ = w.Write([]byte(`{"error":"lease"}`))
+	}))
+	defer srv.Close()
+	api, err := newMachinesAPI(t.Context(), srv.URL, "token", nil, 0, 0, time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := func(code int) error {
+		status.Store(int32(code))
+		done := make(chan struct{})
+		close(done) // no refresher
+		l := &lease{api: api, app: "a", id: "m1", ttl: 10, nonce: "n", stop: make(chan struct{}), done: done}
+		return l.release()
+	}
+	if err := release(http.StatusOK); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := release(http.StatusNotFound); err != nil {
+		t.Fatalf("release of an expired lease: %v, want nil", err)
+	}
+	if err := release(http.StatusBadRequest); err == nil {
+		t.Fatal("a refused release was swallowed")
 	}
 }
