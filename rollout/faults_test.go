@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,11 +60,29 @@ func TestRolloutFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A live holder refreshes its lease, so its expiry moves.
+		stop := make(chan struct{})
+		refreshed := make(chan struct{})
+		var refreshes float64 // flysim counts a refresh as acquire_lease
+		go func() {
+			defer close(refreshed)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(400 * time.Millisecond):
+					_, _ = f.fc.RefreshLease(ctx, "purrfly-relay-a", id, &ttl, held.Data.Nonce)
+					refreshes++
+				}
+			}
+		}()
 		before := f.apiCalls(t)["acquire_lease"]
 		_, err = rollout.Run(ctx, f.opts("purrfly:v2"))
+		close(stop)
+		<-refreshed
 		// A held lease is watched (find_lease), not hammered: flaps'
 		// AcquireLease retries a 409 several times a second.
-		if n := f.apiCalls(t)["acquire_lease"] - before; n != 0 {
+		if n := f.apiCalls(t)["acquire_lease"] - before - refreshes; n != 0 {
 			t.Errorf("%v acquire_lease calls against a lease held throughout, want 0", n)
 		}
 		if rerr := f.fc.ReleaseLease(ctx, "purrfly-relay-a", id, held.Data.Nonce); rerr != nil {
@@ -150,4 +169,33 @@ func TestRolloutFaults(t *testing.T) {
 		}
 		f.noLeases(t)
 	})
+}
+
+// TestRolloutTakesOverAnAbandonedLease: a rollout killed with -9 leaves
+// its lease until its TTL, and nobody refreshes it. The next run says so,
+// waits it out and goes on; nothing is left held.
+func TestRolloutTakesOverAnAbandonedLease(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := f.machine(t, "purrfly-relay-b").ID
+	ttl := 4
+	if _, err := f.fc.AcquireLease(ctx, "purrfly-relay-b", id, &ttl); err != nil {
+		t.Fatal(err)
+	}
+	o := f.opts("purrfly:v2")
+	var said string
+	o.Observer = func(ev rollout.Event) {
+		if ev.Status == rollout.StatusLeasing && ev.Machine == id && strings.Contains(ev.Message, "not being refreshed") {
+			said = ev.Message
+		}
+	}
+	if _, err := rollout.Run(ctx, o); err != nil {
+		t.Fatalf("rollout after a killed run's lease: %v", err)
+	}
+	if !strings.Contains(said, "taking it over when it expires") {
+		t.Errorf("the wait for the abandoned lease was not announced (%q)", said)
+	}
+	f.noLeases(t)
 }

@@ -47,11 +47,26 @@ type lease struct {
 // watched with FindLease (within the rate limit) for at most wait, then
 // reported as a *LeaseHeldError; flaps' AcquireLease, which retries a 409
 // several times a second for up to a minute, is called only once the
-// lease looks free, and bounded by what is left of wait. The refresher
-// runs until release and cancels the step through cancel.
-func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc) (*lease, error) {
+// lease looks free, and bounded by what is left of wait. A held lease
+// whose expiry does not move for half of ttl is not being refreshed (a
+// live rollout of ours refreshes every third): its holder is gone (a
+// rollout that was killed leaves its lease for up to its TTL), so it is
+// waited out and taken over when it expires, if that is within
+// max(ttl, DefaultLeaseTTL); so a held lease is watched for at least
+// half of ttl, whatever wait says. say (may be nil) hears what is waited
+// for. The
+// refresher runs until release and cancels the step through cancel.
+func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc, say func(string)) (*lease, error) {
 	secs := int(ttl / time.Second)
 	deadline := time.Now().Add(wait)
+	if say == nil {
+		say = func(string) {}
+	}
+	var (
+		expiry    int64     // the held lease's expiry as last seen
+		expirySet time.Time // when that expiry was first seen
+		told      int       // 0: nothing said; 1: waiting said; 2: takeover said
+	)
 	for {
 		var held *fly.MachineLease
 		err := a.call(ctx, "find_lease", id, apiRequestTimeout, func(rctx context.Context) error {
@@ -65,8 +80,26 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 			}
 			break // none held (404), or unknown: let AcquireLease decide
 		}
-		if !time.Now().Before(deadline) {
-			return nil, &LeaseHeldError{App: app, Machine: id, Owner: held.Data.Owner, ExpiresAt: time.Unix(held.Data.ExpiresAt, 0)}
+		now, until := time.Now(), time.Unix(held.Data.ExpiresAt, 0)
+		if held.Data.ExpiresAt != expiry {
+			expiry, expirySet = held.Data.ExpiresAt, now
+		}
+		if told == 0 {
+			// Watched long enough to tell a live holder from a gone one.
+			told, deadline = 1, later(deadline, now.Add(ttl/2+time.Second))
+			say(fmt.Sprintf("lease of machine %s is held by %s until %s: waiting up to %s for it", id, held.Data.Owner,
+				until.UTC().Format(time.TimeOnly), time.Until(deadline).Round(time.Second)))
+		}
+		if left := until.Sub(now); now.Sub(expirySet) >= ttl/2 && left <= max(ttl, DefaultLeaseTTL) {
+			if told < 2 {
+				told = 2
+				say(fmt.Sprintf("lease of machine %s held by %s is not being refreshed (a run that was killed?): taking it over when it expires, in %s",
+					id, held.Data.Owner, left.Round(time.Second)))
+			}
+			deadline = later(deadline, until.Add(time.Second))
+		}
+		if !now.Before(deadline) {
+			return nil, &LeaseHeldError{App: app, Machine: id, Owner: held.Data.Owner, ExpiresAt: until}
 		}
 	}
 	if err := a.limit.wait(ctx, "acquire_lease/"+id); err != nil {
@@ -181,4 +214,11 @@ func isClosed(ch chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -108,7 +108,7 @@ func TestReleaseWaitsForARefreshInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := make(chan error, 1)
-	l, err := m.acquireLease(ctx, "app", "m1", 6*time.Second, time.Second, func(err error) { lost <- err })
+	l, err := m.acquireLease(ctx, "app", "m1", 6*time.Second, time.Second, func(err error) { lost <- err }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,8 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 			Image: tg.res.Image, OldBoot: tg.res.OldBoot, Boot: tg.res.Boot, Message: msg}
 	}
 	r.emit(ev(StatusLeasing, "acquiring the machine lease"))
-	l, err := r.api.acquireLease(sctx, tg.app.Name, tg.m.ID, r.t.LeaseTTL.Duration, r.t.LeaseWait.Duration, cancel)
+	l, err := r.api.acquireLease(sctx, tg.app.Name, tg.m.ID, r.t.LeaseTTL.Duration, r.t.LeaseWait.Duration, cancel,
+		func(msg string) { r.emit(ev(StatusLeasing, msg)) })
 	if err != nil {
 		return failf(err, "could not lease machine %s", tg.m.ID)
 	}
