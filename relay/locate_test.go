@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -43,5 +44,40 @@ func TestLocateBoundsLookupsInFlight(t *testing.T) {
 	}
 	if n := asked.Load(); n != 1 {
 		t.Fatalf("the balancer was asked %d times, want once (the busy lookup must not reach it)", n)
+	}
+}
+
+// TestLocateCacheIsBounded: the cache of room locations holds up to
+// maxLocateCache entries; the next lookup drops the expired ones, and
+// starts over when none has expired, rather than grow past the bound.
+func TestLocateCacheIsBounded(t *testing.T) {
+	bal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wire.WriteError(w, wire.ErrRoomNotFound)
+	}))
+	defer bal.Close()
+	m, err := newMeshMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	l := &locator{
+		base: bal.URL, secret: testSecret, client: bal.Client(), clock: clk,
+		ttl: time.Minute, timeout: 2 * time.Second, ctx: context.Background(), m: m,
+		cache: map[string]locEntry{}, slots: make(chan struct{}, 1),
+	}
+	for i := range maxLocateCache - 1 {
+		l.cache[fmt.Sprint("r", i)] = locEntry{until: clk.Now().Add(time.Hour)}
+	}
+	if _, _, err := l.locate("last"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.cache); n != maxLocateCache {
+		t.Fatalf("%d entries cached, want all %d", n, maxLocateCache)
+	}
+	if _, _, err := l.locate("past-the-bound"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.cache); n != 1 {
+		t.Fatalf("%d entries cached past the bound, want only the newest", n)
 	}
 }
