@@ -4,12 +4,15 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	fly "github.com/superfly/fly-go"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 func TestNormalizeRef(t *testing.T) {
@@ -117,5 +120,67 @@ func TestReleaseOfAnExpiredLease(t *testing.T) {
 	}
 	if err := release(http.StatusBadRequest); err == nil {
 		t.Fatal("a refused release was swallowed")
+	}
+}
+
+// TestLimiterWaitsForTheRestOfAToken: a caller that finds a quarter of a
+// token waits exactly for the other three quarters.
+func TestLimiterWaitsForTheRestOfAToken(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	l := newLimiter(200*time.Millisecond, 1)
+	l.clock = clk
+	ctx := context.Background()
+	if err := l.wait(ctx, "k"); err != nil { // the only token
+		t.Fatal(err)
+	}
+	clk.Advance(50 * time.Millisecond) // a quarter of the next one
+	done := make(chan error, 1)
+	go func() { done <- l.wait(ctx, "k") }()
+	for clk.Waiters() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("took a token that was not there (%v)", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	clk.Advance(150*time.Millisecond - time.Nanosecond)
+	select {
+	case err := <-done:
+		t.Fatalf("took the token before it was whole (%v)", err)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second): // real time: only a bound on a broken limiter
+		t.Fatal("still waiting once the token was whole")
+	}
+}
+
+// TestMachinesAPIBaseWithAPath: FLY_FLAPS_BASE_URL may carry a path
+// (flaps builds its URLs under it); requests still reach the configured
+// Machines API at its own paths.
+func TestMachinesAPIBaseWithAPath(t *testing.T) {
+	t.Setenv("FLY_FLAPS_BASE_URL", "http://flaps.invalid/some/prefix")
+	paths := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths <- r.URL.Path
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"m1","state":"started"}`))
+	}))
+	defer srv.Close()
+	api, err := newMachinesAPI(t.Context(), srv.URL, "token", nil, 0, 0, time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := api.get(t.Context(), "a", "m1"); err != nil || m.ID != "m1" {
+		t.Fatalf("get: %v %v", m, err)
+	}
+	if p := <-paths; p != "/v1/apps/a/machines/m1" {
+		t.Fatalf("the Machines API saw %s", p)
 	}
 }

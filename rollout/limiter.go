@@ -14,6 +14,7 @@ import (
 type limiter struct {
 	rate  time.Duration // static
 	burst float64       // static
+	clock clock.Clock   // static; nil: the real one
 
 	mu      sync.Mutex // guards buckets
 	buckets map[string]*bucket
@@ -32,7 +33,7 @@ func newLimiter(rate time.Duration, burst int) *limiter {
 func (l *limiter) wait(ctx context.Context, key string) error {
 	for {
 		l.mu.Lock()
-		now := time.Now()
+		now := clock.OrReal(l.clock).Now()
 		b := l.buckets[key]
 		if b == nil {
 			b = &bucket{tokens: l.burst, last: now}
@@ -47,7 +48,7 @@ func (l *limiter) wait(ctx context.Context, key string) error {
 		}
 		need := time.Duration((1 - b.tokens) * float64(l.rate))
 		l.mu.Unlock()
-		if err := clock.Sleep(ctx, nil, need); err != nil {
+		if err := clock.Sleep(ctx, l.clock, need); err != nil {
 			return err
 		}
 	}
