@@ -64,3 +64,22 @@ func TestWebSocketPortDisabled(t *testing.T) {
 		t.Fatalf("auth on the HTTP port: %d", got)
 	}
 }
+
+// TestEndedSessionsAreForgotten: the relay tracks accepted TCP connections
+// (hijacked WebSockets included) only while they live, so that a relay up
+// for weeks holds no entry per session it ever served.
+func TestEndedSessionsAreForgotten(t *testing.T) {
+	s := startRelay(t, Options{})
+	tracked := func() int {
+		s.raw.mu.Lock()
+		defer s.raw.mu.Unlock()
+		return len(s.raw.m)
+	}
+	for range 5 {
+		p := dial(t, s.WSURL())
+		p.send([]byte(`{"pipe":true}`))
+		_ = p.recv()
+		_ = p.ws.Close(websocket.StatusNormalClosure, "")
+	}
+	waitFor(t, "every ended session to be forgotten", func() bool { return tracked() == 0 })
+}
