@@ -115,10 +115,8 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 		m.s.core.endRoom(r, reasonRoomGone)
 		return true
 	case err == nil && (st == wire.PubApplied || st == wire.PubCurrent):
-		// Current: the registrar's own publication of it got there first.
-		r.mu.Lock()
-		r.confirmed = true
-		r.mu.Unlock()
+		// Routed here (current: the registrar's own publication of it got
+		// there first).
 	default:
 		// No verdict (a network failure, a registration being renewed):
 		// the registrar publishes the room again, and ends it if the

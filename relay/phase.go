@@ -29,9 +29,9 @@ import (
 // clients that join are isolated until activation (migration.go).
 // removed means the incarnation is out of the table and its removal is in
 // the unregister outbox. A handed-over room starts as a new incarnation in
-// awaiting phase, moved from the old one (room.movedFrom), and stays
-// "moving" until the balancer confirms it (room.confirmed): that is about
-// its route, not its host, so it is not a phase. Only an awaiting room at
+// awaiting phase, moved from the old one (room.movedFrom), which every
+// publication of it names until the balancer applied one (then it is
+// moot): that is about its route, not its host, so it is not a phase. Only an awaiting room at
 // generation 0 is handed over, so migration state never moves.
 type phase uint8
 

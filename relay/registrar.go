@@ -289,7 +289,6 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 		g.m.publications.WithLabelValues(res.Status.Label()).Inc()
 		switch res.Status {
 		case wire.PubApplied, wire.PubCurrent:
-			g.confirmed(res)
 		case wire.PubRejected:
 			g.reregister = true
 		case wire.PubConflict, wire.PubFenced:
@@ -326,18 +325,6 @@ func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationSt
 	st := resp.Results[0].Status
 	g.m.publications.WithLabelValues(st.Label()).Inc()
 	return st, nil
-}
-
-// confirmed marks a handed-over room whose publication the balancer
-// applied.
-func (g *registrar) confirmed(res wire.PublicationResult) {
-	if r := g.core.rooms.get(res.Name); r != nil {
-		r.mu.Lock()
-		if r.epoch == res.Epoch && r.movedFrom != nil {
-			r.confirmed = true
-		}
-		r.mu.Unlock()
-	}
 }
 
 // refused ends a room whose publication the balancer refuses (conflict or

@@ -23,7 +23,6 @@ type room struct {
 	clientSecret string                // guarded by mu
 	allocationID string                // guarded by mu
 	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
-	confirmed    bool                  // guarded by mu; a moved room: the balancer applied its publication
 	phase        phase                 // guarded by mu; changed only by the transitions of phase.go
 	host         *conn                 // guarded by mu; the host's socket: set while hosted, and a provisional host's in pending or expired
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer the host sees
