@@ -218,3 +218,31 @@ func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 		t.Fatal("still there after exactly its timeout")
 	}
 }
+
+// TestIsolatedPlayersKeepTheRoom: players isolated by a host migration
+// count as the room's connections, so the room does not expire under them.
+func TestIsolatedPlayersKeepTheRoom(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCore(clk, testLogger(), m)
+	if _, err := c.allocate("migrating", "id"); err != nil {
+		t.Fatal(err)
+	}
+	r := c.rooms.get("migrating")
+	p := c.makeConn(nil, framingWS)
+	r.mu.Lock()
+	r.mig.isolated = map[wire.ConnID]*conn{p.id: p}
+	n := r.countLocked()
+	r.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("a room with one isolated player counts %d connections, want 1", n)
+	}
+	clk.Advance(2 * c.emptyTimeout)
+	c.expire()
+	if c.rooms.get("migrating") == nil {
+		t.Fatal("a room with an isolated player expired as empty")
+	}
+}

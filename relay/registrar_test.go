@@ -227,3 +227,22 @@ func TestRegistrationRetriesSoonerThanHeartbeat(t *testing.T) {
 		t.Fatalf("%+v, want three registers", c)
 	}
 }
+
+// TestBalancerRequestResults: every request to the balancer is counted by
+// operation and result, so an operator sees refused heartbeats.
+func TestBalancerRequestResults(t *testing.T) {
+	s, fb, fake := startRegistered(t)
+	reqs := func(result string) float64 {
+		return counterValue(s.reg.m.balancerReqs.WithLabelValues("register", result))
+	}
+	if ok, bad := reqs("ok"), reqs("error"); ok != 1 || bad != 0 {
+		t.Fatalf("after one accepted heartbeat: ok %v, error %v", ok, bad)
+	}
+	fb.mu.Lock()
+	fb.refuseRegisters = 1
+	fb.mu.Unlock()
+	beat(t, s, fake)
+	if bad := reqs("error"); bad != 1 {
+		t.Fatalf("after one refused heartbeat: error %v, want 1", bad)
+	}
+}
