@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -182,5 +183,52 @@ func TestMachinesAPIBaseWithAPath(t *testing.T) {
 	}
 	if p := <-paths; p != "/v1/apps/a/machines/m1" {
 		t.Fatalf("the Machines API saw %s", p)
+	}
+}
+
+// TestCallRetriesWithDoublingBackoff: a retryable failure is retried
+// after the base delay, then twice that, up to the number of tries, and
+// the last failure is returned.
+func TestCallRetriesWithDoublingBackoff(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	lim := newLimiter(time.Millisecond, 100)
+	lim.clock = clk
+	base := 100 * time.Millisecond
+	api := &machinesAPI{limit: lim, base: base, tries: 3, clock: clk}
+	var tries atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- api.call(t.Context(), "get", "m1", time.Second, func(context.Context) error {
+			tries.Add(1)
+			return errors.New("connection reset") // a transport error: retryable
+		})
+	}()
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
+			if time.Now().After(deadline) { // real time: only a bound on a broken retry loop
+				t.Fatalf("timed out waiting for %s (%d tries)", what, tries.Load())
+			}
+		}
+	}
+	for i, d := range []time.Duration{base, 2 * base} {
+		until("the retry delay to start", func() bool { return tries.Load() == int32(i+1) && clk.Waiters() == 1 })
+		clk.Advance(d - time.Nanosecond)
+		if n := tries.Load(); n != int32(i+1) {
+			t.Fatalf("retry %d came before its %s delay (%d tries)", i+1, d, n)
+		}
+		clk.Advance(time.Nanosecond)
+	}
+	until("the third try", func() bool { return tries.Load() == 3 })
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "connection reset") {
+			t.Fatalf("after 3 tries: %v, want the last failure", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still retrying after %d tries", tries.Load())
+	}
+	if n := tries.Load(); n != 3 {
+		t.Fatalf("%d tries, want 3", n)
 	}
 }

@@ -39,6 +39,7 @@ type machinesAPI struct {
 	limit *limiter      // static; internally locked
 	base  time.Duration // first retry delay; static
 	tries int           // static
+	clock clock.Clock   // static; nil: the real one (retry delays)
 }
 
 // newMachinesAPI builds a flaps client for base with token. flaps reads its
@@ -147,7 +148,7 @@ func (a *machinesAPI) call(ctx context.Context, action, machine string, timeout 
 		if err == nil || !retryable(ctx, err) || try >= a.tries {
 			return err
 		}
-		if err := clock.Sleep(ctx, nil, delay); err != nil {
+		if err := clock.Sleep(ctx, a.clock, delay); err != nil {
 			return err
 		}
 		delay = min(delay*2, maxRetryDelay)
