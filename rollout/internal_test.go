@@ -232,3 +232,32 @@ func TestCallRetriesWithDoublingBackoff(t *testing.T) {
 		t.Fatalf("%d tries, want 3", n)
 	}
 }
+
+// TestUpdateTriesAsConfigured: an update the Machines API keeps failing
+// is sent exactly `tries` times (each retry after reading the machine
+// back: it did not change), then reported.
+func TestUpdateTriesAsConfigured(t *testing.T) {
+	var updates atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			updates.Add(1)
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":"try again"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"m1","state":"started","instance_id":"v1","config":{"image":"old"}}`))
+	}))
+	defer srv.Close()
+	api, err := newMachinesAPI(t.Context(), srv.URL, "token", nil, 0, 0, time.Millisecond, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &fly.Machine{ID: "m1", Version: "v1", Config: &fly.MachineConfig{Image: "old"}}
+	if _, err := api.update(t.Context(), "a", m, &fly.MachineConfig{Image: "new"}, "nonce"); err == nil {
+		t.Fatal("an update that always fails succeeded")
+	}
+	if n := updates.Load(); n != 3 {
+		t.Fatalf("%d update requests, want 3", n)
+	}
+}

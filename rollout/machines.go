@@ -205,7 +205,7 @@ func (a *machinesAPI) update(ctx context.Context, app string, m *fly.Machine, cf
 			cur.Config != nil && cur.Config.Image == cfg.Image {
 			return cur, nil
 		}
-		if err := clock.Sleep(ctx, nil, delay); err != nil {
+		if err := clock.Sleep(ctx, a.clock, delay); err != nil {
 			return nil, err
 		}
 		delay = min(delay*2, maxRetryDelay)
