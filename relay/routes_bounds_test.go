@@ -28,6 +28,24 @@ func TestMetricsMethods(t *testing.T) {
 	}
 }
 
+// TestRoomsListMethods: the internal room list answers GET and HEAD with
+// the internal credential, and refuses other methods with 405.
+func TestRoomsListMethods(t *testing.T) {
+	s := startRelay(t, Options{})
+	for method, want := range map[string]int{http.MethodGet: 200, http.MethodHead: 200, http.MethodPost: 405} {
+		req, _ := http.NewRequest(method, s.HTTPURL()+wire.PathRelayRooms, nil)
+		wire.SetInternal(req.Header, testSecret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s %s: %d, want %d", method, wire.PathRelayRooms, resp.StatusCode, want)
+		}
+	}
+}
+
 // TestHandoverRequestBounds: a handover request may name a room and an
 // asker's boot of up to wire.MaxSessionIDLen bytes each; one byte more is
 // a bad request.

@@ -2,8 +2,10 @@ package relay
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -82,4 +84,25 @@ func TestEndedSessionsAreForgotten(t *testing.T) {
 		_ = p.ws.Close(websocket.StatusNormalClosure, "")
 	}
 	waitFor(t, "every ended session to be forgotten", func() bool { return tracked() == 0 })
+}
+
+// TestCloseEndsAHalfSentRequest: Close does not wait for a request that is
+// still arriving (its header timeout may be far off): once the servers'
+// shutdown grace is over, such connections are closed.
+func TestCloseEndsAHalfSentRequest(t *testing.T) {
+	s := startRelay(t, Options{})
+	h, _ := url.Parse(s.HTTPURL())
+	c, err := net.Dial("tcp", h.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /ping HTTP/1.1\r\nHost: relay\r\n"); err != nil { // no end of headers
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closedWithin(t, c, start, 3*time.Second, "a half-sent request at Close")
 }
