@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // A relay that is closing (finish set s.closed; the UDP endpoint is
@@ -51,5 +52,37 @@ func TestUDPBindFailureUnregistersMetrics(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "UDP port") {
 			t.Fatalf("start %d: %v, want the UDP port's error", i, err)
 		}
+	}
+}
+
+// TestUDPOnIPv6Loopback: a relay told to bind its UDP socket to an IPv6
+// address serves LiteNetLib there.
+func TestUDPOnIPv6Loopback(t *testing.T) {
+	s := startRelay(t, Options{UDPHost: "::1"})
+	if ap, err := netip.ParseAddrPort(s.UDPAddr()); err != nil || ap.Addr() != netip.MustParseAddr("::1") {
+		t.Fatalf("UDP bound at %s, want [::1]", s.UDPAddr())
+	}
+	hs, cs := mustAllocate(t, s, "v6")
+	h := udpHost(t, s, "v6", hs, false)
+	_ = udpClient(t, s, "v6", cs, false)
+	if p, err := h.Next(tctx(t)); err != nil || p.Type != wire.ToHostConnected {
+		t.Fatalf("host over [::1]: %v %v, want the client's connect notice", p, err)
+	}
+}
+
+// TestCloseDoesNotWaitForASilentUDPPeer: a UDP peer that answers nothing
+// (its disconnect never acknowledged) holds Close up for the session grace
+// at most, not for its own timeout.
+func TestCloseDoesNotWaitForASilentUDPPeer(t *testing.T) {
+	s := startRelay(t, Options{UDPTimeout: 60 * time.Second})
+	hs, _ := mustAllocate(t, s, "silent")
+	p := newRawUDP(t, netip.MustParseAddrPort(s.UDPAddr()), 100)
+	p.auth("silent", hs, wire.Authenticated) // then it reads and answers nothing
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > sessionGrace+3*time.Second {
+		t.Fatalf("Close took %v with a silent UDP peer, want about the session grace (%v)", d, sessionGrace)
 	}
 }
