@@ -1,7 +1,10 @@
 package relay
 
 import (
+	"io"
+	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +87,30 @@ func TestCloseDoesNotWaitForASilentUDPPeer(t *testing.T) {
 	}
 	if d := time.Since(start); d > sessionGrace+3*time.Second {
 		t.Fatalf("Close took %v with a silent UDP peer, want about the session grace (%v)", d, sessionGrace)
+	}
+}
+
+// TestUDPMetricsCount: the UDP endpoint's counters reach /metrics.
+func TestUDPMetricsCount(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, _ := mustAllocate(t, s, "counted")
+	p := newRawUDP(t, netip.MustParseAddrPort(s.UDPAddr()), 100)
+	p.auth("counted", hs, wire.Authenticated)
+	resp, err := http.Get(s.HTTPURL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, name := range []string{"purrfly_relay_udp_datagrams_received_total", "purrfly_relay_udp_datagrams_sent_total"} {
+		var v float64
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, name+" ") {
+				v, _ = strconv.ParseFloat(strings.TrimPrefix(line, name+" "), 64)
+			}
+		}
+		if v < 1 {
+			t.Errorf("%s = %v after a connect and an authentication, want some", name, v)
+		}
 	}
 }
