@@ -268,7 +268,6 @@ func (g *registry) snapshot() []relaySnap {
 	return out
 }
 
-// drain marks the registration whose boot or machine id is id as draining.
 // setAdminDrain sets or clears the admin drain of the relay whose boot id
 // or machine id is id. The mark is kept by endpoint for the boot, so that
 // it survives the relay's removal and return within the same boot.
@@ -285,6 +284,15 @@ func (g *registry) setAdminDrain(id string, on bool) (relaySnap, bool) {
 		}
 	}
 	if r == nil {
+		if !on {
+			// Not registered now (removed, about to return): its mark
+			// must not drain it again when it does.
+			for ep, b := range g.drained {
+				if b == id {
+					delete(g.drained, ep)
+				}
+			}
+		}
 		return relaySnap{}, false
 	}
 	r.adminDraining = on

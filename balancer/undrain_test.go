@@ -63,3 +63,26 @@ func TestUndrainGivesTheRelayBack(t *testing.T) {
 	_, err = post("/v1/instances/"+r.boot()+"/undrain", nil)
 	wantCode(t, err, wire.ErrUnauthorized.Code)
 }
+
+// TestUndrainOfARemovedBoot: undraining a boot the balancer removed (say,
+// cut off for a while) clears its drain mark, so that when the same boot
+// registers again it takes rooms.
+func TestUndrainOfARemovedBoot(t *testing.T) {
+	h := newHarness(t, nil)
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	if _, ok := h.s.reg.setAdminDrain(r.boot(), true); !ok {
+		t.Fatal("drain failed")
+	}
+	snaps := h.s.reg.snapshot()
+	if len(snaps) != 1 || !h.s.reg.removeIf(snaps[0]) {
+		t.Fatal("could not remove the relay")
+	}
+	if _, ok := h.s.reg.setAdminDrain(r.boot(), false); ok {
+		t.Fatal("a removed boot was found")
+	}
+	r.register(h) // the same boot comes back
+	if got := h.s.Instances(); len(got) != 1 || got[0].Status != wire.InstanceLive {
+		t.Fatalf("the boot undrained while removed came back as %+v, want live", got)
+	}
+}

@@ -210,7 +210,11 @@
 // epoch, revision) and leaves it only on a confirming answer; failed sends
 // are retried on every heartbeat. A lost answer is retried with the same
 // epoch and revision. Every request carries the secret and the internal
-// protocol version and is bounded by RequestTimeout.
+// protocol version and is bounded by RequestTimeout. What the heartbeats
+// last learnt is the relay's readiness (ready.go, wire.PathReady): ready
+// from the first accepted heartbeat while the balancer would still list
+// the boot, else 503 with the reason (a refused SECRET, an unreachable
+// balancer).
 //
 // # Routing, shutdown
 //

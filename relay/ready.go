@@ -9,14 +9,19 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// Readiness (wire.PathReady, the relay's Fly check) means registered: a
-// boot is ready once the balancer accepted one of its heartbeats, and
-// stays ready while the balancer would still list it, that is for three
-// heartbeat intervals after the last accepted one (the balancer's expiry,
+// Readiness (wire.PathReady, the relay's Fly machine check and what a
+// rollout verifies) means registered: a boot is ready once the balancer
+// accepted one of its heartbeats, and stays ready while the balancer would
+// still list it at its defaults: for max(3 heartbeat intervals, 90 s)
+// after the last accepted one (balancer.DefaultRelayExpiry and
 // wire.RegisterRequest.HeartbeatSeconds). A balancer restarting for less
 // than that leaves every relay ready; a relay with the wrong SECRET, or
 // one that cannot reach its balancer, is never ready, and its 503 says
-// which. /ping stays what it was: the process is up, with its boot id.
+// which. /ping stays what it was: the process is up, with its boot id (the
+// proxy's routing check: the balancer proves a new boot through it).
+
+// balancerMinExpiry is the balancer's default RelayExpiry.
+const balancerMinExpiry = 90 * time.Second
 
 // readiness is what the registrar last learnt. Written by the registrar's
 // goroutine, read by /ready handlers.

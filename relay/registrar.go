@@ -73,9 +73,9 @@ func newRegistrar(s *Server) *registrar {
 		jobs:     make(chan func(context.Context)),
 		dirty:    make(map[*room]struct{}),
 		outbox:   make(map[wire.Removal]struct{}),
-		// The balancer's expiry: three intervals in whole seconds, as the
-		// heartbeat reports them.
-		ready: &readiness{life: 3 * ((s.opts.HeartbeatInterval + time.Second - 1) / time.Second * time.Second)},
+		// The balancer's expiry at its defaults: three intervals in whole
+		// seconds (as the heartbeat reports them), 90 s at the least.
+		ready: &readiness{life: max(3*((s.opts.HeartbeatInterval+time.Second-1)/time.Second*time.Second), balancerMinExpiry)},
 	}
 }
 

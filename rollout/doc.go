@@ -17,7 +17,9 @@
 //  2. Relays, in the configured app order, one machine at a time; a relay
 //     that does not answer at plan time goes first. For each machine:
 //     acquire its lease (refreshed every third of its TTL; released on
-//     success, failure and cancellation); read its live boot ID at /ping
+//     success, failure and cancellation; a lease held by someone else is
+//     announced and watched, and one nobody refreshes, left by a run that
+//     was killed, is taken over when it expires); read its live boot ID at /ping
 //     through the app's public URL with fly-force-instance-id; refuse if
 //     another relay is down; drain it at the balancer (POST
 //     /v1/instances/{boot}/drain: no new rooms) and wait until its rooms are
@@ -26,8 +28,9 @@
 //     the new image under the lease nonce; wait for "started" at the new
 //     version; poll /ping until a boot ID other than the old one reports the
 //     new image; keep polling for the minimum healthy time (same boot
-//     throughout, then the machine's Fly checks passing and the boot
-//     registered live with the balancer). Only then the next machine.
+//     throughout, then the relay's /ready answering 200, else the reason
+//     it gives, the machine's Fly checks passing and the boot registered
+//     live with the balancer). Only then the next machine.
 //  3. The balancer app, the same way (no drain), proven by its own /ping.
 //  4. Registration: wait until GET /v1/instances lists exactly the proven
 //     relay boots, all live: no old boot left, none missing.
@@ -77,9 +80,11 @@
 // config back under the same lease and is verified the same way (new boot,
 // previous image, healthy). Re-running converges: machines already on the
 // image are verified, not redeployed. Cancelling the context (Ctrl-C) stops
-// at the next wait and releases the held lease. A drained relay whose
-// update then failed stays drained until its next boot (the balancer's
-// drain mark ends with the boot).
+// at the next wait and releases the held lease. A relay step that fails
+// after its drain gives the old boot back (POST
+// /v1/instances/{boot}/undrain) before releasing the lease, unless the
+// machine now answers with another boot or the lease was lost; what it did
+// is an event.
 //
 // # Machines API manners
 //

@@ -65,14 +65,31 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 const undrainTimeout = 10 * time.Second
 
 // undrain gives back the relay boot a failed step drained: the balancer
-// places new rooms there again. A boot that is gone (the update replaced
-// it, or a rollback did) has nothing left to undrain. It reports what it
-// did; when the balancer cannot be told, the message says what to run.
-func (r *run) undrain(ctx context.Context, phase Phase, tg *target) {
+// places new rooms there again. Not when the step lost its lease (another
+// run may own the machine now, and may have drained it itself), nor when
+// the machine answers with another boot (the update or a rollback replaced
+// it: nothing is left drained, and a dead boot must not take rooms). It
+// reports what it did; when the balancer cannot be told, the message says
+// what to run.
+func (r *run) undrain(ctx context.Context, phase Phase, tg *target, stepErr error) {
 	boot := tg.drained
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undrainTimeout)
 	defer cancel()
 	ev := Event{Phase: phase, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusUndrained, Boot: boot}
+	if errors.Is(stepErr, ErrLeaseLost) {
+		ev.Status = StatusFailed
+		ev.Message = fmt.Sprintf("lease of machine %s lost: boot %s left drained (whoever holds the lease now owns it); "+
+			"a re-run of this rollout gives it back, or POST %s%s with the SECRET", tg.m.ID, boot,
+			strings.TrimRight(r.env.Balancer.URL, "/"), fmt.Sprintf(wire.PathUndrainFmt, boot))
+		r.emit(ev)
+		return
+	}
+	if p, err := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID); err == nil && p.BootID != boot {
+		tg.drained = ""
+		ev.Message = fmt.Sprintf("boot %s of machine %s was replaced by %s: nothing left drained", boot, tg.m.ID, p.BootID)
+		r.emit(ev)
+		return
+	}
 	_, err := r.bal.Undrain(ctx, r.secret, boot)
 	switch {
 	case err == nil:

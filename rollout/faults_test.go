@@ -122,6 +122,12 @@ func TestRolloutFaults(t *testing.T) {
 	})
 
 	t.Run("lost answers and retried statuses", func(t *testing.T) {
+		// The interrupted run's update of relay-a may still be stopping
+		// the old process: a machine in "stopping" is redeployed, which
+		// this subtest does not count on.
+		eventually(t, 20*time.Second, "relay-a to start after the interrupted run", func() bool {
+			return f.machine(t, "purrfly-relay-a").State == "started"
+		})
 		for _, fault := range []flysim.Fault{
 			{Action: "update", App: "purrfly-relay-b", DropResponse: true},
 			{Action: "update", App: "purrfly-balancer", Status: 503, Times: 2},

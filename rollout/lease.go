@@ -52,8 +52,8 @@ type lease struct {
 // live rollout of ours refreshes every third): its holder is gone (a
 // rollout that was killed leaves its lease for up to its TTL), so it is
 // waited out and taken over when it expires, if that is within
-// max(ttl, DefaultLeaseTTL); so a held lease is watched for at least
-// half of ttl, whatever wait says. say (may be nil) hears what is waited
+// max(ttl, DefaultLeaseTTL) and within wait+2·ttl of first seeing it; so a
+// held lease is watched for at least half of ttl, whatever wait says. say (may be nil) hears what is waited
 // for. The
 // refresher runs until release and cancels the step through cancel.
 func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc, say func(string)) (*lease, error) {
@@ -65,6 +65,7 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 	var (
 		expiry    int64     // the held lease's expiry as last seen
 		expirySet time.Time // when that expiry was first seen
+		firstSeen time.Time // when a held lease was first seen
 		told      int       // 0: nothing said; 1: waiting said; 2: takeover said
 	)
 	for {
@@ -86,7 +87,7 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 		}
 		if told == 0 {
 			// Watched long enough to tell a live holder from a gone one.
-			told, deadline = 1, later(deadline, now.Add(ttl/2+time.Second))
+			told, firstSeen, deadline = 1, now, later(deadline, now.Add(ttl/2+time.Second))
 			say(fmt.Sprintf("lease of machine %s is held by %s until %s: waiting up to %s for it", id, held.Data.Owner,
 				until.UTC().Format(time.TimeOnly), time.Until(deadline).Round(time.Second)))
 		}
@@ -96,7 +97,9 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 				say(fmt.Sprintf("lease of machine %s held by %s is not being refreshed (a run that was killed?): taking it over when it expires, in %s",
 					id, held.Data.Owner, left.Round(time.Second)))
 			}
-			deadline = later(deadline, until.Add(time.Second))
+			// Bounded: a holder that refreshes less often than we judge
+			// extends the wait by two TTLs at most.
+			deadline = later(deadline, earlier(until.Add(time.Second), firstSeen.Add(wait+2*ttl)))
 		}
 		if !now.Before(deadline) {
 			return nil, &LeaseHeldError{App: app, Machine: id, Owner: held.Data.Owner, ExpiresAt: until}
@@ -214,6 +217,13 @@ func isClosed(ch chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func later(a, b time.Time) time.Time {

@@ -102,7 +102,9 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 // onImage reports whether m is already deployed with the image and running:
 // such a machine is verified (its live boot proven), not redeployed.
 func onImage(m *fly.Machine, image string) bool {
-	return m.Config != nil && m.Config.Image == image && m.State == "started"
+	// Starting on it (an interrupted rollout's update, still coming up)
+	// is verified as well: its start is waited for, not redeployed.
+	return m.Config != nil && m.Config.Image == image && (m.State == "started" || m.State == "starting" || m.State == "created")
 }
 
 // sameImage reports whether a FLY_IMAGE_REF seen at /ping is the target

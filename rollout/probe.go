@@ -35,7 +35,8 @@ func pingMachine(ctx context.Context, hc *http.Client, appURL, machineID string)
 }
 
 // readyMachine asks one relay machine (as pingMachine does) whether it is
-// ready: "" when it is, else why not in the relay's own words.
+// ready: "" when it is (or has no /ready route), else why not in the
+// relay's own words.
 func readyMachine(ctx context.Context, hc *http.Client, appURL, machineID string) string {
 	b := (&client.Balancer{BaseURL: appURL, HTTP: hc, Timeout: pingTimeout}).WithHeader(wire.HeaderFlyForceInstance, machineID)
 	_, err := b.Ready(ctx, appURL)
@@ -45,6 +46,10 @@ func readyMachine(ctx context.Context, hc *http.Client, appURL, machineID string
 		return ""
 	case errors.As(err, &we) && errors.Is(we, wire.ErrNotReady):
 		return we.Message
+	case errors.As(err, &we) && we.Status/100 == 4:
+		// A relay from before /ready (a rollback to an older image): its
+		// registration is checked at the balancer instead.
+		return ""
 	}
 	return "no answer at " + wire.PathReady + ": " + err.Error()
 }

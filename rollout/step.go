@@ -71,7 +71,7 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		// boot back before the lease is released, if it still lives.
 		defer func() {
 			if err != nil && tg.drained != "" {
-				r.undrain(ctx, phase, tg)
+				r.undrain(ctx, phase, tg, err)
 			}
 		}()
 		if perr == nil {

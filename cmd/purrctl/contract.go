@@ -72,7 +72,9 @@ func helpCommand() *cli.Command {
 				if c.App.Command(name) == nil {
 					return unknownCommand(name)
 				}
-				return cli.ShowCommandHelp(c.Lineage()[1], name) // the app's context: its commands
+				// What `purrctl NAME --help` prints (rollout's flags live in
+				// its own inner app).
+				return c.App.RunContext(c.Context, []string{c.App.Name, name, "--help"})
 			}
 			return usagef("help takes at most one command name")
 		},
@@ -88,7 +90,11 @@ func httpURL(c *cli.Context, flag string, optional bool) (string, error) {
 	}
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return "", usagef("--%s must be an http(s) URL such as http://127.0.0.1:8080, got %q", flag, v)
+		shown := "an unparsable value" // it may hold a credential: never echoed whole
+		if err == nil {
+			shown = fmt.Sprintf("%q", u.Redacted())
+		}
+		return "", usagef("--%s (or its environment variable) must be an http(s) URL without credentials, such as http://127.0.0.1:8080, got %s", flag, shown)
 	}
 	return v, nil
 }

@@ -31,14 +31,14 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"dev", "--regions", "eu,not a region"}, `--regions: "not a region" is not a region name`},
 		{[]string{"version", "x"}, "takes no arguments"},
 		{[]string{"relay", "--port", "abc"}, `invalid value "abc" for flag -port`},
-		{[]string{"smoke", "--balancer", "ftp://x"}, `--balancer must be an http(s) URL`},
-		{[]string{"smoke", "--balancer", "127.0.0.1:8080"}, `--balancer must be an http(s) URL`},
-		{[]string{"relay", "--balancer", "http://"}, `--balancer must be an http(s) URL`},
-		{[]string{"bench", "--balancer", "http://u:p@host"}, `--balancer must be an http(s) URL`},
+		{[]string{"smoke", "--balancer", "ftp://x"}, `--balancer (or its environment variable) must be an http(s) URL`},
+		{[]string{"smoke", "--balancer", "127.0.0.1:8080"}, `--balancer (or its environment variable) must be an http(s) URL`},
+		{[]string{"relay", "--balancer", "http://"}, `--balancer (or its environment variable) must be an http(s) URL`},
+		{[]string{"bench", "--balancer", "http://u:hunter2@host"}, `--balancer (or its environment variable) must be an http(s) URL without credentials`},
 		{[]string{"bench", "extra"}, `takes no arguments, got "extra"`},
 		{[]string{"rollout"}, "exactly one environment"},
 		{[]string{"rollout", "prod", "--frob"}, "flag provided but not defined: -frob (run 'purrctl rollout --help')"},
-		{[]string{"rollout", "prod", "--image", "x", "--machines-api", "nope"}, "--machines-api must be an http(s) URL"},
+		{[]string{"rollout", "prod", "--image", "x", "--machines-api", "nope"}, "--machines-api (or its environment variable) must be an http(s) URL"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -52,6 +52,9 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout %q, want nothing (no help dump)", stdout.String())
+			}
+			if strings.Contains(msg, "hunter2") {
+				t.Errorf("stderr shows a credential: %q", msg)
 			}
 		})
 	}
@@ -67,6 +70,7 @@ func TestHelpAndVersionExit0(t *testing.T) {
 		{[]string{"help"}, "COMMANDS:"},
 		{[]string{"--help"}, "COMMANDS:"},
 		{[]string{"help", "smoke"}, "purrctl smoke - allocate a room"},
+		{[]string{"help", "rollout"}, "--image value"},
 		{[]string{"smoke", "--help"}, "purrctl smoke - allocate a room"},
 		{[]string{"version"}, "purrctl (devel) (revision "},
 		{[]string{"--version"}, "purrctl version "},

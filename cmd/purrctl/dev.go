@@ -19,13 +19,13 @@ const maxDevRelays = 16
 func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
-		Usage: "run a balancer and two relays (regions eu and us) on loopback for local development",
+		Usage: "run a balancer and one relay per region (default eu and us) on loopback, or --host, for local development",
 		Flags: append([]cli.Flag{
 			debugFlag(),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address every listener binds and every URL advertises: this machine's LAN address lets a phone on the same network play"},
 			&cli.StringFlag{Name: "secret", Value: devstack.DefaultSecret, Usage: "shared relay/balancer secret of the stack"},
 			&cli.StringSliceFlag{Name: "regions", Value: cli.NewStringSlice(devstack.DefaultRegions...), Usage: "one relay per region, in order (repeat a region for two relays there)"},
-			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on 127.0.0.1 (0: any free port)"},
+			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on --host (0: any free port)"},
 			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib port of the first relay, the next ones counting up (0: any free ports)"},
 		}, migrationFlags()...),
 		Action: func(c *cli.Context) error {
