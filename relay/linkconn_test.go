@@ -490,3 +490,22 @@ func BenchmarkLinkConnWriteBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestCloseReasonsRoundTrip: a forwarded peer learns exactly the reason
+// the holder closed its link with (its code and text), and an unknown
+// 1012 from a holder still means "come back" (shutdown).
+func TestCloseReasonsRoundTrip(t *testing.T) {
+	for _, r := range []closeReason{reasonAuthFailed, reasonTextFrame, reasonTooBig, reasonKicked,
+		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin} {
+		code, text := r.wsCode()
+		if got := reasonOfClose(code, text); got != r {
+			t.Errorf("%v closed as %d %q comes back as %v", r, code, text, got)
+		}
+	}
+	if got := reasonOfClose(websocket.StatusServiceRestart, "something else"); got != reasonShutdown {
+		t.Errorf("an unknown 1012 comes back as %v, want %v", got, reasonShutdown)
+	}
+	if got := reasonOfClose(websocket.StatusNormalClosure, "bye"); got == reasonShutdown || got == reasonKicked || got == reasonHostLeft {
+		t.Errorf("an unknown 1000 comes back as %v", got)
+	}
+}

@@ -213,3 +213,22 @@ func TestMeshRoomInMigrationDoesNotMove(t *testing.T) {
 		t.Fatalf("activate through the holder: %v", e)
 	}
 }
+
+// TestMigrationLaneThatLeavesCanReturn: the promoted player's
+// listen-client that drops before activation may come back as the lane;
+// a room keeps no claim on a lane that left.
+func TestMigrationLaneThatLeavesCanReturn(t *testing.T) {
+	m := newVacantRoom(t, "lane-again", Options{})
+	c := m.mustClaim("c1", 0, "8", "")
+	host := join(t, m.s, m.name, c.Secret)
+	lane := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
+	host.expectToHost(wire.ToHostConnected)
+	_ = lane.ws.Close(websocket.StatusNormalClosure, "")
+	host.expectToHost(wire.ToHostDisconnected)
+	again := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	again.send([]byte("lane again"))
+	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "lane again" {
+		t.Fatalf("the returning lane's packet: %+v (it was isolated?)", p)
+	}
+}

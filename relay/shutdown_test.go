@@ -106,3 +106,39 @@ func TestCloseEndsAHalfSentRequest(t *testing.T) {
 	}
 	closedWithin(t, c, start, 3*time.Second, "a half-sent request at Close")
 }
+
+// TestStartFailureReleasesItsPorts: a relay whose UDP port is taken fails
+// to start and leaves none of its TCP ports bound, so a retry can have
+// them.
+func TestStartFailureReleasesItsPorts(t *testing.T) {
+	taken, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	free := func(network string) int {
+		l, err := net.Listen(network, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	httpPort, wsPort := free("tcp"), free("tcp")
+	s, err := New(Options{Secret: "s", ListenHost: "127.0.0.1", HTTPPort: httpPort, WSPort: wsPort,
+		UDPPortV2: taken.LocalAddr().(*net.UDPAddr).Port, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err == nil {
+		_ = s.Close()
+		t.Fatal("started on a UDP port that is taken")
+	}
+	for _, p := range []int{httpPort, wsPort} {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d still bound after the failed start: %v", p, err)
+		}
+		l.Close()
+	}
+}

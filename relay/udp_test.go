@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -387,4 +388,57 @@ func TestUDPMessageTooBigEndsPeer(t *testing.T) {
 		t.Fatal("the relay kept a peer that sent a 65,536-byte frame")
 	}
 	waitFor(t, "message_too_big counted", func() bool { return counterValue(s.m.disconnect[reasonTooBig]) == 1 })
+}
+
+// TestUDPFramesAtTheirMethodsLimit: a frame of exactly the longest size
+// one packet of its method carries goes with that method, neither
+// dropped nor moved to ReliableOrdered.
+func TestUDPFramesAtTheirMethodsLimit(t *testing.T) {
+	s := startRelay(t, Options{})
+	hs, cs := mustAllocate(t, s, "limits")
+	h := udpHost(t, s, "limits", hs, false)
+	cl := udpClient(t, s, "limits", cs, false)
+	nextOfType(t, h, wire.ToHostConnected)
+	for _, tc := range []struct {
+		d   wire.Delivery
+		max int
+	}{
+		{wire.Unreliable, litenet.MaxUnreliablePayload},
+		{wire.ReliableSequenced, litenet.MaxChanneledPayload},
+	} {
+		payload := make([]byte, tc.max-5) // the host's frame is [2][sender:4][payload]
+		payload[0] = byte(tc.d) + 'a'
+		if err := cl.SendWith(tctx(t), tc.d, payload); err != nil {
+			t.Fatal(err)
+		}
+		p, d, err := h.NextWith(tctx(t))
+		if err != nil || p.Type != wire.ToHostData || len(p.Payload) != len(payload) || p.Payload[0] != payload[0] || d != tc.d {
+			t.Fatalf("a %d-byte frame sent %v reached the host as %d bytes %v (%v)", tc.max, tc.d, len(p.Payload), d, err)
+		}
+	}
+	if got := counterValue(s.m.drops[dropTooLargeForUDP]); got != 0 {
+		t.Fatalf("too_large_for_udp drops %v, want 0", got)
+	}
+}
+
+// TestNATTokensAreBounded: the table of NAT introduction tokens holds up
+// to natMaxTokens live ones; past that, expired ones make room and, when
+// none has expired, a new pair is simply not introduced (it stays relayed).
+func TestNATTokensAreBounded(t *testing.T) {
+	var nt natTable
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	nt.init(clk)
+	h, c := netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2")
+	for i := range natMaxTokens {
+		nt.expect(itoa(i), h, c)
+	}
+	nt.expect("one-more", h, c)
+	if _, ok := nt.tokens["one-more"]; ok || len(nt.tokens) != natMaxTokens {
+		t.Fatalf("%d tokens (the extra one kept: %v), want the bound of %d live ones", len(nt.tokens), ok, natMaxTokens)
+	}
+	clk.Advance(natTokenTTL + time.Second)
+	nt.expect("after-expiry", h, c)
+	if _, ok := nt.tokens["after-expiry"]; !ok || len(nt.tokens) != 1 {
+		t.Fatalf("after every token expired: %d tokens, new one kept %v", len(nt.tokens), ok)
+	}
 }
