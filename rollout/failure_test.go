@@ -43,7 +43,8 @@ func TestRolloutBrokenImage(t *testing.T) {
 	if !errors.As(err, &fl) {
 		t.Fatalf("want a *Failure, got %v", err)
 	}
-	if fl.Machine != relayA || fl.Phase != rollout.PhaseRelays || !strings.Contains(fl.Reason, "exited with code 1") {
+	if fl.Machine != relayA || fl.Phase != rollout.PhaseRelays || !strings.Contains(fl.Reason, "exited with code 1") ||
+		strings.HasPrefix(fl.Reason, "interrupted") || fl.Interrupted() {
 		t.Errorf("failure at %s/%s: %q", fl.Phase, fl.Machine, fl.Reason)
 	}
 	if !fl.Rollback || !fl.RolledBack || fl.RollbackErr != nil {

@@ -112,7 +112,7 @@ func TestRolloutFaults(t *testing.T) {
 		}
 		_, err := rollout.Run(cctx, o)
 		var fl *rollout.Failure
-		if !errors.As(err, &fl) || !fl.Interrupted() || fl.App != "purrfly-relay-a" {
+		if !errors.As(err, &fl) || !fl.Interrupted() || fl.App != "purrfly-relay-a" || !strings.HasPrefix(fl.Reason, "interrupted: ") {
 			t.Fatalf("want an interrupted failure at relay-a, got %v", err)
 		}
 		if m := f.machine(t, "purrfly-relay-b"); updates(m) != 0 {

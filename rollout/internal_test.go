@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -257,5 +258,36 @@ func TestUpdateTriesAsConfigured(t *testing.T) {
 	}
 	if n := updates.Load(); n != 3 {
 		t.Fatalf("%d update requests, want 3", n)
+	}
+}
+
+// TestMachinesAPIDefaults: zero settings get the defaults (a retry delay
+// of zero would hammer the API), and the Machines API's 502/503 to a
+// change become 500s for flaps (which would retry them on its own, past
+// our accounting), while reads keep their status.
+func TestMachinesAPIDefaults(t *testing.T) {
+	api, err := newMachinesAPI(t.Context(), "http://127.0.0.1:9", "token", nil, 0, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api.base != defaultRetryBase || api.tries != defaultAPITries || api.limit.rate != defaultAPIRate || api.limit.burst != defaultAPIBurst {
+		t.Fatalf("defaults: base %v tries %d rate %v burst %v", api.base, api.tries, api.limit.rate, api.limit.burst)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	rb := &rebase{from: &url.URL{Scheme: "https", Host: "api.machines.dev"}, to: u, next: http.DefaultTransport}
+	for method, want := range map[string]int{http.MethodGet: 503, http.MethodPost: 500} {
+		req, _ := http.NewRequest(method, "https://api.machines.dev/v1/apps/a/machines", nil)
+		resp, err := rb.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s answered 503: flaps sees %d, want %d", method, resp.StatusCode, want)
+		}
 	}
 }

@@ -88,3 +88,34 @@ func TestWriteFleet(t *testing.T) {
 		}
 	}
 }
+
+// TestLivePrinterDetails: the first frame draws without moving the cursor
+// up and each later one moves up over exactly the lines it drew; events
+// without a machine get a line per phase and region; a line in progress
+// is marked "·"; messages up to 100 characters are shown whole, longer
+// ones cut to 97 and "...".
+func TestLivePrinterDetails(t *testing.T) {
+	var b bytes.Buffer
+	p := rollout.NewLivePrinter(&b)
+	exact := strings.Repeat("x", 100)
+	long := strings.Repeat("y", 101)
+	p.Event(rollout.Event{Phase: rollout.PhaseSmoke, Region: "ams", Status: rollout.StatusWaiting, Message: exact})
+	if first := b.String(); regexp.MustCompile(`\x1b\[\d+F`).MatchString(first) {
+		t.Fatalf("the first frame moves the cursor up: %q", first)
+	}
+	if !strings.Contains(b.String(), "· ") || !strings.Contains(b.String(), exact) {
+		t.Fatalf("first frame %q: want the in-progress mark and the whole 100-character message", b.String())
+	}
+	b.Reset()
+	p.Event(rollout.Event{Phase: rollout.PhaseSmoke, Region: "sea", Status: rollout.StatusWaiting, Message: long})
+	out := b.String()
+	if !strings.HasPrefix(out, "\x1b[1F") {
+		t.Fatalf("the second frame does not move up over the one line drawn: %q", out)
+	}
+	if !strings.Contains(out, strings.Repeat("y", 97)+"...") || strings.Contains(out, strings.Repeat("y", 98)) {
+		t.Fatalf("a 101-character message was not cut to 97 and ...: %q", out)
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Fatalf("two regions of one phase drew %d lines, want 2: %q", n, out)
+	}
+}

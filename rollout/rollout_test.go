@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,10 +124,41 @@ func TestRolloutSimFleet(t *testing.T) {
 		}
 	}
 
-	// Running again converges: verified, nothing redeployed.
-	res2, err := rollout.Run(ctx, f.opts("purrfly:v2"))
+	done := func(evs []rollout.Event) string {
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Phase == rollout.PhaseDone {
+				return evs[i].Message
+			}
+		}
+		return ""
+	}
+	mu.Lock()
+	first := done(events)
+	mu.Unlock()
+	if !strings.Contains(first, "3 machine(s) updated, 0 verified unchanged") {
+		t.Errorf("first run's last word: %q", first)
+	}
+
+	// Running again converges: verified, nothing redeployed, and says so.
+	var again []rollout.Event
+	o2 := f.opts("purrfly:v2")
+	o2.Observer = func(ev rollout.Event) { again = append(again, ev) }
+	res2, err := rollout.Run(ctx, o2)
 	if err != nil {
 		t.Fatalf("second rollout failed: %v", err)
+	}
+	if msg := done(again); !strings.Contains(msg, "0 machine(s) updated, 3 verified unchanged") {
+		t.Errorf("second run's last word: %q", msg)
+	}
+	var planned []string
+	for _, ev := range again {
+		if ev.Phase == rollout.PhasePlan {
+			planned = append(planned, ev.Message)
+		}
+	}
+	if len(planned) != 3 || !strings.Contains(planned[0], "will verify, not redeploy") ||
+		strings.Contains(strings.Join(planned, "\n"), "not answering") {
+		t.Errorf("second run's plan: %q", planned)
 	}
 	for i, mr := range res2.Machines {
 		if mr.Action != rollout.ActionVerified || mr.Boot != res.Machines[i].Boot && mr.App == res.Machines[i].App {
