@@ -58,6 +58,11 @@ func TestRolloutBrokenImage(t *testing.T) {
 	if len(fl.Fleet) != 3 || fl.Fleet[0].Action != rollout.ActionRolledBack || fl.Fleet[0].Boot != p.BootID {
 		t.Errorf("fleet table: %+v", fl.Fleet)
 	}
+	for _, mr := range fl.Fleet {
+		if want := map[bool]string{true: rollout.RoleBalancer, false: rollout.RoleRelay}[mr.App == "purrfly-balancer"]; mr.Role != want {
+			t.Errorf("fleet table: %s is a %s, want a %s", mr.App, mr.Role, want)
+		}
+	}
 	untouched()
 	f.noLeases(t)
 

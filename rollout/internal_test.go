@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -289,5 +290,68 @@ func TestMachinesAPIDefaults(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("%s answered 503: flaps sees %d, want %d", method, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestPingMachineProvesTheMachine: /ping through the proxy proves a boot
+// only when it answers for the machine asked for and carries a boot id.
+func TestPingMachineProvesTheMachine(t *testing.T) {
+	var answer atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(answer.Load().(string)))
+	}))
+	defer srv.Close()
+	for body, ok := range map[string]bool{
+		`{"role":"relay","bootId":"b1","machineId":"m1"}`:    true,
+		`{"role":"relay","bootId":"b1"}`:                     true, // a process that does not know its machine id
+		`{"role":"relay","bootId":"b1","machineId":"other"}`: false,
+		`{"role":"relay","bootId":"","machineId":"m1"}`:      false,
+	} {
+		answer.Store(body)
+		if _, err := pingMachine(t.Context(), srv.Client(), srv.URL, "m1"); (err == nil) != ok {
+			t.Errorf("/ping %s: err %v, want ok %v", body, err, ok)
+		}
+	}
+}
+
+// TestOthersUpChecksOnlyOtherRelays: before a relay goes down every other
+// relay must answer /ping; the balancer and the relay itself do not count.
+func TestOthersUpChecksOnlyOtherRelays(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"role":"relay","bootId":"b"}`))
+	}))
+	defer up.Close()
+	const dead = "http://127.0.0.1:9"
+	tg := func(role, name, url string) *target {
+		return &target{role: role, app: App{Name: name, URL: url}, m: &fly.Machine{ID: name + "-m"}}
+	}
+	r := &run{hc: up.Client()}
+	a, b, bal := tg(RoleRelay, "a", up.URL), tg(RoleRelay, "b", dead), tg(RoleBalancer, "bal", dead)
+	if err := r.othersUp(t.Context(), b, []*target{a, b, bal}); err != nil {
+		t.Errorf("updating the dead relay itself with the other up: %v", err)
+	}
+	if err := r.othersUp(t.Context(), a, []*target{a, b, bal}); err == nil || !strings.Contains(err.Error(), "b-m") {
+		t.Errorf("updating a while relay b is down: %v, want a refusal naming b", err)
+	}
+}
+
+// TestStepCause: a step's error says what stopped the step (lease lost,
+// phase deadline) once, before what the step was doing.
+func TestStepCause(t *testing.T) {
+	boom := errors.New("GET /ping: connection refused")
+	if got := stepCause(t.Context(), boom); got != boom {
+		t.Errorf("no cause: %v", got)
+	}
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cause := errors.New("lost the machine lease")
+	cancel(cause)
+	if got := stepCause(ctx, boom); got.Error() != "lost the machine lease: GET /ping: connection refused" || !errors.Is(got, cause) || !errors.Is(got, boom) {
+		t.Errorf("with a cause: %v", got)
+	}
+	wrapped := fmt.Errorf("wait: %w", cause)
+	if got := stepCause(ctx, wrapped); got != wrapped {
+		t.Errorf("an error that already carries the cause: %v", got)
 	}
 }
