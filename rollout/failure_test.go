@@ -175,3 +175,27 @@ func TestRolloutRefusedImageUndrains(t *testing.T) {
 		t.Fatalf("re-run with a good image: %v", err)
 	}
 }
+
+// TestRolloutAppWithoutMachines: an environment naming an app that has no
+// machine (never launched, or all destroyed) stops at the plan, touching
+// nothing.
+func TestRolloutAppWithoutMachines(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, func(c *flysim.Config) {
+		for _, a := range c.Apps {
+			if a.Name == "purrfly-relay-b" {
+				a.Machines = nil
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := rollout.Run(ctx, f.opts("purrfly:v2"))
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) || fl.Phase != rollout.PhasePlan || !strings.Contains(fl.Reason, "app purrfly-relay-b has no machine to deploy") {
+		t.Fatalf("want a plan failure naming the empty app, got %v", err)
+	}
+	if m := f.machine(t, "purrfly-relay-a"); updates(m) != 0 {
+		t.Error("relay-a was updated")
+	}
+}
