@@ -249,6 +249,9 @@ func (e *Endpoint) LocalAddr() netip.AddrPort {
 	return e.socks[0].c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// Config is the endpoint's configuration with its defaults filled in.
+func (e *Endpoint) Config() Config { return e.cfg }
+
 // Stats returns the endpoint's counters.
 func (e *Endpoint) Stats() Stats {
 	st := Stats{

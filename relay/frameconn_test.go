@@ -227,3 +227,51 @@ func TestFrameConnExactFitIsOneWrite(t *testing.T) {
 		t.Fatalf("empty write: %d %v", n, err)
 	}
 }
+
+// TestWriteBatchWithoutFrameConn: a link over TLS has no frameConn; its
+// frames go through coder/websocket one message at a time, all of them, in
+// order.
+func TestWriteBatchWithoutFrameConn(t *testing.T) {
+	got := make(chan string, 3)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		for range 3 {
+			_, b, err := ws.Read(r.Context())
+			if err != nil {
+				return
+			}
+			got <- string(b)
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	var batch []*buf
+	for _, s := range []string{"one", "two", "three"} {
+		b := getBuf(len(s))
+		b.end = copy(b.b, s)
+		batch = append(batch, b)
+	}
+	if !writeBatch(ctx, ws, nil, batch) {
+		t.Fatal("writeBatch without a frameConn failed")
+	}
+	for _, want := range []string{"one", "two", "three"} {
+		select {
+		case s := <-got:
+			if s != want {
+				t.Fatalf("got %q, want %q", s, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%q never arrived", want)
+		}
+	}
+}
