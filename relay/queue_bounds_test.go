@@ -74,19 +74,23 @@ func TestQueueHoldsExactlyItsHardByteBound(t *testing.T) {
 	cr.client.releaseQueue()
 }
 
+// softBounds are the soft queue bound in frames and in bytes: a payload
+// and how many of its frames fill the queue exactly to the bound.
+var softBounds = []struct {
+	name    string
+	payload string
+	atBound int
+}{
+	{"frames", smallPayload, softQueueFrames},
+	{"bytes", midPayload, softQueueBytes / 16384},
+}
+
 // TestSlowClockStartsAboveTheSoftBound: a queue at exactly the soft bound
 // (512 frames, or 1 MiB of buffers) is not behind; the clock starts at the
 // next frame, and the receiver is closed once it has been above the bound
 // for exactly the slow timeout.
 func TestSlowClockStartsAboveTheSoftBound(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		payload string
-		atBound int
-	}{
-		{"frames", smallPayload, softQueueFrames},
-		{"bytes", midPayload, softQueueBytes / 16384},
-	} {
+	for _, tc := range softBounds {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 			cr := newClockedCoreRoom(t, clk)
@@ -109,14 +113,7 @@ func TestSlowClockStartsAboveTheSoftBound(t *testing.T) {
 // exactly the soft bound has caught up; a later backlog gets the whole
 // slow timeout again.
 func TestSlowClockStopsAtTheSoftBound(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		payload string
-		atBound int
-	}{
-		{"frames", smallPayload, softQueueFrames},
-		{"bytes", midPayload, softQueueBytes / 16384},
-	} {
+	for _, tc := range softBounds {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 			cr := newClockedCoreRoom(t, clk)
