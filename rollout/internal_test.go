@@ -355,3 +355,52 @@ func TestStepCause(t *testing.T) {
 		t.Errorf("an error that already carries the cause: %v", got)
 	}
 }
+
+// TestWaitStartedPollsAndNoticesAnExit: "not yet" from /wait (408) is
+// waited through, reading the machine between polls; a machine whose
+// process exited after its update fails the wait at once with why.
+func TestWaitStartedPollsAndNoticesAnExit(t *testing.T) {
+	var waits atomic.Int32
+	var exited atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/wait") {
+			if waits.Add(1) < 3 || exited.Load() {
+				w.WriteHeader(http.StatusRequestTimeout)
+				_, _ = w.Write([]byte(`{"error":"deadline_exceeded"}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"ok":true}`))
+			return
+		}
+		if exited.Load() {
+			_, _ = w.Write([]byte(`{"id":"m1","state":"stopped","version":"v2","events":[` +
+				`{"type":"exit","status":"stopped","request":{"exit_event":{"exit_code":1,"requested_stop":false}}},{"type":"update"}]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"m1","state":"starting","version":"v2"}`))
+	}))
+	defer srv.Close()
+	api, err := newMachinesAPI(t.Context(), srv.URL, "token", nil, time.Millisecond, 100, time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{api: api, t: Timeouts{Poll: Duration{Duration: 10 * time.Millisecond}}}
+	tg := &target{app: App{Name: "a"}, m: &fly.Machine{ID: "m1"}, res: &MachineResult{}}
+	if err := r.waitStarted(t.Context(), tg, "v2"); err != nil || waits.Load() != 3 {
+		t.Fatalf("waitStarted: %v after %d waits, want success on the third", err, waits.Load())
+	}
+	exited.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := r.waitStarted(ctx, tg, "v2"); err == nil || !strings.Contains(err.Error(), "exited with code 1") {
+		t.Fatalf("a machine that exited: %v, want its exit reported", err)
+	}
+}
+
+// TestOrNone: an empty boot id reads "none" in messages.
+func TestOrNone(t *testing.T) {
+	if orNone("") != "none" || orNone("b1") != "b1" {
+		t.Fatalf("orNone: %q %q", orNone(""), orNone("b1"))
+	}
+}
