@@ -15,6 +15,7 @@ import (
 
 	fly "github.com/superfly/fly-go"
 
+	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
 )
 
@@ -402,5 +403,49 @@ func TestWaitStartedPollsAndNoticesAnExit(t *testing.T) {
 func TestOrNone(t *testing.T) {
 	if orNone("") != "none" || orNone("b1") != "b1" {
 		t.Fatalf("orNone: %q %q", orNone(""), orNone("b1"))
+	}
+}
+
+// TestHealthyKeepsTheLastRealReason: when the wait runs out in the middle
+// of a check, the failure gives the last reason a finished check found
+// (here: the boot is not registered), not the cut-short check's.
+func TestHealthyKeepsTheLastRealReason(t *testing.T) {
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/ready" {
+			_, _ = w.Write([]byte(`{"ready":true,"bootId":"B"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"role":"relay","bootId":"B","machineId":"m1"}`))
+	}))
+	defer relay.Close()
+	bal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"instances":[]}`))
+	}))
+	defer bal.Close()
+	var gets atomic.Int32
+	machines := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gets.Add(1) > 1 {
+			<-r.Context().Done() // every later read is cut short by the deadline
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"m1","state":"started","version":"v1","config":{"image":"x"}}`))
+	}))
+	defer machines.Close()
+	api, err := newMachinesAPI(t.Context(), machines.URL, "token", nil, time.Millisecond, 100, time.Millisecond, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(d time.Duration) Duration { return Duration{Duration: d} }
+	r := &run{api: api, hc: relay.Client(), bal: client.NewBalancer(bal.URL), secret: "s",
+		t: Timeouts{Poll: ms(10 * time.Millisecond), MinHealthy: ms(20 * time.Millisecond)}}
+	tg := &target{role: RoleRelay, app: App{Name: "a", URL: relay.URL}, m: &fly.Machine{ID: "m1"}, res: &MachineResult{}}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err = r.healthy(ctx, tg, "v1", "B")
+	if err == nil || !strings.Contains(err.Error(), "boot B is not registered live with the balancer") {
+		t.Fatalf("healthy: %v, want the last real reason", err)
 	}
 }
