@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // A sender with more queued than its 64-packet window holds sends the next
@@ -24,7 +26,7 @@ func TestWindowRefillsOnAck(t *testing.T) {
 		}
 	}
 	for range n / windowSize {
-		srv.collect(t, windowSize, wait)
+		collectWindow(t, srv, clk, e, ce)
 		// A tick: the receiver's lone acks go (they wait a tick for
 		// company), well inside the 25 ms resend delay.
 		advance(t, clk, ackWait, e, ce)
@@ -114,5 +116,35 @@ func TestGracefulCloseDisconnectsOnLastAck(t *testing.T) {
 	raw.send(ack)
 	if d := nextOf(t, raw, PropDisconnect); !bytes.Equal(d, AppendDisconnect(nil, 0, 10)) {
 		t.Fatalf("disconnect %x", d)
+	}
+}
+
+// collectWindow waits for one window of packets at srv. Now and then (6
+// in 400 runs beside the chaos test) the tick after the previous window
+// did not send the receiver's ack, and nothing moved until the next
+// Advance: a gap between the fake clock, a socket's reader and its
+// flusher that settle does not see (not found yet; with a real clock the
+// flusher's next tick sends it). One more tick is then given: two ticks
+// (22 ms) stay inside the 25 ms resend delay, so a resend still fails the
+// test.
+func collectWindow(t *testing.T, srv *recorder, clk *clock.Fake, es ...*Endpoint) {
+	t.Helper()
+	got, extra := 0, false
+	deadline := time.Now().Add(wait) // wall clock: a bound on real sockets
+	for got < windowSize {
+		select {
+		case ev := <-srv.events:
+			if ev.kind == "recv" {
+				got++
+			}
+		case <-time.After(250 * time.Millisecond): // wall clock: how long a stalled tick is waited for
+			switch {
+			case !extra:
+				extra = true
+				advance(t, clk, ackWait, es...)
+			case time.Now().After(deadline):
+				t.Fatalf("%d of a window of %d packets arrived", got, windowSize)
+			}
+		}
 	}
 }
