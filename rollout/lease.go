@@ -52,10 +52,10 @@ type lease struct {
 // live rollout of ours refreshes every third): its holder is gone (a
 // rollout that was killed leaves its lease for up to its TTL), so it is
 // waited out and taken over when it expires, if that is within
-// max(ttl, DefaultLeaseTTL) and within wait+2·ttl of first seeing it; so a
-// held lease is watched for at least half of ttl, whatever wait says. say (may be nil) hears what is waited
-// for. The
-// refresher runs until release and cancels the step through cancel.
+// max(ttl, DefaultLeaseTTL) and within wait+2·ttl of first seeing it; so
+// a held lease is watched for at least half of ttl, whatever wait says.
+// say (may be nil) hears what is waited for. The refresher runs until
+// release and cancels the step through cancel.
 func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc, say func(string)) (*lease, error) {
 	secs := int(ttl / time.Second)
 	deadline := time.Now().Add(wait)
