@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // attrOf returns attribute key of the first record whose message contains
@@ -29,15 +31,21 @@ func (l *logRecorder) attrOf(text, key string) (slog.Value, bool) {
 	return slog.Value{}, false
 }
 
+// loggedResolver is a resolver for self over f on a fake clock, its logs
+// recorded.
+func loggedResolver(t *testing.T, f *fakeDNS, self string) (*clock.Fake, *logRecorder, Config, *Resolver) {
+	t.Helper()
+	fake, logs := newFakeClock(), &logRecorder{}
+	cfg := testConfig(f, self)
+	cfg.Clock, cfg.Logger = fake, slog.New(logs)
+	return fake, logs, cfg, newTestResolver(t, cfg)
+}
+
 // Rule: a clean DNS answer logs no "skipped malformed" warning; an answer
 // with malformed entries logs one.
 func TestSkippedEntriesWarnOnlyWhenSkipped(t *testing.T) {
 	f := startDNS(t, "aaa sea,bbb ams")
-	fake := newFakeClock()
-	logs := &logRecorder{}
-	cfg := testConfig(f, "aaa")
-	cfg.Clock, cfg.Logger = fake, slog.New(logs)
-	r := newTestResolver(t, cfg)
+	fake, logs, cfg, r := loggedResolver(t, f, "aaa")
 	peersOf(t, r)
 	if n := logs.count(slog.LevelWarn, "skipped malformed"); n != 0 {
 		t.Fatalf("clean answer: %d skipped-entry warnings, want 0", n)
@@ -54,11 +62,7 @@ func TestSkippedEntriesWarnOnlyWhenSkipped(t *testing.T) {
 // lookup after a failed one, never after a success.
 func TestRecoveryLoggedOnlyAfterAFailure(t *testing.T) {
 	f := startDNS(t, "aaa sea,bbb ams")
-	fake := newFakeClock()
-	logs := &logRecorder{}
-	cfg := testConfig(f, "aaa")
-	cfg.Clock, cfg.Logger = fake, slog.New(logs)
-	r := newTestResolver(t, cfg)
+	fake, logs, cfg, r := loggedResolver(t, f, "aaa")
 	const recovered = "lookups recovered"
 
 	peersOf(t, r)
@@ -83,11 +87,7 @@ func TestRecoveryLoggedOnlyAfterAFailure(t *testing.T) {
 // does.
 func TestSetChangeLogSaysWhetherSelfIsListed(t *testing.T) {
 	f := startDNS(t, "bbb ams")
-	fake := newFakeClock()
-	logs := &logRecorder{}
-	cfg := testConfig(f, "aaa")
-	cfg.Clock, cfg.Logger = fake, slog.New(logs)
-	r := newTestResolver(t, cfg)
+	_, logs, _, r := loggedResolver(t, f, "aaa")
 	peersOf(t, r)
 	if v, ok := logs.attrOf("machine set changed", "self_listed"); !ok || v.Kind() != slog.KindBool || v.Bool() {
 		t.Fatalf("self not listed: self_listed = %v (found %v), want false", v, ok)
