@@ -33,14 +33,15 @@ type readiness struct {
 	why  string    // guarded by mu: why the last heartbeat failed; empty after a success
 }
 
-func (r *readiness) registered(now time.Time) { r.set(now, "") }
-
-func (r *readiness) set(okAt time.Time, why string) {
+func (r *readiness) registered(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !okAt.IsZero() {
-		r.okAt = okAt
-	}
+	r.okAt, r.why = now, ""
+}
+
+func (r *readiness) setWhy(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.why = why
 }
 
@@ -49,11 +50,11 @@ func (r *readiness) failed(balancer string, err error) {
 	var we *wire.Error
 	switch {
 	case errors.As(err, &we) && errors.Is(we, wire.ErrUnauthorized):
-		r.set(time.Time{}, "the balancer at "+balancer+" refused this relay's credential (unauthorized): relay and balancer must share one SECRET")
+		r.setWhy("the balancer at " + balancer + " refused this relay's credential (unauthorized): relay and balancer must share one SECRET")
 	case errors.As(err, &we):
-		r.set(time.Time{}, "the balancer at "+balancer+" refused the registration: "+we.Error())
+		r.setWhy("the balancer at " + balancer + " refused the registration: " + we.Error())
 	default:
-		r.set(time.Time{}, "the balancer at "+balancer+" is unreachable: "+err.Error())
+		r.setWhy("the balancer at " + balancer + " is unreachable: " + err.Error())
 	}
 }
 

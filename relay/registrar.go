@@ -75,7 +75,7 @@ func newRegistrar(s *Server) *registrar {
 		outbox:   make(map[wire.Removal]struct{}),
 		// The balancer's expiry at its defaults: three intervals in whole
 		// seconds (as the heartbeat reports them), 90 s at the least.
-		ready: &readiness{life: max(3*((s.opts.HeartbeatInterval+time.Second-1)/time.Second*time.Second), balancerMinExpiry)},
+		ready: &readiness{life: max(3*time.Duration(heartbeatSeconds(s.opts.HeartbeatInterval))*time.Second, balancerMinExpiry)},
 	}
 }
 
@@ -173,6 +173,13 @@ func (g *registrar) do(ctx context.Context, done <-chan struct{}, job func(conte
 	}
 }
 
+// heartbeatSeconds is the interval as the heartbeat reports it: whole
+// seconds, rounded up, so that the balancer's expiry is never shorter than
+// three of our heartbeats.
+func heartbeatSeconds(interval time.Duration) int {
+	return int((interval + time.Second - 1) / time.Second)
+}
+
 // retryMin is the first delay before a failed registration is retried.
 const retryMin = 250 * time.Millisecond
 
@@ -184,13 +191,11 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 	g.lastBeat = g.clock.Now()
 	g.reregister = false
 	req := wire.RegisterRequest{
-		Relay:       g.info,
-		Draining:    g.core.draining.Load(),
-		Connections: int(g.core.conns.n.Load()),
-		Rooms:       int(g.core.rooms.n.Load()),
-		// Whole seconds, rounded up: the balancer's expiry must never be
-		// shorter than three of our heartbeats.
-		HeartbeatSeconds: int((g.interval + time.Second - 1) / time.Second),
+		Relay:            g.info,
+		Draining:         g.core.draining.Load(),
+		Connections:      int(g.core.conns.n.Load()),
+		Rooms:            int(g.core.rooms.n.Load()),
+		HeartbeatSeconds: heartbeatSeconds(g.interval),
 	}
 	var resp wire.RegisterResponse
 	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {

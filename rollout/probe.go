@@ -17,11 +17,16 @@ import (
 // pingTimeout bounds one /ping.
 const pingTimeout = 5 * time.Second
 
+// machineClient reaches one machine through the app's public URL, with
+// fly-force-instance-id so the proxy sends it to that machine and no other.
+func machineClient(hc *http.Client, appURL, machineID string) *client.Balancer {
+	return (&client.Balancer{BaseURL: appURL, HTTP: hc, Timeout: pingTimeout}).WithHeader(wire.HeaderFlyForceInstance, machineID)
+}
+
 // pingMachine reads /ping of one machine through the app's public URL, with
 // fly-force-instance-id so the proxy sends it to that machine and no other.
 func pingMachine(ctx context.Context, hc *http.Client, appURL, machineID string) (wire.Ping, error) {
-	b := (&client.Balancer{BaseURL: appURL, HTTP: hc, Timeout: pingTimeout}).WithHeader(wire.HeaderFlyForceInstance, machineID)
-	p, _, err := b.Ping(ctx, appURL)
+	p, _, err := machineClient(hc, appURL, machineID).Ping(ctx, appURL)
 	if err != nil {
 		return p, err
 	}
@@ -38,8 +43,7 @@ func pingMachine(ctx context.Context, hc *http.Client, appURL, machineID string)
 // ready: "" when it is (or has no /ready route), else why not in the
 // relay's own words.
 func readyMachine(ctx context.Context, hc *http.Client, appURL, machineID string) string {
-	b := (&client.Balancer{BaseURL: appURL, HTTP: hc, Timeout: pingTimeout}).WithHeader(wire.HeaderFlyForceInstance, machineID)
-	_, err := b.Ready(ctx, appURL)
+	_, err := machineClient(hc, appURL, machineID).Ready(ctx, appURL)
 	var we *wire.Error
 	switch {
 	case err == nil:
