@@ -67,6 +67,16 @@ type Stack struct {
 	opts     Options
 }
 
+// CheckHost reports whether host can be Options.Host: one IP address of
+// this machine, not a name or a wildcard (clients connect to what the
+// stack advertises).
+func CheckHost(host string) error {
+	if ip, err := netip.ParseAddr(host); err != nil || ip.IsUnspecified() {
+		return fmt.Errorf("must be one IP address of this machine (clients connect to it), not a name or a wildcard, got %q", host)
+	}
+	return nil
+}
+
 // Start boots the balancer, then the relays, and waits until the balancer
 // lists every relay.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
@@ -79,8 +89,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
 	}
-	if ip, err := netip.ParseAddr(opts.Host); err != nil || ip.IsUnspecified() {
-		return nil, fmt.Errorf("host %q must be one IP address of this machine (clients connect to it), not a name or a wildcard", opts.Host)
+	if err := CheckHost(opts.Host); err != nil {
+		return nil, fmt.Errorf("host %w", err)
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 10 * time.Second

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -38,8 +37,8 @@ func devCommand() *cli.Command {
 					return usagef("--regions: %q is not a region name (1 to %d printable ASCII characters)", r, wire.MaxRegionLen)
 				}
 			}
-			if ip, err := netip.ParseAddr(c.String("host")); err != nil || ip.IsUnspecified() {
-				return usagef("--host must be one IP address of this machine (phones connect to it), not a name or a wildcard, got %q", c.String("host"))
+			if err := devstack.CheckHost(c.String("host")); err != nil {
+				return usagef("--host %w", err)
 			}
 			if !wire.ValidSecret(c.String("secret")) {
 				return usagef("--secret must be 1 to %d printable ASCII characters without spaces", wire.MaxSecretLen)
