@@ -231,8 +231,8 @@ var errNotJSON = errors.New("answer is not the expected JSON")
 // out. Headers in h are written with their names exactly as given (PurrNet
 // sends lower-case names with underscores).
 func (b *Balancer) do(ctx context.Context, method, rawURL string, h [][2]string, out any) error {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, ok := wire.ParseHTTPURL(rawURL)
+	if !ok {
 		return fmt.Errorf("invalid URL %q: want http(s)://host[:port]", redactURL(rawURL))
 	}
 	timeout := b.Timeout

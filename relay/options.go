@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -138,8 +137,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("invalid relay options: the shared secret must be non-empty printable ASCII without spaces")
 	}
 	if o.BalancerURL != "" {
-		u, err := url.Parse(o.BalancerURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := wire.ParseHTTPURL(o.BalancerURL); !ok {
 			return o, fmt.Errorf("invalid relay options: balancer URL %q must be an http(s) URL", o.BalancerURL)
 		}
 	}
@@ -147,8 +145,7 @@ func (o Options) withDefaults() (Options, error) {
 		if e == "" {
 			continue
 		}
-		u, err := url.Parse(e)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := wire.ParseHTTPURL(e); !ok {
 			return o, fmt.Errorf("invalid relay options: endpoint %q must be an http(s) URL", e)
 		}
 	}

@@ -3,12 +3,13 @@ package rollout
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/purrfly/purrfly/wire"
 )
 
 // Defaults of an environment's timeouts (fly/rollout.toml [env.X.timeouts]).
@@ -192,8 +193,7 @@ func (a App) validate(what string) error {
 }
 
 func checkURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if _, ok := wire.ParseHTTPURL(s); !ok {
 		return fmt.Errorf("%q is not an http(s) URL", s)
 	}
 	return nil

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/purrfly/purrfly/wire"
 )
 
 // The CLI contract (README "Exit codes"): every usage mistake (an unknown
@@ -88,10 +89,10 @@ func httpURL(c *cli.Context, flag string, optional bool) (string, error) {
 	if v == "" && optional {
 		return "", nil
 	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	u, ok := wire.ParseHTTPURL(v)
+	if !ok || u.User != nil {
 		shown := "an unparsable value" // it may hold a credential: never echoed whole
-		if err == nil {
+		if u != nil {
 			shown = fmt.Sprintf("%q", u.Redacted())
 		}
 		return "", usagef("--%s (or its environment variable) must be an http(s) URL without credentials, such as http://127.0.0.1:8080, got %s", flag, shown)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/purrfly/purrfly/flyaffinity"
 	"github.com/purrfly/purrfly/relay"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // shutdownMargin is what a stopping relay needs after its drain deadline:
@@ -179,8 +179,7 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		o.Endpoint = scheme + "://" + host
 	}
 	if o.Endpoint != "" {
-		u, err := url.Parse(o.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if _, ok := wire.ParseHTTPURL(o.Endpoint); !ok {
 			return o, usagef("HOST_ENDPOINT must be an http(s) URL")
 		}
 	}
@@ -270,8 +269,8 @@ func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
 		}
 		endpoint = "http://" + net.JoinHostPort(ip, strconv.Itoa(opts.HTTPPort))
 	default:
-		u, err := url.Parse(mode)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		_, ok := wire.ParseHTTPURL(mode)
+		if !ok {
 			return usagef("MACHINE_ENDPOINT must be auto, off or an http(s) URL")
 		}
 		if opts.BalancerURL == "" {
