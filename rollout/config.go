@@ -4,13 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/purrfly/purrfly/flyconfig"
 	"github.com/purrfly/purrfly/wire"
 )
+
+// MaxCount bounds an app's machine count in rollout.toml.
+const MaxCount = 32
+
+var regionRE = regexp.MustCompile(`^[a-z]{3}$`)
 
 // Defaults of an environment's timeouts (fly/rollout.toml [env.X.timeouts]).
 const (
@@ -44,15 +52,50 @@ type Env struct {
 	MachinesAPI string   `toml:"machines_api"`
 	Token       string   `toml:"token"`
 	Secret      string   `toml:"secret"`
-	Balancer    App      `toml:"balancer"`
-	Relays      []App    `toml:"relays"`
-	Timeouts    Timeouts `toml:"timeouts"`
+	// Org is the organisation slug launch creates apps in (default
+	// "personal").
+	Org      string   `toml:"org"`
+	Balancer App      `toml:"balancer"`
+	Relays   []App    `toml:"relays"`
+	Timeouts Timeouts `toml:"timeouts"`
+	// RelayConfig is the fly.toml every relay app is built from (see
+	// App.Config), relative to Dir. Empty, and no app naming a config of its
+	// own: rollout keeps each machine's config and changes only its image.
+	RelayConfig string `toml:"relay_config"`
+	// RelayEnv is added to every relay app's [env], over the template's
+	// and the values derived from the app's URL, under the app's own env.
+	RelayEnv map[string]string `toml:"relay_env"`
+	// Dir is where the file came from: config paths are relative to it.
+	// Set by LoadFile; a caller building an Env sets it itself.
+	Dir string `toml:"-"`
 }
 
-// App is a Fly app and its public URL (https://<app>.fly.dev on Fly).
+// App is a Fly app and its public URL (https://<app>.fly.dev on Fly), with
+// what its machines run when the environment manages configs.
 type App struct {
 	Name string `toml:"app"`
 	URL  string `toml:"url"`
+	// Config is the app's fly.toml (relative to Env.Dir); a relay app
+	// without one uses Env.RelayConfig. Its [env] gets, for a relay,
+	// BALANCER_URL (the balancer's url), HOST_DOMAIN (Domain),
+	// HOST_SSL, HOST_WS_PORT and HOST_ENDPOINT (from URL), then
+	// Env.RelayEnv, then Env below; app and primary_region become Name and
+	// Region.
+	Config string `toml:"config"`
+	// Region is the app's primary region, where launch creates its
+	// machines (default the toml's primary_region).
+	Region string `toml:"region"`
+	// Count is how many machines launch keeps in Region (default 1; the
+	// balancer runs exactly one).
+	Count int `toml:"count"`
+	// Domain is HOST_DOMAIN, what clients connect to (default the URL's
+	// host).
+	Domain string `toml:"domain"`
+	// Env is added last to the app's [env].
+	Env map[string]string `toml:"env"`
+
+	// file is Config as built by Env.Validate; nil when unmanaged.
+	file *flyconfig.File
 }
 
 // Timeouts bound every wait of a rollout.
@@ -116,7 +159,7 @@ func LoadFile(path string) (*File, error) {
 		if e == nil {
 			return nil, fmt.Errorf("failed to read %s: env %q is empty", path, name)
 		}
-		e.Name = name
+		e.Name, e.Dir = name, filepath.Dir(path)
 		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("failed to read %s: env %s: %w", path, name, err)
 		}
@@ -142,11 +185,18 @@ func (e *Env) Validate() error {
 	if err := e.Balancer.validate("balancer"); err != nil {
 		return err
 	}
+	if e.Balancer.Count > 1 {
+		return errors.New("balancer: count must be 1 (it keeps its state in memory: one machine)")
+	}
+	if err := e.buildConfig(&e.Balancer, e.Balancer.Config, nil); err != nil {
+		return fmt.Errorf("balancer (%s): %w", e.Balancer.Name, err)
+	}
 	if len(e.Relays) == 0 {
 		return errors.New("no relays")
 	}
 	seen := map[string]bool{e.Balancer.Name: true}
-	for i, r := range e.Relays {
+	for i := range e.Relays {
+		r := &e.Relays[i]
 		if err := r.validate(fmt.Sprintf("relays[%d]", i)); err != nil {
 			return err
 		}
@@ -154,6 +204,13 @@ func (e *Env) Validate() error {
 			return fmt.Errorf("app %s appears twice", r.Name)
 		}
 		seen[r.Name] = true
+		path := firstNonEmpty(r.Config, e.RelayConfig)
+		if err := e.buildConfig(r, path, e.relayEnv(r)); err != nil {
+			return fmt.Errorf("relays[%d] (%s): %w", i, r.Name, err)
+		}
+	}
+	if e.Org == "" {
+		e.Org = "personal"
 	}
 	if e.MachinesAPI != "" {
 		if err := checkURL(e.MachinesAPI); err != nil {
@@ -185,6 +242,12 @@ func (e *Env) Validate() error {
 func (a App) validate(what string) error {
 	if a.Name == "" {
 		return fmt.Errorf("%s: app name missing", what)
+	}
+	if a.Count < 0 || a.Count > MaxCount {
+		return fmt.Errorf("%s (%s): count %d out of range 1..%d", what, a.Name, a.Count, MaxCount)
+	}
+	if a.Region != "" && !regionRE.MatchString(a.Region) {
+		return fmt.Errorf("%s (%s): region %q is not a Fly region code", what, a.Name, a.Region)
 	}
 	if err := checkURL(a.URL); err != nil {
 		return fmt.Errorf("%s (%s): url: %w", what, a.Name, err)

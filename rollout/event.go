@@ -7,6 +7,7 @@ type Phase string
 
 // Phases, in order.
 const (
+	PhaseLaunch   Phase = "launch" // purrctl launch only: what is missing is created
 	PhasePlan     Phase = "plan"
 	PhaseRelays   Phase = "relays"
 	PhaseBalancer Phase = "balancer"
@@ -23,6 +24,7 @@ type Status string
 // updating, verifying, then done or failed; rolling-back and rolled-back
 // only with --rollback.
 const (
+	StatusCreating    Status = "creating" // launch: an app, address, secret or machine
 	StatusWaiting     Status = "waiting"
 	StatusLeasing     Status = "leasing"
 	StatusDraining    Status = "draining"
@@ -87,6 +89,10 @@ type MachineResult struct {
 	// on a relay whose drain deadline passed.
 	InterruptedRooms       int64 `json:"interruptedRooms,omitempty"`
 	InterruptedConnections int64 `json:"interruptedConnections,omitempty"`
+	// Changes are the config fields the update changes besides the image
+	// ("env.LOG_LEVEL: "info" -> "debug""), for an app whose config comes
+	// from its fly.toml.
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Result is what a rollout did. On failure it is returned with the error.
@@ -97,6 +103,10 @@ type Result struct {
 	Machines []MachineResult `json:"machines"`
 	// Registered are the relay boots the balancer listed at the end.
 	Registered []string `json:"registered,omitempty"`
+	// Created lists what launch created ("app purrfly-relay-a", "machine
+	// 148e21dad76789 of purrfly-relay-a in ams"); empty when it found the
+	// fleet complete.
+	Created []string `json:"created,omitempty"`
 	// SmokeRegions passed the smoke test.
 	SmokeRegions []string `json:"smokeRegions,omitempty"`
 }

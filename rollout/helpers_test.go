@@ -196,11 +196,16 @@ func (f *fleet) noLeases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, app := range f.apps {
-		m := f.machine(t, app)
-		l, err := f.fc.FindLease(ctx, app, m.ID)
-		var fe *flaps.FlapsError
-		if err == nil || !errors.As(err, &fe) || fe.ResponseStatusCode != http.StatusNotFound {
-			t.Errorf("machine %s of %s still has a lease: %+v (err %v)", m.ID, app, l, err)
+		ms, err := f.fc.List(ctx, app, "")
+		if err != nil {
+			t.Fatalf("list %s: %v", app, err)
+		}
+		for _, m := range ms {
+			l, err := f.fc.FindLease(ctx, app, m.ID)
+			var fe *flaps.FlapsError
+			if err == nil || !errors.As(err, &fe) || fe.ResponseStatusCode != http.StatusNotFound {
+				t.Errorf("machine %s of %s still has a lease: %+v (err %v)", m.ID, app, l, err)
+			}
 		}
 	}
 }

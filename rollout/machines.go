@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purrfly/purrfly/flyconfig"
 	"github.com/purrfly/purrfly/internal/clock"
 
 	fly "github.com/superfly/fly-go"
@@ -202,7 +203,7 @@ func (a *machinesAPI) update(ctx context.Context, app string, m *fly.Machine, cf
 			return nil, fmt.Errorf("failed to update machine %s: %w", m.ID, err)
 		}
 		if cur, gerr := a.get(ctx, app, m.ID); gerr == nil && cur.Version != m.Version &&
-			cur.Config != nil && cur.Config.Image == cfg.Image {
+			cur.Config != nil && len(flyconfig.Diff(cur.Config, cfg)) == 0 {
 			return cur, nil
 		}
 		if err := clock.Sleep(ctx, a.clock, delay); err != nil {

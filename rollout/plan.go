@@ -8,6 +8,7 @@ import (
 
 	fly "github.com/superfly/fly-go"
 
+	"github.com/purrfly/purrfly/flyconfig"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -16,6 +17,7 @@ type target struct {
 	role string
 	app  App
 	m    *fly.Machine // as listed; refreshed under the lease
+	want *fly.MachineConfig // what the app's toml builds on the image; nil: unmanaged (image only)
 	ping wire.Ping    // at plan time
 	up   bool         // answered /ping at plan time
 	res  *MachineResult
@@ -42,13 +44,13 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 		if err != nil {
 			return nil, failf(err, "could not list the machines of %s", app.Name)
 		}
-		n := 0
+		ms = live(ms)
+		if role == RoleBalancer && len(ms) > 1 {
+			return nil, failf(nil, "app %s has %d machines (%s); the balancer keeps its state in memory and must run exactly one: "+
+				"destroy all but one (fly machine destroy ID -a %s --force) and run again", app.Name, len(ms), machineIDs(ms), app.Name)
+		}
 		for _, m := range ms {
-			if m.State == "destroyed" || m.State == "destroying" {
-				continue
-			}
-			n++
-			tg := &target{role: role, app: app, m: m}
+			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image)}
 			p, err := pingMachine(ctx, r.hc, app.URL, m.ID)
 			tg.ping, tg.up = p, err == nil
 			img := ""
@@ -57,7 +59,14 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			}
 			tg.res = &MachineResult{Role: role, App: app.Name, Machine: m.ID, Region: m.Region, State: m.State,
 				FromImage: img, Image: img, OldBoot: p.BootID, Boot: p.BootID, Version: m.Version, Action: ActionUpdate}
-			if onImage(m, r.image) {
+			if tg.want != nil {
+				for _, c := range flyconfig.Diff(m.Config, tg.want) {
+					if c.Path != "image" {
+						tg.res.Changes = append(tg.res.Changes, c.String())
+					}
+				}
+			}
+			if onImage(m, r.image) && len(tg.res.Changes) == 0 {
 				tg.res.Action = ActionVerify
 			}
 			if role == RoleBalancer {
@@ -66,8 +75,8 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 				relays = append(relays, tg)
 			}
 		}
-		if n == 0 {
-			return nil, failf(nil, "app %s has no machine to deploy", app.Name)
+		if len(ms) == 0 {
+			return nil, failf(nil, "app %s has no machine to deploy (purrctl launch %s creates what is missing)", app.Name, r.env.Name)
 		}
 	}
 	slices.SortStableFunc(relays, func(a, b *target) int {
@@ -87,6 +96,12 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 	}
 	for _, tg := range targets {
 		msg := fmt.Sprintf("will update %s -> %s", tg.res.FromImage, r.image)
+		if tg.res.FromImage == r.image {
+			msg = "will update its config (same image " + r.image + ")"
+		}
+		if n := len(tg.res.Changes); n > 0 {
+			msg += fmt.Sprintf(", %d config change(s): %s", n, strings.Join(tg.res.Changes, "; "))
+		}
 		if tg.res.Action == ActionVerify {
 			msg = "already on " + r.image + ": will verify, not redeploy"
 		}
@@ -97,6 +112,21 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			Image: tg.res.FromImage, Boot: tg.ping.BootID, Message: msg})
 	}
 	return targets, nil
+}
+
+// live drops destroyed and destroying machines.
+func live(ms []*fly.Machine) []*fly.Machine {
+	return slices.DeleteFunc(slices.Clone(ms), func(m *fly.Machine) bool {
+		return m.State == "destroyed" || m.State == "destroying"
+	})
+}
+
+func machineIDs(ms []*fly.Machine) string {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return strings.Join(ids, ", ")
 }
 
 // onImage reports whether m is already deployed with the image and running:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	fly "github.com/superfly/fly-go"
+
+	"github.com/purrfly/purrfly/flyconfig"
 )
 
 // errPhaseDeadline is the cause of a step that ran past Timeouts.Phase.
@@ -49,8 +51,8 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 	old, perr := pingMachine(sctx, r.hc, tg.app.URL, m.ID)
 	tg.res.OldBoot, tg.res.Boot = old.BootID, old.BootID
 
-	if onImage(m, r.image) {
-		// Converge: the machine already runs the image. Prove its live boot
+	if onImage(m, r.image) && (tg.want == nil || len(flyconfig.Diff(m.Config, tg.want)) == 0) {
+		// Converge: the machine already runs the image and the config. Prove its live boot
 		// (any boot, the image at /ping, healthy, registered) instead of
 		// redeploying it; if that fails the step fails, nothing is redeployed.
 		r.emit(ev(StatusVerifying, "already on the image: verifying its live boot, not redeploying"))
@@ -86,7 +88,16 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 	}
 	cfg, _ := copyConfig(m.Config)
 	cfg.Image = r.image
-	r.emit(ev(StatusUpdating, fmt.Sprintf("updating %s -> %s", prev.Image, r.image)))
+	what := fmt.Sprintf("updating %s -> %s", prev.Image, r.image)
+	if tg.want != nil {
+		// The toml decides the managed fields; whatever else the machine
+		// has (mounts, platform metadata) is kept.
+		cfg = flyconfig.Merge(m.Config, tg.want)
+		if n := len(tg.res.Changes); n > 0 {
+			what += fmt.Sprintf(" with %d config change(s)", n)
+		}
+	}
+	r.emit(ev(StatusUpdating, what))
 	out, err := r.api.update(sctx, tg.app.Name, m, cfg, l.Nonce())
 	if err != nil {
 		return failf(stepCause(sctx, err), "the Machines API refused the update of %s", m.ID)
