@@ -42,6 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			simCommand(),
 			benchCommand(),
 			rolloutCommand(),
+			launchCommand(),
 			chaosCommand(),
 			versionCommand(),
 		},

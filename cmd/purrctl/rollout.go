@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -20,31 +22,45 @@ const (
 )
 
 func rolloutCommand() *cli.Command {
+	return deployCommand("rollout", "deploy an image: relays one machine at a time (drained, boot-proven), then the balancer, then registration and smoke checks",
+		"deploy an image to ENV (fly/rollout.toml)", "ENV --image REF [--dry-run] [--rollback] [--json]", rolloutFlags(), rollout.Run)
+}
+
+// launchCommand is `purrctl launch ENV`: create what the fleet lacks, then
+// the same verification and smoke as a rollout.
+func launchCommand() *cli.Command {
+	flags := slices.DeleteFunc(rolloutFlags(), func(f cli.Flag) bool { return f.Names()[0] == "rollback" })
+	return deployCommand("launch", "create what ENV's fleet lacks (apps, addresses, SECRET, machines: balancer first), then verify and smoke-test it like a rollout",
+		"create ENV's fleet from its fly.tomls (fly/rollout.toml)", "ENV --image REF [--dry-run] [--json]", flags, rollout.Launch)
+}
+
+// deployCommand is rollout or launch: the same flags, output and exit codes.
+func deployCommand(name, usage, innerUsage, argsUsage string, flags []cli.Flag, do func(context.Context, rollout.Options) (*rollout.Result, error)) *cli.Command {
 	return &cli.Command{
-		Name:      "rollout",
-		Usage:     "deploy an image: relays one machine at a time (drained, boot-proven), then the balancer, then registration and smoke checks",
-		ArgsUsage: "ENV --image REF [--dry-run] [--rollback] [--json]",
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: argsUsage,
 		// urfave/cli v2 stops at the first argument, but the documented
 		// form is `rollout prod --image REF`: flags are parsed after the
 		// arguments are put in order (flagsFirst).
 		SkipFlagParsing: true,
 		Action: func(c *cli.Context) error {
 			inner := &cli.App{
-				Name:            "purrctl rollout",
-				UsageText:       "purrctl rollout ENV --image REF [--dry-run] [--rollback] [--json]",
+				Name:            "purrctl " + name,
+				UsageText:       "purrctl " + name + " " + argsUsage,
 				HideHelpCommand: true,
-				Usage:           "deploy an image to ENV (fly/rollout.toml)",
+				Usage:           innerUsage,
 				ArgsUsage:       "ENV",
-				Flags:           rolloutFlags(),
-				Action:          runRollout,
+				Flags:           flags,
+				Action:          func(c *cli.Context) error { return runDeploy(c, name, do) },
 				Writer:          c.App.Writer,
 				ErrWriter:       c.App.ErrWriter,
 				ExitErrHandler:  func(*cli.Context, error) {},
 				OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-					return usagef("%w (run 'purrctl rollout --help')", err)
+					return usagef("%w (run 'purrctl %s --help')", err, name)
 				},
 			}
-			return inner.RunContext(c.Context, append([]string{"purrctl rollout"}, flagsFirst(c.Args().Slice())...))
+			return inner.RunContext(c.Context, append([]string{"purrctl " + name}, flagsFirst(c.Args().Slice())...))
 		},
 	}
 }
@@ -89,12 +105,12 @@ func flagsFirst(args []string) []string {
 	return append(flags, pos...)
 }
 
-func runRollout(c *cli.Context) error {
+func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Options) (*rollout.Result, error)) error {
 	if c.NArg() != 1 {
-		return usagef("rollout needs exactly one environment name (see --config)")
+		return usagef("%s needs exactly one environment name (see --config)", name)
 	}
 	if c.String("image") == "" {
-		return usagef("rollout needs --image REF")
+		return usagef("%s needs --image REF", name)
 	}
 	machinesAPI, err := httpURL(c, "machines-api", true)
 	if err != nil {
@@ -110,7 +126,7 @@ func runRollout(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	observer, finish := printer(c, w)
-	res, err := rollout.Run(c.Context, rollout.Options{
+	res, err := do(c.Context, rollout.Options{
 		Env: env, Image: c.String("image"), Token: c.String("token"), Secret: c.String("secret"),
 		MachinesAPI: machinesAPI, DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"),
 		Observer: observer, Logger: newLogger(c),
