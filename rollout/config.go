@@ -3,9 +3,9 @@ package rollout
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -49,9 +49,9 @@ type Env struct {
 	// and its credentials, ahead of FLY_FLAPS_BASE_URL, FLY_API_TOKEN and
 	// SECRET: meant for the local emulator only (its well-known dev values),
 	// so a real token is never sent there.
-	MachinesAPI string   `toml:"machines_api"`
-	Token       string   `toml:"token"`
-	Secret      string   `toml:"secret"`
+	MachinesAPI string `toml:"machines_api"`
+	Token       string `toml:"token"`
+	Secret      string `toml:"secret"`
 	// Org is the organisation slug launch creates apps in (default
 	// "personal").
 	Org      string   `toml:"org"`

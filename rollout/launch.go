@@ -196,5 +196,3 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 	}
 	return nil
 }
-
-

@@ -16,10 +16,10 @@ import (
 type target struct {
 	role string
 	app  App
-	m    *fly.Machine // as listed; refreshed under the lease
+	m    *fly.Machine       // as listed; refreshed under the lease
 	want *fly.MachineConfig // what the app's toml builds on the image; nil: unmanaged (image only)
-	ping wire.Ping    // at plan time
-	up   bool         // answered /ping at plan time
+	ping wire.Ping          // at plan time
+	up   bool               // answered /ping at plan time
 	res  *MachineResult
 
 	drained     string // the boot this run drained at the balancer ("" none): undrained if the step fails
