@@ -112,7 +112,16 @@ func (a *apiServer) routes() http.Handler {
 		}))
 	}
 	h("GET /v1/apps", "list_apps", a.listApps)
+	h("POST /v1/apps", "create_app", a.createApp)
 	h("GET /v1/apps/{app}", "get_app", a.getApp)
+	h("GET /v1/apps/{app}/ip_assignments", "list_ips", a.listIPs)
+	h("POST /v1/apps/{app}/ip_assignments", "assign_ip", a.assignIP)
+	h("DELETE /v1/apps/{app}/ip_assignments/{ip}", "delete_ip", a.deleteIP)
+	h("GET /v1/apps/{app}/secrets", "list_secrets", a.listSecrets)
+	h("POST /v1/apps/{app}/secrets", "update_secrets", a.updateSecrets)
+	h("GET /v1/apps/{app}/secrets/{name}", "get_secret", a.getSecret)
+	h("POST /v1/apps/{app}/secrets/{name}", "set_secret", a.setSecret)
+	h("DELETE /v1/apps/{app}/secrets/{name}", "delete_secret", a.deleteSecret)
 	h("GET /v1/apps/{app}/machines", "list", a.listMachines)
 	h("POST /v1/apps/{app}/machines", "create", a.createMachine)
 	h("GET /v1/apps/{app}/machines/{id}", "get", a.getMachine)
@@ -202,12 +211,12 @@ func (a *apiServer) authorized(r *http.Request) bool {
 	return tok != "" && subtle.ConstantTimeCompare(x[:], y[:]) == 1
 }
 
-// appOf finds the app named in the path.
+// appOf finds the app named in the path (a reserved app only once created).
 func (a *apiServer) appOf(r *http.Request) (*app, error) {
 	name := r.PathValue("app")
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
-	ap := a.s.apps[name]
+	ap := a.s.existingAppLocked(name)
 	if ap == nil {
 		return nil, errf(http.StatusNotFound, "app not found")
 	}
@@ -233,42 +242,6 @@ func (a *apiServer) machineOf(r *http.Request) (*machine, error) {
 func (a *apiServer) viewLocked(m *machine) *fly.Machine {
 	img, _ := a.s.cfg.lookupImage(m.config.Image)
 	return m.viewLocked(img)
-}
-
-func (a *apiServer) appJSONLocked(ap *app) map[string]any {
-	n := 0
-	for _, m := range ap.order {
-		if m.state != StateDestroyed {
-			n++
-		}
-	}
-	return map[string]any{
-		"id": ap.cfg.Name, "name": ap.cfg.Name, "status": "deployed", "network": "default",
-		"machine_count": n, "volume_count": 0, "internal_numeric_id": 0,
-		"organization": map[string]any{"name": a.s.cfg.Org, "slug": a.s.cfg.Org},
-	}
-}
-
-func (a *apiServer) listApps(w http.ResponseWriter, r *http.Request) error {
-	a.s.mu.Lock()
-	defer a.s.mu.Unlock()
-	apps := []map[string]any{}
-	for _, ap := range a.s.order {
-		apps = append(apps, a.appJSONLocked(ap))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"total_apps": len(apps), "apps": apps})
-	return nil
-}
-
-func (a *apiServer) getApp(w http.ResponseWriter, r *http.Request) error {
-	ap, err := a.appOf(r)
-	if err != nil {
-		return err
-	}
-	a.s.mu.Lock()
-	defer a.s.mu.Unlock()
-	writeJSON(w, http.StatusOK, a.appJSONLocked(ap))
-	return nil
 }
 
 // listMachines lists the app's machines, destroyed ones left out unless

@@ -113,6 +113,17 @@ type AppConfig struct {
 	// RestartMaxRetries is max_retries of an on-failure policy (default
 	// DefaultRestartMaxRetries).
 	RestartMaxRetries int `toml:"restart_max_retries"`
+	// Secrets are the app's secrets (`fly secrets set`), given to every
+	// machine's process as environment variables when it is spawned (after
+	// the config's env, which they override; Fly's own variables come last).
+	// They never appear in a machine config. The Machines API changes them
+	// (api_secrets.go); a change reaches a machine on its next start.
+	Secrets map[string]string `toml:"secrets"`
+	// Reserved holds the app's name, proxy address, regions and UDP public
+	// ports for it, but the app does not exist until POST /v1/apps (flaps
+	// CreateApp) creates it (config_reserved.go). A reserved app has no
+	// machines, env, cmd, checks, secrets or restart policy in the config.
+	Reserved bool `toml:"reserved"`
 }
 
 // CheckConfig is an HTTP or TCP check.
@@ -260,6 +271,12 @@ func appName(a *AppConfig) string {
 }
 
 func (a *AppConfig) validate(c *Config, ids map[string]bool) error {
+	if err := a.validateReserved(); err != nil {
+		return err
+	}
+	if err := validateSecrets(a.Secrets); err != nil {
+		return err
+	}
 	if a.PrimaryRegion == "" {
 		a.PrimaryRegion = DefaultRegion
 	}

@@ -247,9 +247,11 @@ func splitTXT(s string) []string {
 func (s *Sim) appNames() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := make([]string, len(s.order))
-	for i, a := range s.order {
-		names[i] = a.cfg.Name
+	names := make([]string, 0, len(s.order))
+	for _, a := range s.order {
+		if a.created { // a reserved app is unknown until created
+			names = append(names, a.cfg.Name)
+		}
 	}
 	return names
 }
@@ -274,7 +276,7 @@ func (s *Sim) dnsMachines(appName string) ([]dnsMachine, bool) {
 func (s *Sim) liveDNSMachines(appName string) ([]dnsMachine, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.apps[appName]
+	a := s.existingAppLocked(appName)
 	if a == nil {
 		return nil, false
 	}

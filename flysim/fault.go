@@ -14,9 +14,11 @@ import (
 // Inject with Sim.InjectFault or, from another process, POST the JSON to
 // <machines_api>/flysim/v1/faults with the token.
 type Fault struct {
-	// Action is the API call to hit: list_apps, get_app, list, create, get,
-	// update, destroy, start, stop, restart, signal, cordon, uncordon, wait, events,
-	// find_lease, acquire_lease, release_lease.
+	// Action is the API call to hit: list_apps, create_app, get_app, list,
+	// create, get, update, destroy, start, stop, restart, signal, cordon,
+	// uncordon, wait, events, find_lease, acquire_lease, release_lease,
+	// list_ips, assign_ip, delete_ip, list_secrets, update_secrets,
+	// get_secret, set_secret, delete_secret.
 	Action string `json:"action"`
 	// App and Machine, when set, narrow the requests hit.
 	App     string `json:"app,omitempty"`
@@ -33,8 +35,9 @@ type Fault struct {
 	Times int `json:"times,omitempty"`
 }
 
-var faultActions = []string{"list_apps", "get_app", "list", "create", "get", "update", "destroy", "start",
-	"stop", "restart", "signal", "cordon", "uncordon", "wait", "events", "find_lease", "acquire_lease", "release_lease"}
+var faultActions = []string{"list_apps", "create_app", "get_app", "list", "create", "get", "update", "destroy", "start",
+	"stop", "restart", "signal", "cordon", "uncordon", "wait", "events", "find_lease", "acquire_lease", "release_lease",
+	"list_ips", "assign_ip", "delete_ip", "list_secrets", "update_secrets", "get_secret", "set_secret", "delete_secret"}
 
 // InjectFault arms f; faults are consumed in the order injected.
 func (s *Sim) InjectFault(f Fault) error {

@@ -24,15 +24,25 @@ const (
 // maxEvents bounds a machine's event list (newest first, as Fly lists them).
 const maxEvents = 30
 
-// app is one emulated app. cfg is static after New; machines, order and
-// changed are guarded by Sim.mu.
+// app is one emulated app. cfg is static after New; every other field but
+// proxy and udp is guarded by Sim.mu.
 type app struct {
 	cfg      *AppConfig
 	machines map[string]*machine
 	order    []*machine      // creation order, destroyed ones included
-	changed  chan struct{}   // closed and replaced on every change of any of its machines
+	changed  chan struct{}   // closed and replaced on every change of its machines or IPs
 	proxy    *proxy          // set in Start, static afterwards
 	udp      []*udpForwarder // one per cfg.UDP entry, set in Start, static afterwards
+
+	// created is false for a reserved app until POST /v1/apps creates it;
+	// until then the API, DNS and Fly-Replay know no such app.
+	created   bool
+	createdAt time.Time
+	// secrets by name, and the version every change bumps (secrets.go).
+	secrets        map[string]*appSecret
+	secretsVersion uint64
+	// ips are the app's public addresses, in assignment order (api_ips.go).
+	ips []*ipAssignment
 }
 
 // touchLocked wakes whoever follows the app's machines (the UDP forwarders).

@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"app", "port", "direction"}),
 		udpDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "purrfly_flysim_udp_dropped_total",
-			Help: "UDP datagrams dropped by app, internal port and reason (no_machine, foreign_source, flow_error, send_error, read_error).",
+			Help: "UDP datagrams dropped by app, internal port and reason (no_machine, no_dedicated_ipv4, foreign_source, flow_error, send_error, read_error).",
 		}, []string{"app", "port", "reason"}),
 		udpFlows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "purrfly_flysim_udp_flows",

@@ -28,6 +28,10 @@ var inheritedEnv = []string{"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LC_ALL", "U
 	"GOCOVERDIR", "GORACE", "GOTRACEBACK", "SYSTEMROOT"}
 
 // spawn starts m's process from its current config and marks m started.
+// Its environment, each layer overriding the ones before: a few of the
+// Sim's own variables (inheritedEnv), the image's env, the config's env,
+// the app's secrets as they are now, then Fly's own variables
+// (flyEnvLocked).
 func (s *Sim) spawn(m *machine) (*process, error) {
 	s.mu.Lock()
 	cfg := m.config
@@ -48,6 +52,9 @@ func (s *Sim) spawn(m *machine) (*process, error) {
 	}
 	for k, v := range cfg.Env {
 		env[k] = expand(v, vars, s.appURLLocked)
+	}
+	for k, v := range m.app.secretEnvLocked() { // literal values: no placeholders
+		env[k] = v
 	}
 	for k, v := range s.flyEnvLocked(m, img) {
 		env[k] = v
@@ -153,7 +160,7 @@ func (s *Sim) flyEnvLocked(m *machine, img *Image) map[string]string {
 		"FLY_PRIVATE_IP":      m.ip,
 		"FLY_PROCESS_GROUP":   group,
 		"FLY_VM_MEMORY_MB":    strconv.Itoa(mem),
-		"PRIMARY_REGION":      m.app.cfg.PrimaryRegion,
+		"PRIMARY_REGION":      primaryRegion(m),
 		"HOST":                m.ip,
 		"PORT":                strconv.Itoa(m.internalPortLocked()),
 	}
@@ -161,6 +168,15 @@ func (s *Sim) flyEnvLocked(m *machine, img *Image) map[string]string {
 		env["FLY_DNS_SERVER"] = s.dns.addr
 	}
 	return env
+}
+
+// primaryRegion is PRIMARY_REGION: the config's env sets it (flyctl
+// puts fly.toml's primary_region there), else the app's primary_region.
+func primaryRegion(m *machine) string {
+	if r := m.config.Env["PRIMARY_REGION"]; r != "" {
+		return r
+	}
+	return m.app.cfg.PrimaryRegion
 }
 
 // placeholdersLocked are the values of {name} in image commands and env.

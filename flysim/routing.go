@@ -143,7 +143,7 @@ func (p *proxy) replayTarget(rp replay, sender target) (target, error) {
 	defer s.mu.Unlock()
 	a := p.app
 	if rp.app != "" {
-		if a = s.apps[rp.app]; a == nil {
+		if a = s.existingAppLocked(rp.app); a == nil {
 			return target{}, errf(http.StatusBadGateway, "Fly-Replay from machine %s names unknown app %q", sender.id, rp.app)
 		}
 	}

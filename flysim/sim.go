@@ -65,6 +65,10 @@ type AppState struct {
 	// UDP maps the internal port of each UDP service ("7778") to the public
 	// address clients send to ("127.0.0.1:4401").
 	UDP map[string]string `json:"udp,omitempty"`
+	// Reserved is set for an app the config declares reserved that no
+	// client has created yet (at the time of the State call): its addresses
+	// are held, the Machines API and DNS do not know it yet.
+	Reserved bool `json:"reserved,omitempty"`
 }
 
 // Sim is a running emulated organisation. Its methods may be called
@@ -153,8 +157,9 @@ func New(cfg *Config, opts Options) (*Sim, error) {
 		apps: map[string]*app{}, usedIPs: map[string]bool{}, nextIP: base,
 		links: map[string]*link{}, dnsStale: map[string]*staleDNS{},
 	}
+	now := s.clk.Now()
 	for _, ac := range cfg.Apps {
-		a := &app{cfg: ac, machines: map[string]*machine{}, changed: make(chan struct{})}
+		a := newApp(ac, now)
 		s.apps[ac.Name] = a
 		s.order = append(s.order, a)
 	}
@@ -315,7 +320,9 @@ func (s *Sim) waitChecks(ctx context.Context, m *machine) {
 	}
 }
 
-// State is the address book of the running Sim.
+// State is the address book of the running Sim: every app of the config,
+// reserved ones included (marked until created), since their addresses are
+// bound from Start on.
 func (s *Sim) State() State {
 	st := State{Token: s.cfg.Token, Apps: map[string]AppState{}}
 	s.mu.Lock()
@@ -330,7 +337,7 @@ func (s *Sim) State() State {
 		if a.proxy == nil {
 			continue
 		}
-		as := AppState{URL: a.proxy.url}
+		as := AppState{URL: a.proxy.url, Reserved: !a.created}
 		for _, f := range a.udp {
 			if as.UDP == nil {
 				as.UDP = map[string]string{}

@@ -21,7 +21,11 @@ func (s *Sim) WriteTable(w io.Writer) {
 		url := st.Apps[a.cfg.Name].URL
 		anyUDP = anyUDP || len(a.udp) > 0
 		if len(a.order) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t\t\t\t\t\n", a.cfg.Name, url, udpColumn(a, ""))
+			state := ""
+			if !a.created {
+				state = "reserved"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t\t\t%s\t\t\n", a.cfg.Name, url, udpColumn(a, ""), state)
 		}
 		for _, m := range a.order {
 			if m.state == StateDestroyed {

@@ -72,10 +72,11 @@ type udpForwarder struct {
 // udpMetrics are a forwarder's series, resolved once (no label lookup per
 // datagram).
 type udpMetrics struct {
-	toMachine, toClient                                 prometheus.Counter
-	noMachine, foreign, flowError, sendError, readError prometheus.Counter
-	flows                                               prometheus.Gauge
-	idleEnds, evictedEnds, switches                     prometheus.Counter
+	toMachine, toClient                              prometheus.Counter
+	noMachine, noIPv4, foreign, flowError, sendError prometheus.Counter
+	readError                                        prometheus.Counter
+	flows                                            prometheus.Gauge
+	idleEnds, evictedEnds, switches                  prometheus.Counter
 }
 
 func newUDPMetrics(m *metrics, app, port string) udpMetrics {
@@ -84,6 +85,7 @@ func newUDPMetrics(m *metrics, app, port string) udpMetrics {
 		toMachine:   m.udpDatagrams.WithLabelValues(app, port, "to_machine"),
 		toClient:    m.udpDatagrams.WithLabelValues(app, port, "to_client"),
 		noMachine:   drop("no_machine"),
+		noIPv4:      drop("no_dedicated_ipv4"),
 		foreign:     drop("foreign_source"),
 		flowError:   drop("flow_error"),
 		sendError:   drop("send_error"),
@@ -182,7 +184,11 @@ func (f *udpForwarder) readPublic() {
 func (f *udpForwarder) toMachine(b []byte, client netip.AddrPort) {
 	r := f.route.Load()
 	if !r.target.IsValid() {
-		f.met.noMachine.Inc()
+		if r.noIPv4 {
+			f.met.noIPv4.Inc()
+		} else {
+			f.met.noMachine.Inc()
+		}
 		return
 	}
 	fl, err := f.flowFor(client)

@@ -108,7 +108,12 @@ func (f *udpForwarder) readFlow(fl *udpFlow) {
 			f.met.readError.Inc()
 			continue
 		}
-		if _, ok := f.route.Load().members[netip.AddrPortFrom(from.Addr().Unmap(), from.Port())]; !ok {
+		r := f.route.Load()
+		if r.noIPv4 { // the dedicated IPv4 went away: nothing leaves either
+			f.met.noIPv4.Inc()
+			continue
+		}
+		if _, ok := r.members[netip.AddrPortFrom(from.Addr().Unmap(), from.Port())]; !ok {
 			f.met.foreign.Inc()
 			continue
 		}

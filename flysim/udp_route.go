@@ -8,6 +8,9 @@ import "net/netip"
 type udpRoute struct {
 	serving string         // id of the machine serving the service, "" when none
 	target  netip.AddrPort // its <ip>:<internal port>; invalid when none
+	// noIPv4 is set while the app has no dedicated IPv4: Fly carries UDP on
+	// a dedicated IPv4 only, so every datagram is dropped.
+	noIPv4 bool
 	// members are the service addresses of every machine of the app whose
 	// config has the service (address -> id): where answers may come from.
 	members map[netip.AddrPort]string
@@ -56,6 +59,7 @@ func (f *udpForwarder) watch() {
 // config. The current one is kept while it qualifies (sticky); otherwise the
 // oldest qualifying machine in the edge region wins, else the oldest
 // anywhere (Fly does not say which; a fixed order makes rehearsals repeat).
+// An app without a dedicated IPv4 gets no UDP at all.
 func (f *udpForwarder) routeLocked(prev string) *udpRoute {
 	port := f.svc.InternalPort
 	r := &udpRoute{members: map[netip.AddrPort]string{}}
@@ -66,6 +70,10 @@ func (f *udpForwarder) routeLocked(prev string) *udpRoute {
 		if ip, err := netip.ParseAddr(m.ip); err == nil {
 			r.members[netip.AddrPortFrom(ip, uint16(port))] = m.id
 		}
+	}
+	if !f.app.hasDedicatedV4Locked() {
+		r.noIPv4 = true
+		return r
 	}
 	var cands []*machine
 	for _, m := range routableLocked(f.app) {
