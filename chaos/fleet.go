@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,7 +69,9 @@ func newFleet(cfg *flysim.Config, st flysim.State) (*fleet, error) {
 		}
 		f.ports[a.Name] = a.InternalPort
 		f.regions[a.Name] = a.PrimaryRegion
-		if s := a.Env["SECRET"]; s != "" {
+		// SECRET is an [apps.secrets] entry (fly secrets set), or in the
+		// env of an older config.
+		if s := cmp.Or(a.Secrets["SECRET"], a.Env["SECRET"]); s != "" {
 			f.secret = s
 		}
 		switch a.Cmd[0] {
