@@ -20,11 +20,15 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "config", Value: "fly/sim.toml", Usage: "emulated organisation (apps, machines, images)"},
 			&cli.StringFlag{Name: "state", Usage: "write the Machines API URL, token, DNS address and app URLs here as JSON once up"},
 			&cli.StringFlag{Name: "log-dir", Usage: "machine output folder (default: a new temporary folder)"},
+			&cli.BoolFlag{Name: "empty", Usage: "start an empty organisation: every app of the config reserved (addresses held), none created, no machine running"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := flysim.LoadConfig(c.String("config"))
 			if err != nil {
 				return usagef("%w", err)
+			}
+			if c.Bool("empty") {
+				cfg.Empty()
 			}
 			sim, err := flysim.New(cfg, flysim.Options{
 				LogDir: c.String("log-dir"),
