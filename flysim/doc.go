@@ -11,17 +11,19 @@
 //	cfg, _ := flysim.LoadConfig("fly/sim.toml")
 //	sim, _ := flysim.New(cfg, flysim.Options{LogDir: "sim-logs", Stdout: os.Stdout})
 //	err := sim.Start(ctx) // binds API, DNS, proxies, UDP; starts machines; returns when they listen
-//	st := sim.State()     // {"machines_api","token","dns","apps":{NAME:{"url","udp":{PORT:ADDR}}}}
+//	st := sim.State()     // {"machines_api","token","dns","apps":{NAME:{"url","udp":{PORT:ADDR},"reserved"}}}
 //	defer sim.Close()     // every process stopped per kill_signal/kill_timeout; nothing left
 //
-// One Sim owns: the Machines API server (api.go, api_machines.go, lease.go),
+// One Sim owns: the Machines API server (api.go, api_machines.go, lease.go,
+// api_apps.go, api_ips.go, api_secrets.go),
 // one DNS server on UDP and TCP (dns.go), one proxy per app (proxy.go,
 // routing.go, tunnel.go), one fault link per [[links]] entry (link.go),
 // one UDP forwarder per UDP service of an app
 // (udp.go, udp_flow.go, udp_route.go, udp_config.go), and per machine one
 // run goroutine (lifecycle.go) that alone owns the machine's process
 // (process.go) and its checks (checks.go). Every record (state, version,
-// config, events, checks, lease) is guarded by the one Sim.mu; nothing holds
+// config, events, checks, lease; an app's created flag, secrets and IP
+// assignments) is guarded by the one Sim.mu; nothing holds
 // it across I/O or a process wait. API handlers change records under the
 // lock and hand process work (start, stop, restart, destroy) to the run
 // goroutine through a bounded queue; waiters sleep on a per-machine channel
@@ -35,15 +37,46 @@
 //     [processes] do. Each process gets Fly's env: FLY_APP_NAME,
 //     FLY_MACHINE_ID (= FLY_ALLOC_ID, 14 hex characters), FLY_REGION,
 //     FLY_IMAGE_REF, FLY_MACHINE_VERSION (new on every update),
-//     FLY_PRIVATE_IP, FLY_PROCESS_GROUP, FLY_VM_MEMORY_MB, PRIMARY_REGION,
-//     plus the app's and image's env. Each machine binds its own loopback
+//     FLY_PRIVATE_IP, FLY_PROCESS_GROUP, FLY_VM_MEMORY_MB, PRIMARY_REGION
+//     (the config env's PRIMARY_REGION, where flyctl puts it, else the
+//     app's primary_region), plus the app's and image's env and the app's
+//     secrets. Layers, each overriding the ones before: the image's env,
+//     the config's env, the secrets (so a secret wins over an env key of
+//     the same name), Fly's variables. Each machine binds its own loopback
 //     address (127.0.0.x, handed out from machine_ip_base and probed free), so
 //     every machine of every app uses the ports it would use on Fly.
 //   - Stop sends the config's stop_config signal (default: the app's
 //     kill_signal, SIGINT) to the machine's process group and SIGKILLs after
 //     kill_timeout (default 5 s, max 300 s). A stop request may override both.
+//   - Apps (api_apps.go): get, list (?org_slug= of another organisation is a
+//     404), create (flaps CreateApp, POST /v1/apps: 201 with the app; a name
+//     that exists is a 422 "Validation failed: Name has already been taken",
+//     another org_slug than Config.Org a 404). A created app starts with no
+//     machines, IPs or secrets, as on Fly; until then its name is "app not
+//     found" to every route, to DNS (_apps and every name under it) and to
+//     Fly-Replay app=.
+//   - IP assignments (api_ips.go; flaps GetIPAssignments, AssignIP,
+//     DeleteIPAssignment): {"ips":[{ip,region,service_name,shared,
+//     created_at}]}, one address of each kind per app (a second is a 422):
+//     "v4" (dedicated) is the host of the app's proxy address, "shared_v4"
+//     SharedIPv4, "v6" a stable per-app address in 2001:db8::/32,
+//     "private_v6" (Flycast) one in fdaa::/16; region "global" unless
+//     given. Fly carries UDP only on a dedicated IPv4: a UDP service of an
+//     app without one drops every datagram (counted as no_dedicated_ipv4)
+//     and lets them through as soon as one is assigned. An app the config
+//     declares with machines starts with shared_v4 and v6, plus v4 when it
+//     has UDP services, so its UDP flows from the start.
+//   - Secrets (api_secrets.go; flaps ListAppSecrets, GetAppSecrets,
+//     UpdateAppSecrets, SetAppSecret, DeleteAppSecret; [apps.secrets] in
+//     the config): names [A-Z_][A-Z0-9_]* up to 256 characters, values up to
+//     64 KiB without NUL, at most 500 an app; listed with a digest (the first
+//     16 hex characters of the value's SHA-256) and values only with
+//     ?show_secrets=true. Every change bumps the app's secrets version
+//     (an update of several names is one change, validated whole). They are
+//     read when a machine's process is spawned, never stored in its config:
+//     a change reaches a machine on its next start, restart or update.
 //   - Machines API (the subset flaps v0.8.0 calls, same paths and JSON, the
-//     machine rendered with fly-go's own types): apps get/list; machines
+//     machine rendered with fly-go's own types): machines
 //     list (?state= or flaps' bare ?started), get, create (Launch), update
 //     (full config, new version and instance_id, the process replaced unless
 //     skip_launch), destroy (refused while running unless kill/force), start,
@@ -180,8 +213,27 @@
 //     passed its checks first (Fly does not say which machine it picks). The
 //     UDP services of one app each pick their machine (Fly now routes UDP
 //     per port); with the same configs they pick the same one.
-//   - Not emulated: rate limits, volumes, secrets, metadata, exec,
-//     suspend, from_event_id in wait, lease descriptions, org/app creation.
+//   - App creation: proxies and UDP ports are bound at Start, so the Sim
+//     creates only the apps its config declares reserved (reserved = true:
+//     name, proxy address, regions and UDP ports held, no machines, env,
+//     cmd, checks, secrets or restart policy); CreateApp of any other name
+//     is a 422 saying so. Config.Empty (purrctl sim --empty) makes every
+//     app of a config reserved: an empty organisation. State and the table
+//     list reserved apps (marked reserved until created, their addresses
+//     already bound); their proxy answers 503 as for an app without
+//     machines, their UDP services drop datagrams (no dedicated IPv4), and
+//     Start has nothing to start for them. Apps cannot be deleted.
+//   - IPs are labels except the dedicated IPv4 (the proxy's host, which
+//     also gates UDP): HTTP reaches every app at its proxy URL whatever its
+//     assignments, and apps whose proxies share a host (fly/sim.toml's
+//     127.0.0.1) share that "dedicated" address.
+//   - Secrets keep only their current version: ?version= newer than the
+//     app's is a 404, an older one reads the current secrets. Values are
+//     literal (no {placeholders}); Fly's own variables win over a secret of
+//     the same name.
+//   - Not emulated: rate limits, volumes, metadata, exec, suspend,
+//     from_event_id in wait, lease descriptions, app deletion, secret keys
+//     (the secretkeys routes).
 //   - Processes run in their own process group and, on Linux, get SIGKILL if
 //     the Sim dies (Pdeathsig), so none outlives a crashed Sim. They inherit
 //     only a few variables of the Sim's environment (PATH, HOME, TMPDIR, ...):
