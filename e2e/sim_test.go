@@ -122,6 +122,10 @@ func simConfig(t *testing.T, mark string) (string, map[string]string) {
 		app["proxy"] = addr
 		want[name] = "http://" + addr
 		env, _ := app["env"].(map[string]any)
+		if env == nil { // the balancer has only [apps.secrets]
+			env = map[string]any{}
+			app["env"] = env
+		}
 		env["PURRFLY_E2E_MARK"] = mark
 		env["HEARTBEAT_SECONDS"] = "1"
 		if _, ok := env["HOST_WS_PORT"]; ok {
