@@ -102,7 +102,7 @@ func TestRolloutRelayNeverRegisters(t *testing.T) {
 	f := startFleet(t, func(c *flysim.Config) {
 		for _, a := range c.Apps {
 			if a.Name == "purrfly-relay-b" {
-				a.Env["SECRET"] = "not-the-balancers"
+				a.Secrets["SECRET"] = "not-the-balancers"
 			}
 		}
 	})

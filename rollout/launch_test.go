@@ -1,0 +1,214 @@
+package rollout_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/rollout"
+)
+
+// launchFleet is an empty emulated organisation (fly/sim.toml's apps
+// reserved, none created) and fly/rollout.toml's sim environment pointed
+// at it, with test timings.
+func launchFleet(t *testing.T) *fleet { return launchFleetWith(t, "") }
+
+// launchFleetWith uses relayConfig (a path) as the relay template instead
+// of fly/relay.toml when it is not empty.
+func launchFleetWith(t *testing.T, relayConfig string) *fleet {
+	f := startFleetOf(t, func(c *flysim.Config) { c.Empty() }, true)
+	file, err := rollout.LoadFile("../fly/rollout.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := file.Env("sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.MachinesAPI, env.Token, env.Timeouts = f.env.MachinesAPI, f.env.Token, f.env.Timeouts
+	env.Balancer.URL = f.sim.AppURL(env.Balancer.Name)
+	for i := range env.Relays {
+		env.Relays[i].URL = f.sim.AppURL(env.Relays[i].Name)
+	}
+	env.RelayEnv["HEARTBEAT_SECONDS"], env.RelayEnv["DRAIN_TIMEOUT_SECONDS"] = "1", "1"
+	if relayConfig != "" {
+		env.RelayConfig = relayConfig
+	}
+	if err := env.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f.env = env
+	f.apps = []string{"purrfly-relay-a", "purrfly-relay-b", multiApp, "purrfly-balancer"}
+	return f
+}
+
+// The whole first deploy against the emulator: an empty organisation
+// becomes the fleet the tomls describe, smoke passes, and a second launch
+// changes nothing.
+func TestLaunchBuildsTheFleetFromTheTomls(t *testing.T) {
+	t.Parallel()
+	f := launchFleet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := rollout.Launch(ctx, f.opts("purrfly:v1"))
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	created := strings.Join(res.Created, "\n")
+	for _, want := range []string{
+		"app purrfly-balancer", "shared_v4 address", "v6 address", "secret SECRET of purrfly-balancer",
+		"app purrfly-relay-a", "v4 address", "secret SECRET of purrfly-relay-multi",
+	} {
+		if !strings.Contains(created, want) {
+			t.Errorf("launch did not report %q; created:\n%s", want, created)
+		}
+	}
+	if strings.Index(created, "of purrfly-balancer in ams") > strings.Index(created, "app purrfly-relay-a") {
+		t.Errorf("relays were created before the balancer machine:\n%s", created)
+	}
+	if n := strings.Count(created, "machine "); n != 6 {
+		t.Errorf("%d machines created, want 6 (1 balancer, 1 + 1 + 3 relays):\n%s", n, created)
+	}
+	if len(res.SmokeRegions) == 0 {
+		t.Errorf("no smoke region passed: %+v", res)
+	}
+	for _, m := range res.Machines {
+		if m.Action != rollout.ActionVerified {
+			t.Errorf("machine %s of %s: %s, want verified", m.Machine, m.App, m.Action)
+		}
+	}
+	// Relay apps serve UDP: a dedicated IPv4 and no other public address.
+	ips, err := f.fc.GetIPAssignments(ctx, "purrfly-relay-a")
+	if err != nil || len(ips.IPs) != 1 || ips.IPs[0].Shared || strings.Contains(ips.IPs[0].IP, ":") {
+		t.Errorf("relay-a addresses: %+v %v", ips, err)
+	}
+	// The machines run the toml: the relay template's env and checks.
+	ms, err := f.fc.List(ctx, "purrfly-relay-b", "")
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("relay-b machines: %d %v", len(ms), err)
+	}
+	c := ms[0].Config
+	if c.Env["UDP_PORT_V2"] != "7778" || c.Env["HOST_UDP_PORT_V2"] != "4402" || ms[0].Region != "sea" || c.Checks["ready"].HTTPPath == nil {
+		t.Errorf("relay-b config: region %s env %v checks %v", ms[0].Region, c.Env, c.Checks)
+	}
+
+	again, err := rollout.Launch(ctx, f.opts("purrfly:v1"))
+	if err != nil {
+		t.Fatalf("second launch: %v", err)
+	}
+	if len(again.Created) != 0 {
+		t.Errorf("second launch created %v", again.Created)
+	}
+	for _, m := range again.Machines {
+		if m.Action != rollout.ActionVerified || len(m.Changes) != 0 {
+			t.Errorf("second launch: machine %s of %s %s %v", m.Machine, m.App, m.Action, m.Changes)
+		}
+	}
+	for _, app := range f.apps {
+		ms, _ := f.fc.List(ctx, app, "")
+		for _, m := range ms {
+			if n := updates(m); n != 0 {
+				t.Errorf("machine %s of %s was updated %d times by launch", m.ID, app, n)
+			}
+		}
+	}
+}
+
+// An edit of the relay template's env reaches every relay machine through
+// rollout, one machine at a time, each proven by a new boot; the balancer,
+// whose toml did not change, is verified, not redeployed.
+func TestRolloutDeploysAConfigEdit(t *testing.T) {
+	t.Parallel()
+	// fly/relay.toml with short check grace periods: each of the five
+	// relay machines waits for its checks to pass before the next one.
+	b, err := os.ReadFile("../fly/relay.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := regexp.MustCompile(`grace_period = "[0-9]+s"`).ReplaceAll(b, []byte(`grace_period = "200ms"`))
+	if bytes.Equal(fast, b) {
+		t.Fatal("fly/relay.toml has no grace_period to shorten")
+	}
+	tmpl := filepath.Join(t.TempDir(), "relay.toml")
+	if err := os.WriteFile(tmpl, fast, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := launchFleetWith(t, tmpl)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := rollout.Launch(ctx, f.opts("purrfly:v1")); err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	before := map[string]string{}
+	for _, app := range f.apps[:3] {
+		ms, _ := f.fc.List(ctx, app, "")
+		for _, m := range ms {
+			before[m.ID] = ping(t, f, app, m.ID).BootID
+		}
+	}
+	f.env.RelayEnv["PURRFLY_NOTE"] = "edited"
+	if err := f.env.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dry := f.opts("purrfly:v1")
+	dry.DryRun = true
+	plan, err := rollout.Run(ctx, dry)
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	for _, m := range plan.Machines {
+		want := m.Role == rollout.RoleRelay
+		if got := slices.Contains(m.Changes, `env.PURRFLY_NOTE: + "edited"`); got != want || (m.Action == rollout.ActionUpdate) != want {
+			t.Errorf("dry run: machine %s of %s: %s %v", m.Machine, m.App, m.Action, m.Changes)
+		}
+	}
+	var events []rollout.Event
+	opts := f.opts("purrfly:v1")
+	opts.Observer = func(ev rollout.Event) { events = append(events, ev) }
+	res, err := rollout.Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("rollout: %v", err)
+	}
+	for _, m := range res.Machines {
+		want := rollout.ActionUpdated
+		if m.Role == rollout.RoleBalancer {
+			want = rollout.ActionVerified
+		}
+		if m.Action != want {
+			t.Errorf("machine %s of %s: %s, want %s", m.Machine, m.App, m.Action, want)
+		}
+	}
+	for _, app := range f.apps[:3] {
+		ms, _ := f.fc.List(ctx, app, "")
+		for _, m := range ms {
+			if m.Config.Env["PURRFLY_NOTE"] != "edited" {
+				t.Errorf("machine %s of %s: env %v", m.ID, app, m.Config.Env)
+			}
+			if boot := ping(t, f, app, m.ID).BootID; boot == before[m.ID] {
+				t.Errorf("machine %s of %s still runs boot %s", m.ID, app, boot)
+			}
+		}
+	}
+	// One at a time: a relay's update starts only after the previous one is done.
+	open := ""
+	for _, ev := range events {
+		switch {
+		case ev.Machine == "" || ev.Phase == rollout.PhasePlan:
+		case ev.Status == rollout.StatusUpdating:
+			if open != "" {
+				t.Errorf("machine %s updated while %s was not done", ev.Machine, open)
+			}
+			open = ev.Machine
+		case ev.Status == rollout.StatusDone && ev.Machine == open:
+			open = ""
+		}
+	}
+	f.noLeases(t)
+}
