@@ -79,8 +79,7 @@ func (r *run) undrain(ctx context.Context, phase Phase, tg *target, stepErr erro
 	if errors.Is(stepErr, ErrLeaseLost) {
 		ev.Status = StatusFailed
 		ev.Message = fmt.Sprintf("lease of machine %s lost: boot %s left drained (whoever holds the lease now owns it); "+
-			"a re-run of this rollout gives it back, or POST %s%s with the SECRET", tg.m.ID, boot,
-			strings.TrimRight(r.env.Balancer.URL, "/"), fmt.Sprintf(wire.PathUndrainFmt, boot))
+			"a re-run of this rollout gives it back, or POST %s with the SECRET", tg.m.ID, boot, r.undrainURL(boot))
 		r.emit(ev)
 		return
 	}
@@ -101,9 +100,13 @@ func (r *run) undrain(ctx context.Context, phase Phase, tg *target, stepErr erro
 	default:
 		ev.Status = StatusFailed
 		ev.Message = fmt.Sprintf("could not undrain boot %s of machine %s (%v): it takes no new rooms until "+
-			"POST %s%s with the SECRET, a re-run of this rollout, or its next restart", boot, tg.m.ID, err,
-			strings.TrimRight(r.env.Balancer.URL, "/"), fmt.Sprintf(wire.PathUndrainFmt, boot))
+			"POST %s with the SECRET, a re-run of this rollout, or its next restart", boot, tg.m.ID, err, r.undrainURL(boot))
 		r.log.Warn("relay left drained", "machine", tg.m.ID, "boot", boot, "err", err)
 	}
 	r.emit(ev)
+}
+
+// undrainURL is the balancer's route that gives boot back by hand.
+func (r *run) undrainURL(boot string) string {
+	return strings.TrimRight(r.env.Balancer.URL, "/") + fmt.Sprintf(wire.PathUndrainFmt, boot)
 }

@@ -22,7 +22,9 @@ type Failure struct {
 	Rollback    bool
 	RolledBack  bool
 	RollbackErr error
-	Fleet       []MachineResult
+	// Next is what to do about it, one line for a human.
+	Next  string
+	Fleet []MachineResult
 }
 
 func (f *Failure) Error() string {
@@ -41,6 +43,9 @@ func (f *Failure) Error() string {
 	case f.Rollback:
 		fmt.Fprintf(&b, " (rollback failed: %v)", f.RollbackErr)
 	}
+	if f.Next != "" {
+		fmt.Fprintf(&b, "; next: %s", f.Next)
+	}
 	return b.String()
 }
 
@@ -49,6 +54,44 @@ func (f *Failure) Unwrap() error { return f.Err }
 // Interrupted reports whether the rollout stopped because ctx was cancelled
 // (Ctrl-C) rather than because something failed.
 func (f *Failure) Interrupted() bool { return errors.Is(f.Err, context.Canceled) }
+
+// nextStep says what to do about f. drained is the boot the failed step
+// left drained ("" none) and undrainURL the route that gives it back.
+func nextStep(f *Failure, drained, undrainURL string) string {
+	var lh *LeaseHeldError
+	rerun := "re-run the rollout (machines already on the image are verified, not redeployed)"
+	var next string
+	switch {
+	case f.Interrupted():
+		next = "its leases were released; " + rerun + " to go on"
+	case errors.As(f.Err, &lh):
+		next = "another deploy (or an operator) holds the lease: let it finish or release it, then " + rerun
+	case f.Machine != "" && f.RolledBack:
+		next = fmt.Sprintf("fix the image (why it failed: fly logs -a %s -i %s), then %s", f.App, f.Machine, rerun)
+	case f.Machine != "":
+		next = fmt.Sprintf("see why in the machine's log (fly logs -a %s -i %s), fix it, then %s", f.App, f.Machine, rerun)
+		if !f.Rollback {
+			next += "; --rollback puts a failed machine back on its previous image"
+		}
+	case f.Phase == PhaseRegister || f.Phase == PhaseSmoke:
+		next = "the machines run the new image; see why with purrctl smoke against the balancer, then " + rerun
+	default:
+		next = "fix what the reason names (fly/rollout.toml, FLY_API_TOKEN, the Machines API), then " + rerun
+	}
+	if drained != "" {
+		next = fmt.Sprintf("boot %s of machine %s is still drained (it takes no new rooms): POST %s with the SECRET "+
+			"(a re-run also gives it back); %s", drained, f.Machine, undrainURL, next)
+	}
+	return next
+}
+
+// interruption is the error of a rollout its context stopped: the cause
+// (a signal, a closed output) and the step's error it cut short. Its
+// message is the cause alone; the Failure's Reason tells the rest.
+type interruption struct{ ctxErr, cause, err error }
+
+func (e *interruption) Error() string   { return e.cause.Error() }
+func (e *interruption) Unwrap() []error { return []error{e.ctxErr, e.cause, e.err} }
 
 // ConfigError is a problem with the environment or options (no token, no
 // secret, bad image): nothing was touched.

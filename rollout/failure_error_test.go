@@ -26,6 +26,8 @@ func TestFailureMessage(t *testing.T) {
 			"rollout stopped in phase relays at machine m1 of a: unhealthy (rolled back: the machine runs its previous image again)"},
 		{rollout.Failure{Phase: rollout.PhaseRelays, Machine: "m1", App: "a", Reason: "unhealthy", Rollback: true, RollbackErr: boom},
 			"rollout stopped in phase relays at machine m1 of a: unhealthy (rollback failed: connection refused)"},
+		{rollout.Failure{Phase: rollout.PhaseRelays, Machine: "m1", App: "a", Reason: "unhealthy", Next: "re-run"},
+			"rollout stopped in phase relays at machine m1 of a: unhealthy; next: re-run"},
 	} {
 		if got := tc.f.Error(); got != tc.want {
 			t.Errorf("got  %q\nwant %q", got, tc.want)

@@ -102,18 +102,26 @@ func TestRolloutFaults(t *testing.T) {
 	})
 
 	t.Run("interrupted", func(t *testing.T) {
-		cctx, ccancel := context.WithCancel(ctx)
-		defer ccancel()
+		// signal.NotifyContext cancels with a cause like this one.
+		signal := errors.New("interrupt signal received")
+		cctx, ccancel := context.WithCancelCause(ctx)
+		defer ccancel(nil)
 		o := f.opts("purrfly:v2")
 		o.Observer = func(ev rollout.Event) {
 			if ev.Status == rollout.StatusVerifying && ev.Machine != "" {
-				ccancel()
+				ccancel(signal)
 			}
 		}
 		_, err := rollout.Run(cctx, o)
 		var fl *rollout.Failure
 		if !errors.As(err, &fl) || !fl.Interrupted() || fl.App != "purrfly-relay-a" || !strings.HasPrefix(fl.Reason, "interrupted: ") {
 			t.Fatalf("want an interrupted failure at relay-a, got %v", err)
+		}
+		// The cause is said once, on one line, with what to do next.
+		msg := err.Error()
+		if strings.Count(msg, signal.Error()) != 1 || strings.Contains(msg, "\n") || !errors.Is(err, signal) ||
+			!strings.Contains(msg, "next: its leases were released; re-run the rollout") {
+			t.Errorf("interrupted failure reads %q", msg)
 		}
 		if m := f.machine(t, "purrfly-relay-b"); updates(m) != 0 {
 			t.Errorf("relay-b was updated")

@@ -192,10 +192,19 @@ func (r *run) fail(ctx context.Context, phase Phase, tg *target, err error) erro
 		f.Reason = se.Error()
 	}
 	if ctx.Err() != nil {
-		f.Err = errors.Join(context.Cause(ctx), err)
-		f.Reason = "interrupted: " + f.Reason
+		// The cause (a signal, a closed output) is said once: the step's
+		// own error repeats it, so only its reason is kept.
+		cut := f.Reason
+		if se != nil {
+			cut = se.reason
+		}
+		cause := context.Cause(ctx)
+		f.Err = &interruption{ctxErr: ctx.Err(), cause: cause, err: err}
+		f.Reason = fmt.Sprintf("interrupted: %v; cut short: %s", cause, cut)
 	}
+	drained := ""
 	if tg != nil {
+		drained = tg.drained
 		f.App, f.Machine = tg.app.Name, tg.m.ID
 		f.Rollback, f.RolledBack, f.RollbackErr = tg.rollback, tg.rolledBack, tg.rollbackErr
 		if tg.res.Action != ActionRolledBack {
@@ -207,6 +216,7 @@ func (r *run) fail(ctx context.Context, phase Phase, tg *target, err error) erro
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
 	f.Fleet = r.fleet(fctx)
+	f.Next = nextStep(f, drained, r.undrainURL(drained))
 	r.emit(Event{Phase: phase, Status: StatusFailed, Message: f.Error()})
 	return f
 }
