@@ -54,6 +54,8 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 				r.t.Drain.Duration, in.Rooms, in.Connections), in.Rooms, in.Connections)
 			return nil
 		}
+		r.progress(tg, WaitDrain, deadline, "waiting for the rooms of boot %s to empty: %d room(s), %d connection(s) left",
+			boot, in.Rooms, in.Connections)
 		if err := clock.Sleep(ctx, nil, min(r.t.Poll.Duration, time.Until(deadline)+time.Millisecond)); err != nil {
 			return failf(stepCause(ctx, err), "interrupted while relay %s was draining", tg.m.ID)
 		}

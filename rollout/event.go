@@ -37,8 +37,26 @@ const (
 	StatusUndrained   Status = "undrained"
 )
 
+// What a progress event waits for (Event.Wait).
+const (
+	WaitLease    = "lease"    // a machine lease held by someone else
+	WaitTakeover = "takeover" // a lease nobody refreshes, to expire
+	WaitDrain    = "drain"    // a drained relay's rooms to empty
+	WaitStarted  = "started"  // the machine to reach started at its new version
+	WaitBoot     = "boot"     // a new boot of the image to answer /ping
+	WaitHealthy  = "healthy"  // the new boot to stay healthy for the minimum healthy time
+	WaitReady    = "ready"    // then ready, checks passing, registered
+	WaitRegister = "register" // the balancer to list exactly the new relay boots
+)
+
 // Event is one step of a rollout, for a machine or (Machine "") a phase.
 // Observers get them in order, from the rollout's goroutine.
+//
+// An event with Wait set is a progress event: a wait under way, sent
+// each time that wait polls (about every Timeouts.Poll). It keeps the
+// machine's phase and status; Message says what is waited for with the
+// latest detail, Until when the wait gives up (for WaitHealthy: when the
+// minimum healthy time is over). Printers show it as a countdown.
 type Event struct {
 	Time    time.Time `json:"time"`
 	Phase   Phase     `json:"phase"`
@@ -56,6 +74,9 @@ type Event struct {
 	// drain ended (interrupted by the update when Connections > 0).
 	Rooms       int64 `json:"rooms,omitempty"`
 	Connections int64 `json:"connections,omitempty"`
+	// Wait (one of the Wait constants) and Until: see above.
+	Wait  string    `json:"wait,omitempty"`
+	Until time.Time `json:"until,omitzero"`
 }
 
 // Action says what the rollout did (or, in a plan, will do) to a machine.

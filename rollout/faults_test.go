@@ -77,7 +77,14 @@ func TestRolloutFaults(t *testing.T) {
 			}
 		}()
 		before := f.apiCalls(t)["acquire_lease"]
-		_, err = rollout.Run(ctx, f.opts("purrfly:v2"))
+		o := f.opts("purrfly:v2")
+		var waited []rollout.Event
+		o.Observer = func(ev rollout.Event) {
+			if ev.Wait == rollout.WaitLease {
+				waited = append(waited, ev)
+			}
+		}
+		_, err = rollout.Run(ctx, o)
 		close(stop)
 		<-refreshed
 		// A held lease is watched (find_lease), not hammered: flaps'
@@ -92,6 +99,11 @@ func TestRolloutFaults(t *testing.T) {
 		var lh *rollout.LeaseHeldError
 		if !errors.As(err, &fl) || !errors.As(err, &lh) || lh.Machine != id || fl.Machine != id {
 			t.Fatalf("want a lease-held failure at %s, got %v", id, err)
+		}
+		// The wait said what it waited for, and until when.
+		if len(waited) < 2 || waited[0].Machine != id || !strings.Contains(waited[0].Message, "held by") ||
+			!waited[len(waited)-1].Until.After(waited[0].Time) {
+			t.Errorf("lease wait progress: %+v", waited)
 		}
 		for _, app := range f.apps {
 			if m := f.machine(t, app); updates(m) != 0 {
@@ -200,16 +212,21 @@ func TestRolloutTakesOverAnAbandonedLease(t *testing.T) {
 	}
 	o := f.opts("purrfly:v2")
 	var said string
+	var counted bool
 	o.Observer = func(ev rollout.Event) {
 		if ev.Status == rollout.StatusLeasing && ev.Machine == id && strings.Contains(ev.Message, "not being refreshed") {
 			said = ev.Message
 		}
+		counted = counted || ev.Wait == rollout.WaitTakeover && ev.Machine == id && ev.Until.After(ev.Time)
 	}
 	if _, err := rollout.Run(ctx, o); err != nil {
 		t.Fatalf("rollout after a killed run's lease: %v", err)
 	}
 	if !strings.Contains(said, "taking it over when it expires") {
 		t.Errorf("the wait for the abandoned lease was not announced (%q)", said)
+	}
+	if !counted {
+		t.Error("the wait for the abandoned lease did not count down")
 	}
 	f.noLeases(t)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -386,7 +387,7 @@ func TestWaitStartedPollsAndNoticesAnExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{api: api, t: Timeouts{Poll: Duration{Duration: 10 * time.Millisecond}}}
+	r := &run{api: api, log: slog.New(slog.DiscardHandler), t: Timeouts{Poll: Duration{Duration: 10 * time.Millisecond}}}
 	tg := &target{app: App{Name: "a"}, m: &fly.Machine{ID: "m1"}, res: &MachineResult{}}
 	if err := r.waitStarted(t.Context(), tg, "v2"); err != nil || waits.Load() != 3 {
 		t.Fatalf("waitStarted: %v after %d waits, want success on the third", err, waits.Load())
@@ -439,7 +440,7 @@ func TestHealthyKeepsTheLastRealReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := func(d time.Duration) Duration { return Duration{Duration: d} }
-	r := &run{api: api, hc: relay.Client(), bal: client.NewBalancer(bal.URL), secret: "s",
+	r := &run{api: api, hc: relay.Client(), bal: client.NewBalancer(bal.URL), secret: "s", log: slog.New(slog.DiscardHandler),
 		t: Timeouts{Poll: ms(10 * time.Millisecond), MinHealthy: ms(20 * time.Millisecond)}}
 	tg := &target{role: RoleRelay, app: App{Name: "a", URL: relay.URL}, m: &fly.Machine{ID: "m1"}, res: &MachineResult{}}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)

@@ -54,13 +54,16 @@ type lease struct {
 // waited out and taken over when it expires, if that is within
 // max(ttl, DefaultLeaseTTL) and within wait+2·ttl of first seeing it; so
 // a held lease is watched for at least half of ttl, whatever wait says.
-// say (may be nil) hears what is waited for. The refresher runs until
-// release and cancels the step through cancel.
-func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc, say func(string)) (*lease, error) {
+// say (may be nil) hears what is waited for: once when it changes (wait
+// ""), then at every look at the held lease as progress (wait WaitLease
+// or WaitTakeover, until when). The refresher runs until release and
+// cancels the step through cancel.
+func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc,
+	say func(wait, msg string, until time.Time)) (*lease, error) {
 	secs := int(ttl / time.Second)
 	deadline := time.Now().Add(wait)
 	if say == nil {
-		say = func(string) {}
+		say = func(string, string, time.Time) {}
 	}
 	var (
 		expiry    int64     // the held lease's expiry as last seen
@@ -88,14 +91,14 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 		if told == 0 {
 			// Watched long enough to tell a live holder from a gone one.
 			told, firstSeen, deadline = 1, now, later(deadline, now.Add(ttl/2+time.Second))
-			say(fmt.Sprintf("lease of machine %s is held by %s until %s: waiting up to %s for it", id, held.Data.Owner,
-				until.UTC().Format(time.TimeOnly), time.Until(deadline).Round(time.Second)))
+			say("", fmt.Sprintf("lease of machine %s is held by %s until %s: waiting up to %s for it", id, held.Data.Owner,
+				until.UTC().Format(time.TimeOnly), time.Until(deadline).Round(time.Second)), time.Time{})
 		}
 		if left := until.Sub(now); now.Sub(expirySet) >= ttl/2 && left <= max(ttl, DefaultLeaseTTL) {
 			if told < 2 {
 				told = 2
-				say(fmt.Sprintf("lease of machine %s held by %s is not being refreshed (a run that was killed?): taking it over when it expires, in %s",
-					id, held.Data.Owner, left.Round(time.Second)))
+				say("", fmt.Sprintf("lease of machine %s held by %s is not being refreshed (a run that was killed?): taking it over when it expires, in %s",
+					id, held.Data.Owner, left.Round(time.Second)), time.Time{})
 			}
 			// Bounded: a holder that refreshes less often than we judge
 			// extends the wait by two TTLs at most.
@@ -103,6 +106,12 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 		}
 		if !now.Before(deadline) {
 			return nil, &LeaseHeldError{App: app, Machine: id, Owner: held.Data.Owner, ExpiresAt: until}
+		}
+		if told == 2 {
+			say(WaitTakeover, fmt.Sprintf("waiting for the lease of machine %s, held by %s and not refreshed, to expire", id, held.Data.Owner), deadline)
+		} else {
+			say(WaitLease, fmt.Sprintf("waiting for the lease of machine %s, held by %s until %s", id, held.Data.Owner,
+				until.UTC().Format(time.TimeOnly)), deadline)
 		}
 	}
 	if err := a.limit.wait(ctx, "acquire_lease/"+id); err != nil {

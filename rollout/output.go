@@ -11,24 +11,38 @@ import (
 )
 
 // JSONPrinter writes one JSON event per line (for tools: `--json`).
+// Progress events are paced as PlainPrinter paces them.
 func JSONPrinter(w io.Writer) func(Event) {
 	enc := json.NewEncoder(w)
-	var mu sync.Mutex
+	var mu sync.Mutex // guards enc and pace
+	var pace pacer
 	return func(ev Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = enc.Encode(ev)
+		if pace.admit(ev, plainText(ev)) {
+			_ = enc.Encode(ev)
+		}
 	}
 }
 
-// PlainPrinter writes one line per event (CI logs, pipes).
+// PlainPrinter writes one line per event (CI logs, pipes): every state
+// event (never one repeating its machine's line before), and a wait's
+// progress with its countdown every ProgressEvery, not every poll.
 func PlainPrinter(w io.Writer) func(Event) {
-	var mu sync.Mutex
+	var mu sync.Mutex // guards w and pace
+	var pace pacer
 	return func(ev Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(w, "%s %-8s %-12s %s: %s\n", ev.Time.UTC().Format(time.RFC3339), ev.Phase, ev.Status, subject(ev), ev.Message)
+		if text := plainText(ev); pace.admit(ev, text) {
+			fmt.Fprintf(w, "%s %s\n", ev.Time.UTC().Format(time.RFC3339), text)
+		}
 	}
+}
+
+// plainText is a plain line but its time.
+func plainText(ev Event) string {
+	return fmt.Sprintf("%-8s %-12s %s: %s%s", ev.Phase, ev.Status, subject(ev), ev.Message, countdown(ev))
 }
 
 func subject(ev Event) string {
@@ -44,14 +58,16 @@ func subject(ev Event) string {
 
 // LivePrinter keeps one line per machine (and per phase) on a terminal and
 // rewrites it in place as the machine goes waiting, leasing, draining,
-// updating, verifying, done or failed.
+// updating, verifying, done or failed; while it waits, the line says for
+// what and counts down, at every progress event.
 type LivePrinter struct {
-	w io.Writer
+	w io.Writer // static
 
 	mu    sync.Mutex // guards everything below
 	keys  []string
 	lines map[string]string
 	drawn int
+	frame string // the last frame written
 }
 
 // NewLivePrinter returns a LivePrinter writing ANSI to w.
@@ -63,10 +79,7 @@ func NewLivePrinter(w io.Writer) *LivePrinter {
 func (p *LivePrinter) Event(ev Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	key := ev.App + "/" + ev.Machine
-	if ev.Machine == "" {
-		key = string(ev.Phase) + "/" + ev.Region
-	}
+	key := lineKey(ev)
 	if _, ok := p.lines[key]; !ok {
 		p.keys = append(p.keys, key)
 	}
@@ -78,22 +91,28 @@ func (p *LivePrinter) Event(ev Event) {
 	if ev.Machine != "" {
 		name = fmt.Sprintf("%s %s %s", ev.App, ev.Machine, ev.Region)
 	}
+	// The countdown is never cut off: the message makes room for it.
+	left := countdown(ev)
 	msg := ev.Message
-	if len(msg) > 100 {
-		msg = msg[:97] + "..."
+	if n := 100 - len(left); len(msg) > n {
+		msg = msg[:n-3] + "..."
 	}
-	p.lines[key] = fmt.Sprintf("%s %-40s %-12s %s", mark, name, ev.Status, msg)
+	p.lines[key] = fmt.Sprintf("%s %-40s %-12s %s%s", mark, name, ev.Status, msg, left)
 	var b strings.Builder
-	if p.drawn > 0 {
-		fmt.Fprintf(&b, "\x1b[%dF", p.drawn)
-	}
 	for _, k := range p.keys {
 		b.WriteString("\x1b[2K")
 		b.WriteString(p.lines[k])
 		b.WriteByte('\n')
 	}
-	p.drawn = len(p.keys)
-	_, _ = io.WriteString(p.w, b.String())
+	frame := b.String()
+	if frame == p.frame {
+		return // nothing changed: nothing is drawn twice
+	}
+	if p.drawn > 0 {
+		frame = fmt.Sprintf("\x1b[%dF", p.drawn) + frame
+	}
+	p.frame, p.drawn = b.String(), len(p.keys)
+	_, _ = io.WriteString(p.w, frame)
 }
 
 // WriteFleet prints which machine runs which image and boot.

@@ -119,3 +119,107 @@ func TestLivePrinterDetails(t *testing.T) {
 		t.Fatalf("two regions of one phase drew %d lines, want 2: %q", n, out)
 	}
 }
+
+// progressRun is a drain wait as the rollout reports it: the state event
+// that starts it, then a progress event every poll (here 1 s) for 12 s,
+// then the state event that ends it.
+func progressRun(t0 time.Time) []rollout.Event {
+	base := rollout.Event{Phase: rollout.PhaseRelays, App: "relay-a", Machine: "m1", Region: "ams", Status: rollout.StatusDraining}
+	evs := []rollout.Event{base}
+	evs[0].Time, evs[0].Message = t0, "draining boot b1: waiting up to 60s for its rooms to empty"
+	for i := 1; i <= 12; i++ {
+		ev := base
+		ev.Time, ev.Wait, ev.Until = t0.Add(time.Duration(i)*time.Second), rollout.WaitDrain, t0.Add(60*time.Second)
+		ev.Message = "waiting for the rooms of boot b1 to empty: 1 room(s), 2 connection(s) left"
+		evs = append(evs, ev)
+	}
+	end := base
+	end.Time, end.Message = t0.Add(12500*time.Millisecond), "drained"
+	return append(evs, end, end) // the end twice: printed once
+}
+
+// TestPlainPrinterPacesProgress: in CI a wait shows what it waits for
+// with a countdown every 5 s (by the events' times), not every poll; a
+// switch to another wait shows at once; no line is printed twice.
+func TestPlainPrinterPacesProgress(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var b bytes.Buffer
+	p := rollout.PlainPrinter(&b)
+	for _, ev := range progressRun(t0) {
+		p(ev)
+	}
+	lease := rollout.Event{Phase: rollout.PhaseRelays, App: "relay-b", Machine: "m2", Region: "sea", Status: rollout.StatusLeasing,
+		Wait: rollout.WaitLease, Time: t0.Add(20 * time.Second), Until: t0.Add(30 * time.Second), Message: "waiting for the lease"}
+	p(lease)
+	lease.Wait, lease.Time, lease.Message = rollout.WaitTakeover, lease.Time.Add(time.Second), "waiting for it to expire"
+	p(lease)
+	want := []string{
+		"2026-01-02T03:04:00Z relays   draining     relay-a/m1 (ams): draining boot b1: waiting up to 60s for its rooms to empty",
+		"2026-01-02T03:04:05Z relays   draining     relay-a/m1 (ams): waiting for the rooms of boot b1 to empty: 1 room(s), 2 connection(s) left (55s left)",
+		"2026-01-02T03:04:10Z relays   draining     relay-a/m1 (ams): waiting for the rooms of boot b1 to empty: 1 room(s), 2 connection(s) left (50s left)",
+		"2026-01-02T03:04:12Z relays   draining     relay-a/m1 (ams): drained",
+		"2026-01-02T03:04:20Z relays   leasing      relay-b/m2 (sea): waiting for the lease (10s left)",
+		"2026-01-02T03:04:21Z relays   leasing      relay-b/m2 (sea): waiting for it to expire (9s left)",
+	}
+	if got := strings.Split(strings.TrimSpace(b.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestJSONPrinterPacesProgress: --json writes one event a line, progress
+// paced as in CI, with what is waited for and until when.
+func TestJSONPrinterPacesProgress(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var b bytes.Buffer
+	p := rollout.JSONPrinter(&b)
+	for _, ev := range progressRun(t0) {
+		p(ev)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4:\n%s", len(lines), b.String())
+	}
+	var ev rollout.Event
+	if err := json.Unmarshal([]byte(lines[1]), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Wait != rollout.WaitDrain || !ev.Until.Equal(t0.Add(60*time.Second)) || !ev.Time.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("progress event %s decodes as %+v", lines[1], ev)
+	}
+	if strings.Contains(lines[0], `"until"`) || strings.Contains(lines[0], `"wait"`) {
+		t.Errorf("a state event carries progress fields: %s", lines[0])
+	}
+}
+
+// TestLivePrinterCountsDown: on a terminal the machine's line says what
+// it waits for and counts down at every progress event; a long message
+// is cut, never the countdown; an event that changes nothing draws
+// nothing.
+func TestLivePrinterCountsDown(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	var b bytes.Buffer
+	p := rollout.NewLivePrinter(&b)
+	ev := rollout.Event{Phase: rollout.PhaseRelays, App: "relay-a", Machine: "m1", Region: "ams", Status: rollout.StatusVerifying,
+		Wait: rollout.WaitBoot, Time: t0, Until: t0.Add(90 * time.Second), Message: "waiting for a new boot"}
+	p.Event(ev)
+	if !strings.Contains(b.String(), "waiting for a new boot (1m30s left)") {
+		t.Fatalf("no countdown: %q", b.String())
+	}
+	ev.Time = t0.Add(1500 * time.Millisecond)
+	b.Reset()
+	p.Event(ev)
+	if !strings.HasPrefix(b.String(), "\x1b[1F\x1b[2K") || !strings.Contains(b.String(), "(1m29s left)") {
+		t.Fatalf("the line was not rewritten with the time left: %q", b.String())
+	}
+	b.Reset()
+	ev.Time = t0.Add(1600 * time.Millisecond)
+	p.Event(ev)
+	if b.Len() != 0 {
+		t.Errorf("an unchanged line was drawn again: %q", b.String())
+	}
+	ev.Message = strings.Repeat("z", 120)
+	p.Event(ev)
+	if !strings.Contains(b.String(), "... (1m29s left)") {
+		t.Errorf("a long message hides the countdown: %q", b.String())
+	}
+}

@@ -40,6 +40,8 @@ func (r *run) registration(ctx context.Context, targets []*target) error {
 		} else {
 			last = err.Error()
 		}
+		r.emit(Event{Phase: PhaseRegister, Status: StatusVerifying, Wait: WaitRegister, Until: deadline(ctx),
+			Message: fmt.Sprintf("waiting for the balancer to list exactly the relay boots %s (%s)", strings.Join(want, ", "), last)})
 		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			return failf(stepCause(ctx, err), "the balancer never listed exactly the relay boots %s (%s)", strings.Join(want, ", "), last)
 		}

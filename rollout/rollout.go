@@ -70,6 +70,7 @@ type run struct {
 	bal    *client.Balancer // the balancer's public URL: admin API and smoke
 	log    *slog.Logger
 	res    *Result
+	last   map[string]Event // by machine ID: its last state event (progress repeats it)
 }
 
 // Run rolls the environment's fleet to opts.Image: relays one machine at a
@@ -142,6 +143,7 @@ func (r *run) emit(ev Event) {
 		ev.Time = time.Now().UTC()
 	}
 	r.log.Debug(ev.Message, "phase", ev.Phase, "app", ev.App, "machine", ev.Machine, "status", ev.Status)
+	r.remember(ev)
 	if r.opts.Observer != nil {
 		r.opts.Observer(ev)
 	}

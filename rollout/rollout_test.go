@@ -72,6 +72,7 @@ func TestRolloutSimFleet(t *testing.T) {
 		t.Errorf("only %d sampling rounds", s.rounds)
 	}
 	checkOrder(t, events)
+	checkProgress(t, events)
 
 	var relayBoots []string
 	for _, mr := range res.Machines {
@@ -195,6 +196,35 @@ func checkOrder(t *testing.T, events []rollout.Event) {
 	want := []string{"purrfly-relay-a", "purrfly-relay-b", "purrfly-balancer"}
 	if !equal(order, want) {
 		t.Errorf("deploy order %v, want %v", order, want)
+	}
+}
+
+// checkProgress: every machine's waits show what they wait for and until
+// when: its start and healthy time, and relay-b's drain (the busy room
+// keeps it waiting until its deadline). A progress event keeps the status
+// of its machine's state event before it.
+func checkProgress(t *testing.T, events []rollout.Event) {
+	t.Helper()
+	seen := map[string]bool{}
+	status := map[string]rollout.Status{}
+	for _, ev := range events {
+		if ev.Wait == "" {
+			status[ev.Machine] = ev.Status
+			continue
+		}
+		seen[ev.App+" "+ev.Wait] = true
+		if ev.Message == "" || !ev.Until.After(ev.Time.Add(-time.Second)) || ev.Status != status[ev.Machine] {
+			t.Errorf("progress event %+v (the machine was %s)", ev, status[ev.Machine])
+		}
+	}
+	want := []string{"purrfly-relay-b " + rollout.WaitDrain}
+	for _, app := range []string{"purrfly-relay-a", "purrfly-relay-b", "purrfly-balancer"} {
+		want = append(want, app+" "+rollout.WaitStarted, app+" "+rollout.WaitHealthy)
+	}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("no progress event %q", w)
+		}
 	}
 }
 

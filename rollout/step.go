@@ -31,7 +31,7 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 	}
 	r.emit(ev(StatusLeasing, "acquiring the machine lease"))
 	l, err := r.api.acquireLease(sctx, tg.app.Name, tg.m.ID, r.t.LeaseTTL.Duration, r.t.LeaseWait.Duration, cancel,
-		func(msg string) { r.emit(ev(StatusLeasing, msg)) })
+		r.leaseSay(ev(StatusLeasing, "")))
 	if err != nil {
 		return failf(err, "could not lease machine %s", tg.m.ID)
 	}

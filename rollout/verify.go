@@ -43,6 +43,7 @@ func (r *run) verify(ctx context.Context, tg *target, version, oldBoot, image st
 func (r *run) waitStarted(ctx context.Context, tg *target, version string) error {
 	slice := min(max(4*r.t.Poll.Duration, time.Second), 10*time.Second)
 	for {
+		r.progress(tg, WaitStarted, deadline(ctx), "waiting for the machine to reach started at version %s", version)
 		err := r.api.waitStarted(ctx, tg.app.Name, tg.m.ID, version, slice)
 		if err == nil {
 			return nil
@@ -103,6 +104,7 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 		default:
 			return p.BootID, nil
 		}
+		r.progress(tg, WaitBoot, deadline(ctx), "waiting for a new boot of %s at /ping (%s)", image, last)
 		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			return "", failf(stepCause(ctx, err), "machine %s never proved a new boot (%s)", tg.m.ID, last)
 		}
@@ -121,6 +123,8 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 		switch {
 		case err != nil:
 			start, last = time.Now(), "no answer at /ping: "+err.Error()
+			r.progress(tg, WaitHealthy, start.Add(r.t.MinHealthy.Duration),
+				"boot %s must answer /ping for %s in a row (starting over: %s)", boot, r.t.MinHealthy.Duration, last)
 		case p.BootID != boot:
 			return failf(nil, "machine %s restarted during its healthy time: boot %s replaced %s", tg.m.ID, p.BootID, boot)
 		case time.Since(start) >= r.t.MinHealthy.Duration:
@@ -137,6 +141,11 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 				// (say, a boot the balancer never listed).
 				last = why
 			}
+			r.progress(tg, WaitReady, deadline(ctx), "boot %s stayed healthy for %s; waiting for it to be ready (%s)",
+				boot, r.t.MinHealthy.Duration, last)
+		default:
+			r.progress(tg, WaitHealthy, start.Add(r.t.MinHealthy.Duration),
+				"boot %s must answer /ping for %s in a row", boot, r.t.MinHealthy.Duration)
 		}
 		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
 			if last == "" {
