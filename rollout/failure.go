@@ -59,9 +59,12 @@ func (f *Failure) Interrupted() bool { return errors.Is(f.Err, context.Canceled)
 // left drained ("" none) and undrainURL the route that gives it back.
 func nextStep(f *Failure, drained, undrainURL string) string {
 	var lh *LeaseHeldError
+	var pe *PanicError
 	rerun := "re-run the rollout (machines already on the image are verified, not redeployed)"
 	var next string
 	switch {
+	case errors.As(f.Err, &pe):
+		next = "this is a bug: please report it with the stack trace; its lease was released; " + rerun
 	case f.Interrupted():
 		next = "its leases were released; " + rerun + " to go on"
 	case errors.As(f.Err, &lh):

@@ -71,6 +71,9 @@ type run struct {
 	log    *slog.Logger
 	res    *Result
 	last   map[string]Event // by machine ID: its last state event (progress repeats it)
+	// observerPanicked: the Observer panicked once and is not called again
+	// (so undrain and fail can still report, to the log).
+	observerPanicked bool
 }
 
 // Run rolls the environment's fleet to opts.Image: relays one machine at a
@@ -144,15 +147,29 @@ func (r *run) emit(ev Event) {
 	}
 	r.log.Debug(ev.Message, "phase", ev.Phase, "app", ev.App, "machine", ev.Machine, "status", ev.Status)
 	r.remember(ev)
-	if r.opts.Observer != nil {
-		r.opts.Observer(ev)
+	if r.opts.Observer != nil && !r.observerPanicked {
+		r.observe(ev)
 	}
 }
 
+// observe calls the Observer; a panic in it goes on up to the step (which
+// turns it into an error), and the Observer is not called again.
+func (r *run) observe(ev Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.observerPanicked = true
+			panic(p)
+		}
+	}()
+	r.opts.Observer(ev)
+}
+
 // run is the whole rollout: plan, relays, balancer, registration, smoke.
+// A panic in a phase fails it like an error (a machine's step catches
+// its own, so that it still undrains and releases its lease first).
 func (r *run) run(ctx context.Context) error {
-	targets, err := r.plan(ctx)
-	if err != nil {
+	var targets []*target
+	if err := guard(func() (err error) { targets, err = r.plan(ctx); return err }); err != nil {
 		return r.fail(ctx, PhasePlan, nil, err)
 	}
 	if r.opts.DryRun {
@@ -164,14 +181,14 @@ func (r *run) run(ctx context.Context) error {
 		if tg.role == RoleBalancer {
 			phase = PhaseBalancer
 		}
-		if err := r.deploy(ctx, phase, tg, targets); err != nil {
+		if err := guard(func() error { return r.deploy(ctx, phase, tg, targets) }); err != nil {
 			return r.fail(ctx, phase, tg, err)
 		}
 	}
-	if err := r.registration(ctx, targets); err != nil {
+	if err := guard(func() error { return r.registration(ctx, targets) }); err != nil {
 		return r.fail(ctx, PhaseRegister, nil, err)
 	}
-	if err := r.smoke(ctx, targets); err != nil {
+	if err := guard(func() error { return r.smoke(ctx, targets) }); err != nil {
 		return r.fail(ctx, PhaseSmoke, nil, err)
 	}
 	n := 0

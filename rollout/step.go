@@ -76,6 +76,7 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 				r.undrain(ctx, phase, tg, err)
 			}
 		}()
+		defer catchPanic(&err) // a panic, too, undrains (above) and releases the lease
 		if perr == nil {
 			if err := r.drain(sctx, phase, tg, old.BootID); err != nil {
 				return err
