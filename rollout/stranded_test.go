@@ -164,4 +164,3 @@ func (p *brokenPipe) writesAfterBreak() int {
 	defer p.mu.Unlock()
 	return p.after
 }
-
