@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,7 +20,7 @@ import (
 // Exit codes of `purrctl rollout` (documented in README.md).
 const (
 	exitRolledBack  = 3   // the rollout failed and --rollback restored the failed machine
-	exitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM); leases released
+	exitInterrupted = 130 // interrupted (Ctrl-C, SIGTERM, its output closed); leases released
 )
 
 func rolloutCommand() *cli.Command {
@@ -124,9 +126,19 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	if err != nil {
 		return usagef("%w", err)
 	}
-	w := c.App.Writer
-	observer, finish := printer(c, w)
-	res, err := do(c.Context, rollout.Options{
+	// A write to a closed stdout (`rollout ... | head -3`) must not kill
+	// the process by SIGPIPE with its lease held: noticed, the write fails
+	// with EPIPE instead, which stops the rollout like Ctrl-C (leases
+	// released, relay undrained, exit 130).
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+	ctx, stop := context.WithCancelCause(c.Context)
+	defer stop(nil)
+	tty := isTerminal(c.App.Writer)
+	w := rollout.StopOnWriteError(c.App.Writer, stop)
+	observer, finish := printer(c, w, tty)
+	res, err := do(ctx, rollout.Options{
 		Env: env, Image: c.String("image"), Token: c.String("token"), Secret: c.String("secret"),
 		MachinesAPI: machinesAPI, DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"),
 		Observer: observer, Logger: newLogger(c),
@@ -135,6 +147,10 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	var ce *rollout.ConfigError
 	if errors.As(err, &ce) {
 		return usagef("%w", err)
+	}
+	var pe *rollout.PanicError
+	if errors.As(err, &pe) {
+		fmt.Fprintf(c.App.ErrWriter, "purrctl: %v\n%s", pe, pe.Stack)
 	}
 	var f *rollout.Failure
 	if errors.As(err, &f) {
@@ -165,11 +181,11 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 
 // printer picks the output: --json, a live line per machine on a terminal,
 // else (CI=true, a pipe, a file) one plain line per event.
-func printer(c *cli.Context, w io.Writer) (func(rollout.Event), func()) {
+func printer(c *cli.Context, w io.Writer, tty bool) (func(rollout.Event), func()) {
 	switch {
 	case c.Bool("json"):
 		return rollout.JSONPrinter(w), func() {}
-	case isTerminal(w) && os.Getenv("CI") != "true":
+	case tty && os.Getenv("CI") != "true":
 		return rollout.NewLivePrinter(w).Event, func() {}
 	default:
 		return rollout.PlainPrinter(w), func() {}
