@@ -74,17 +74,35 @@
 // that does not show up at /ping, a lease held by someone else
 // (LeaseHeldError, after LeaseWait), a balancer that never lists a relay:
 // the rollout stops at once and returns a *Failure with the phase, the
-// machine, a one-line reason and the fleet as it now is (machine, state,
-// image, boot). Machines not reached were not touched (their leases were
-// never taken). With Options.Rollback the failed machine gets its previous
-// config back under the same lease and is verified the same way (new boot,
-// previous image, healthy). Re-running converges: machines already on the
-// image are verified, not redeployed. Cancelling the context (Ctrl-C) stops
-// at the next wait and releases the held lease. A relay step that fails
-// after its drain gives the old boot back (POST
-// /v1/instances/{boot}/undrain) before releasing the lease, unless the
-// machine now answers with another boot or the lease was lost; what it did
-// is an event.
+// machine, a one-line reason, what to do next and the fleet as it now is
+// (machine, state, image, boot). Machines not reached were not touched
+// (their leases were never taken). With Options.Rollback the failed
+// machine gets its previous config back under the same lease and is
+// verified the same way (new boot, previous image, healthy). Re-running
+// converges: machines already on the image are verified, not redeployed.
+//
+// Every exit path undrains and releases. A relay step that fails after
+// its drain gives the old boot back (POST /v1/instances/{boot}/undrain)
+// before releasing the lease, unless the machine now answers with another
+// boot or the lease was lost; what it did is an event. Cancelling the
+// context (Ctrl-C, SIGTERM) stops at the next wait, the same way; its
+// cause is said once. So does an output that cannot be written: a printer
+// writing through StopOnWriteError cancels the run at its first failed
+// write (stdout piped into a reader that went away: EPIPE), and purrctl
+// notices SIGPIPE so that such a write fails instead of killing the
+// process with its lease held. A panic on the rollout's goroutine, in the
+// rollout or in an Observer, is caught in the step, which then undrains
+// and releases as for an error, and returned as a *PanicError (with its
+// stack) in the Failure; an Observer that panicked is not called again.
+//
+// # Output
+//
+// Events go to Options.Observer in order. Every wait emits a progress
+// event (Event.Wait, Event.Until) each time it polls. LivePrinter (a
+// terminal) rewrites each machine's line with a countdown; PlainPrinter
+// (CI, a pipe) and JSONPrinter (--json, one event per line) write every
+// state change and, of a wait, a line every ProgressEvery, never a line
+// repeated. The printers read the events' times, not a clock.
 //
 // # Machines API manners
 //
