@@ -76,6 +76,8 @@ func nextStep(f *Failure, drained, undrainURL string) string {
 		if !f.Rollback {
 			next += "; --rollback puts a failed machine back on its previous image"
 		}
+	case f.Phase == PhaseLaunch:
+		next = "fix what the reason names, then re-run the launch: it creates only what is still missing"
 	case f.Phase == PhaseRegister || f.Phase == PhaseSmoke:
 		next = "the machines run the new image; see why with purrctl smoke against the balancer, then " + rerun
 	default:

@@ -139,40 +139,66 @@ func TestRolloutRelayNeverRegisters(t *testing.T) {
 func TestRolloutRefusedImageUndrains(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	relayA := f.machine(t, "purrfly-relay-a").ID
-	bootA := ping(t, f, "purrfly-relay-a", relayA).BootID
-	var events []rollout.Event
-	o := f.opts("purrfly:not-in-the-registry")
-	o.Observer = func(ev rollout.Event) { events = append(events, ev) }
-	_, err := rollout.Run(ctx, o)
-	var fl *rollout.Failure
-	if !errors.As(err, &fl) || fl.Machine != relayA || !strings.Contains(fl.Reason, "refused the update") {
-		t.Fatalf("want the update of %s refused, got %v", relayA, err)
-	}
-	var said bool
-	for _, ev := range events {
-		said = said || (ev.Status == rollout.StatusUndrained && ev.Boot == bootA && strings.Contains(ev.Message, "takes new rooms again"))
-	}
-	if !said {
-		t.Errorf("no undrained event for boot %s among %d events", bootA, len(events))
-	}
-	insts, err := client.NewBalancer(f.env.Balancer.URL).Instances(ctx, simSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range insts {
-		if in.Status != wire.InstanceLive {
-			t.Errorf("after the failure %s (boot %s) is %s, want live", in.MachineID, in.BootID, in.Status)
+	// Each failure comes after relay-a's drain; each is followed by a
+	// plain re-run that must converge.
+	for _, tc := range []struct {
+		name, image, reason string
+		fault               *flysim.Fault
+	}{
+		{name: "image refused", image: "purrfly:not-in-the-registry", reason: "refused the update"},
+		{name: "update API error", image: "purrfly:v1", reason: "refused the update",
+			fault: &flysim.Fault{Action: "update", App: "purrfly-relay-a", Status: 500, Times: 2}}, // = APITries below
+	} {
+		bootA := ping(t, f, "purrfly-relay-a", relayA).BootID
+		before := map[string]int{}
+		for _, app := range f.apps[1:] {
+			before[app] = updates(f.machine(t, app))
 		}
-	}
-	if p := ping(t, f, "purrfly-relay-a", relayA); p.BootID != bootA || p.Draining {
-		t.Errorf("relay-a after the refused update: boot %s draining %v, want %s serving", p.BootID, p.Draining, bootA)
-	}
-	f.noLeases(t)
-	if _, err := rollout.Run(ctx, f.opts("purrfly:v2")); err != nil {
-		t.Fatalf("re-run with a good image: %v", err)
+		if tc.fault != nil {
+			if err := f.sim.InjectFault(*tc.fault); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var events []rollout.Event
+		o := f.opts(tc.image)
+		o.APITries = 2
+		o.Observer = func(ev rollout.Event) { events = append(events, ev) }
+		_, err := rollout.Run(ctx, o)
+		var fl *rollout.Failure
+		if !errors.As(err, &fl) || fl.Machine != relayA || !strings.Contains(fl.Reason, tc.reason) {
+			t.Fatalf("%s: want the update of %s refused, got %v", tc.name, relayA, err)
+		}
+		var said bool
+		for _, ev := range events {
+			said = said || (ev.Status == rollout.StatusUndrained && ev.Boot == bootA && strings.Contains(ev.Message, "takes new rooms again"))
+		}
+		if !said {
+			t.Errorf("%s: no undrained event for boot %s among %d events", tc.name, bootA, len(events))
+		}
+		insts, err := client.NewBalancer(f.env.Balancer.URL).Instances(ctx, simSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range insts {
+			if in.Status != wire.InstanceLive {
+				t.Errorf("%s: after the failure %s (boot %s) is %s, want live", tc.name, in.MachineID, in.BootID, in.Status)
+			}
+		}
+		if p := ping(t, f, "purrfly-relay-a", relayA); p.BootID != bootA || p.Draining {
+			t.Errorf("%s: relay-a after the failed update: boot %s draining %v, want %s serving", tc.name, p.BootID, p.Draining, bootA)
+		}
+		for _, app := range f.apps[1:] {
+			if n := updates(f.machine(t, app)); n != before[app] {
+				t.Errorf("%s: %s was updated", tc.name, app)
+			}
+		}
+		f.noLeases(t)
+		if _, err := rollout.Run(ctx, f.opts("purrfly:v2")); err != nil {
+			t.Fatalf("%s: re-run with a good image: %v", tc.name, err)
+		}
 	}
 }
 

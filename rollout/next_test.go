@@ -28,6 +28,8 @@ func TestNextStep(t *testing.T) {
 			[]string{"fly logs -a a -i m1", "re-run the rollout", "--rollback puts a failed machine back"}},
 		{"registration", Failure{Phase: PhaseRegister, Err: errors.New("x")}, "",
 			[]string{"purrctl smoke", "re-run the rollout"}},
+		{"launch", Failure{Phase: PhaseLaunch, Err: errors.New("x")}, "",
+			[]string{"re-run the launch", "only what is still missing"}},
 		{"plan", Failure{Phase: PhasePlan, Err: errors.New("x")}, "",
 			[]string{"fly/rollout.toml", "re-run the rollout"}},
 		{"left drained", Failure{Phase: PhaseRelays, App: "a", Machine: "m1", Err: interrupted}, "b1",
