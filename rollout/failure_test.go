@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	fly "github.com/superfly/fly-go"
+
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
 	"github.com/purrfly/purrfly/rollout"
@@ -223,5 +225,74 @@ func TestRolloutAppWithoutMachines(t *testing.T) {
 	}
 	if m := f.machine(t, "purrfly-relay-a"); updates(m) != 0 {
 		t.Error("relay-a was updated")
+	}
+}
+
+// TestRolloutUnhealthyNewBoot: a new boot that starts but never becomes
+// ready (this image's relay runs with a SECRET the balancer refuses) stops
+// the rollout at that machine with the relay's reason; nothing is left
+// draining or leased, the rest is untouched, and a plain re-run with a good
+// image converges.
+func TestRolloutUnhealthyNewBoot(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, func(c *flysim.Config) {
+		// init.cmd ("relay") arrives as $0; the flag wins over SECRET.
+		c.Images["purrfly:unready"] = &flysim.Image{Command: []string{"/bin/sh", "-c", `exec {exe} "$0" --secret not-the-balancers`}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	relayA := f.machine(t, "purrfly-relay-a").ID
+	_, err := rollout.Run(ctx, f.opts("purrfly:unready"))
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) || fl.Machine != relayA || !strings.Contains(fl.Reason, "SECRET") {
+		t.Fatalf("want relay-a's new boot not ready for its SECRET, got %v", err)
+	}
+	for _, app := range f.apps[1:] {
+		if n := updates(f.machine(t, app)); n != 0 {
+			t.Errorf("%s was updated", app)
+		}
+	}
+	insts, err := client.NewBalancer(f.env.Balancer.URL).Instances(ctx, simSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range insts {
+		if in.Status == wire.InstanceDraining {
+			t.Errorf("after the failure %s (boot %s) is draining", in.MachineID, in.BootID)
+		}
+	}
+	if p := ping(t, f, "purrfly-relay-a", relayA); p.Draining {
+		t.Errorf("relay-a's new boot %s is draining", p.BootID)
+	}
+	f.noLeases(t)
+	if _, err := rollout.Run(ctx, f.opts("purrfly:v2")); err != nil {
+		t.Fatalf("re-run with a good image: %v", err)
+	}
+}
+
+// TestRolloutRefusesASecondBalancer: the balancer keeps its state in
+// memory, so a second machine of its app (a manual clone, a scale-up)
+// would split the fleet's rooms. Rollout stops at the plan, names the fix,
+// and touches nothing.
+func TestRolloutRefusesASecondBalancer(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bal := f.machine(t, "purrfly-balancer")
+	clone, err := f.fc.Launch(ctx, "purrfly-balancer", fly.LaunchMachineInput{Region: bal.Region, Config: bal.Config, SkipLaunch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rollout.Run(ctx, f.opts("purrfly:v2"))
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) || fl.Phase != rollout.PhasePlan || !strings.Contains(fl.Reason, "must run exactly one") ||
+		!strings.Contains(fl.Reason, clone.ID) || !strings.Contains(fl.Reason, "fly machine destroy") {
+		t.Fatalf("want the plan refused over two balancer machines, got %v", err)
+	}
+	for _, app := range f.apps[:2] {
+		if n := updates(f.machine(t, app)); n != 0 {
+			t.Errorf("%s was updated", app)
+		}
 	}
 }
