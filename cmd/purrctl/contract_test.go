@@ -39,6 +39,10 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"rollout"}, "exactly one environment"},
 		{[]string{"rollout", "prod", "--frob"}, "flag provided but not defined: -frob (run 'purrctl rollout --help')"},
 		{[]string{"rollout", "prod", "--image", "x", "--machines-api", "nope"}, "--machines-api (or its environment variable) must be an http(s) URL"},
+		{[]string{"launch"}, "launch needs exactly one environment"},
+		{[]string{"launch", "prod"}, "launch needs --image REF"},
+		{[]string{"launch", "prod", "--rollback"}, "flag provided but not defined: -rollback (run 'purrctl launch --help')"},
+		{[]string{"launch", "nowhere", "--image", "x", "--config", "../../fly/rollout.toml"}, `unknown environment "nowhere"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -71,6 +75,7 @@ func TestHelpAndVersionExit0(t *testing.T) {
 		{[]string{"--help"}, "COMMANDS:"},
 		{[]string{"help", "smoke"}, "purrctl smoke - allocate a room"},
 		{[]string{"help", "rollout"}, "--image value"},
+		{[]string{"help", "launch"}, "create ENV's fleet from its fly.tomls"},
 		{[]string{"smoke", "--help"}, "purrctl smoke - allocate a room"},
 		{[]string{"version"}, "purrctl (devel) (revision "},
 		{[]string{"--version"}, "purrctl version "},
