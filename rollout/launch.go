@@ -86,7 +86,14 @@ func (r *run) launchApp(ctx context.Context, role string, a *App) error {
 	if err := r.launchSecret(ctx, a, exists, created); err != nil {
 		return err
 	}
-	return r.launchMachines(ctx, role, a, exists, created, note)
+	before := len(r.res.Created)
+	if err := r.launchMachines(ctx, role, a, exists, created, note); err != nil {
+		return err
+	}
+	if exists && len(r.res.Created) == before {
+		note(StatusDone, fmt.Sprintf("present: addresses, SECRET and %d machine(s); nothing to create", a.count()))
+	}
+	return nil
 }
 
 func (r *run) launchIPs(ctx context.Context, a *App, exists bool, created func(string), note func(Status, string)) error {

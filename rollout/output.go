@@ -49,6 +49,8 @@ func subject(ev Event) string {
 	switch {
 	case ev.Machine != "":
 		return fmt.Sprintf("%s/%s (%s)", ev.App, ev.Machine, ev.Region)
+	case ev.App != "":
+		return fmt.Sprintf("%s (%s)", ev.App, ev.Region)
 	case ev.Region != "":
 		return string(ev.Phase) + " " + ev.Region
 	default:

@@ -49,7 +49,7 @@ func (p *pacer) admit(ev Event, text string) bool {
 // phase and region.
 func lineKey(ev Event) string {
 	if ev.Machine == "" {
-		return string(ev.Phase) + "/" + ev.Region
+		return string(ev.Phase) + "/" + ev.App + "/" + ev.Region
 	}
 	return ev.App + "/" + ev.Machine
 }

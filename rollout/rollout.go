@@ -197,8 +197,11 @@ func (r *run) run(ctx context.Context) error {
 			n++
 		}
 	}
-	r.emit(Event{Phase: PhaseDone, Status: StatusDone, Image: r.image,
-		Message: fmt.Sprintf("rollout of %s to %s done: %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, n, len(targets)-n)})
+	msg := fmt.Sprintf("rollout of %s to %s done: %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, n, len(targets)-n)
+	if c := len(r.res.Created); c > 0 {
+		msg = fmt.Sprintf("launch of %s on %s done: %d thing(s) created, %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, c, n, len(targets)-n)
+	}
+	r.emit(Event{Phase: PhaseDone, Status: StatusDone, Image: r.image, Message: msg})
 	return nil
 }
 

@@ -94,7 +94,11 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		// The toml decides the managed fields; whatever else the machine
 		// has (mounts, platform metadata) is kept.
 		cfg = flyconfig.Merge(m.Config, tg.want)
-		if n := len(tg.res.Changes); n > 0 {
+		n := len(tg.res.Changes)
+		switch {
+		case n > 0 && prev.Image == r.image:
+			what = fmt.Sprintf("updating its config (image %s unchanged): %d change(s)", r.image, n)
+		case n > 0:
 			what += fmt.Sprintf(" with %d config change(s)", n)
 		}
 	}
