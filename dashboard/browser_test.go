@@ -1,0 +1,183 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/purrfly/purrfly/internal/browser"
+)
+
+// stubAPI is a /v1 surface with the shapes the balancer serves, enough to
+// drive the page: one relay, rooms that can be added and closed, an event
+// stream the test can push to.
+type stubAPI struct {
+	key string
+
+	mu     sync.Mutex // guards the fields below
+	rooms  []string
+	status string
+	calls  []string // "POST /v1/instances/b1/drain", ...
+	events chan string
+}
+
+func (s *stubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+s.key || r.URL.Query().Has("key") {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"code":"unauthorized","error":"unauthorized","retryable":false}`)
+		return
+	}
+	s.mu.Lock()
+	if r.Method != http.MethodGet {
+		s.calls = append(s.calls, r.Method+" "+r.URL.Path)
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/drain"):
+			s.status = "draining"
+		case strings.HasSuffix(r.URL.Path, "/undrain"):
+			s.status = "live"
+		case r.Method == http.MethodDelete:
+			name := strings.TrimPrefix(r.URL.Path, "/v1/rooms/")
+			for i, n := range s.rooms {
+				if n == name {
+					s.rooms = append(s.rooms[:i], s.rooms[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	var body any
+	switch r.URL.Path {
+	case "/v1/stats":
+		body = map[string]any{"regions": 1, "relays": 1, "draining": map[bool]int{true: 1}[s.status == "draining"], "rooms": len(s.rooms), "players": 2 * len(s.rooms)}
+	case "/v1/instances":
+		body = map[string]any{"instances": []map[string]any{{"bootId": "b1", "machineId": "m1", "region": "eu", "status": s.status, "rooms": len(s.rooms), "connections": 2 * len(s.rooms)}}}
+	case "/v1/rooms":
+		var rooms []map[string]any
+		for _, n := range s.rooms {
+			if reg := r.URL.Query().Get("region"); reg != "" && reg != "eu" {
+				continue
+			}
+			rooms = append(rooms, map[string]any{"name": n, "region": "eu", "instance": "b1", "machineId": "m1", "phase": "playing", "players": 2})
+		}
+		body = map[string]any{"rooms": rooms}
+	case "/v1/events":
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case ev := <-s.events:
+				fmt.Fprint(w, ev)
+				w.(http.Flusher).Flush()
+			}
+		}
+	default:
+		body = map[string]any{}
+	}
+	s.mu.Unlock()
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (s *stubAPI) called(what string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.calls {
+		if c == what {
+			return true
+		}
+	}
+	return false
+}
+
+// waitJS evaluates a JS boolean until it is true or the deadline passes.
+func waitJS(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("timed out waiting for %s (%v); page:\n%s", what, err, html)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the browser, not timing the code under test
+	}
+}
+
+func do(t *testing.T, ctx context.Context, js string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](js)); err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+}
+
+// The page against a stub API, in a real browser: a wrong key is refused
+// and kept nowhere, the right one shows the fleet, an event refreshes it
+// without a reload, and drain and close reach the API.
+func TestPageInABrowser(t *testing.T) {
+	api := &stubAPI{key: "0123456789abcdef0123456789abcdef", status: "live", rooms: []string{"alpha"}, events: make(chan string, 8)}
+	mux := http.NewServeMux()
+	mux.Handle(Path, Handler())
+	mux.Handle("/v1/", api)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close) // after the browser's cleanup, which ends its event stream
+	ctx := browser.New(t, 1200, 900)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+Path)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the login form", `!document.getElementById("login").hidden`)
+
+	do(t, ctx, `document.getElementById("key").value = "wrong-wrong-wrong-1"; document.getElementById("login-form").requestSubmit()`)
+	waitJS(t, ctx, "the refusal", `document.getElementById("login-error").textContent.includes("refused")`)
+	if stored, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`sessionStorage.length > 0`)); stored {
+		t.Error("a refused key was kept in sessionStorage")
+	}
+
+	do(t, ctx, `document.getElementById("key").value = "`+api.key+`"; document.getElementById("login-form").requestSubmit()`)
+	waitJS(t, ctx, "the relay row", `document.querySelector('#relays tr[data-boot="b1"]') !== null`)
+	waitJS(t, ctx, "the room row", `document.querySelector('#rooms tr[data-room="alpha"]') !== null`)
+	waitJS(t, ctx, "the live stream", `document.getElementById("conn").textContent === "live"`)
+	if url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); strings.Contains(url, api.key) {
+		t.Errorf("the key is in the URL %s", url)
+	}
+
+	// A room created elsewhere appears from the event stream, no reload.
+	do(t, ctx, `window.__marker = 1`)
+	api.mu.Lock()
+	api.rooms = append(api.rooms, "bravo")
+	api.mu.Unlock()
+	api.events <- "event: room_create\ndata: {\"name\":\"bravo\"}\n\n"
+	waitJS(t, ctx, "the new room", `document.querySelector('#rooms tr[data-room="bravo"]') !== null && window.__marker === 1`)
+
+	// Drain from the page; the row shows it.
+	do(t, ctx, `document.querySelector('#relays tr[data-boot="b1"] button').click()`)
+	waitJS(t, ctx, "the draining status", `document.querySelector('#relays tr[data-boot="b1"] .status').textContent === "draining"`)
+	if !api.called("POST /v1/instances/b1/drain") {
+		t.Errorf("no drain call: %v", api.calls)
+	}
+
+	// Close takes two clicks (a confirmation), then the row goes.
+	do(t, ctx, `document.querySelector('#rooms tr[data-room="alpha"] button').click()`)
+	waitJS(t, ctx, "the confirmation", `document.querySelector('#rooms tr[data-room="alpha"] button').textContent === "Confirm close"`)
+	if api.called("DELETE /v1/rooms/alpha") {
+		t.Fatal("one click closed the room")
+	}
+	do(t, ctx, `document.querySelector('#rooms tr[data-room="alpha"] button').click()`)
+	waitJS(t, ctx, "the closed room to go", `document.querySelector('#rooms tr[data-room="alpha"]') === null`)
+	if !api.called("DELETE /v1/rooms/alpha") {
+		t.Errorf("no close call: %v", api.calls)
+	}
+}
