@@ -78,3 +78,74 @@ func TestMergeKeepsUnmanagedFields(t *testing.T) {
 		t.Error("merge shares the desired config's maps")
 	}
 }
+
+// A credential left in a machine's env is named in a diff, never shown.
+func TestDiffHidesCredentials(t *testing.T) {
+	live := relayConfig(t, "v1")
+	live.Env["SECRET"] = "hunter2hunter2"
+	live.Env["ADMIN_KEY"] = "k3y"
+	want := relayConfig(t, "v1")
+	want.Env["ADMIN_KEY"] = "other"
+	var got []string
+	for _, c := range Diff(live, want) {
+		got = append(got, c.String())
+	}
+	s := strings.Join(got, "\n")
+	if s != "env.ADMIN_KEY: (hidden) -> (hidden)\nenv.SECRET: - (hidden)" {
+		t.Errorf("diff:\n%s", s)
+	}
+	for _, name := range []string{"SECRET", "ADMIN_KEY", "FLY_API_TOKEN", "db_password", "API_KEY"} {
+		if !Sensitive(name) {
+			t.Errorf("%s is not sensitive", name)
+		}
+	}
+	for _, name := range []string{"GOMEMLIMIT", "HOST_DOMAIN", "MONKEY", "KEYBOARD_LAYOUT", "PORT"} {
+		if Sensitive(name) {
+			t.Errorf("%s is sensitive", name)
+		}
+	}
+}
+
+// What a real Machines API fills in by itself (a restart policy, a
+// service's instance key, more metadata) is not a change; what the toml sets
+// explicitly is compared exactly, zeros included: Fly's default for an
+// unset autostart is true, so the toml's false against an unset one is a
+// change.
+func TestDiffAgainstPlatformDefaults(t *testing.T) {
+	want := relayConfig(t, "v1")
+	live := Merge(nil, want)
+	live.Restart = &fly.MachineRestart{Policy: fly.MachineRestartPolicyOnFailure, MaxRetries: 10}
+	live.Services[0].ForceInstanceKey = fly.Pointer("")
+	live.Guest.MaxMemoryMB = 2048
+	live.StopConfig = nil // not the toml's: it sets kill_signal, so this must show
+	live.Metrics = nil
+	var got []string
+	for _, c := range Diff(live, want) {
+		got = append(got, c.String())
+	}
+	exp := `metrics.path: + "/metrics"
+metrics.port: + 8081
+stop_config.signal: + "SIGTERM"
+stop_config.timeout: + "45s"`
+	if strings.Join(got, "\n") != exp {
+		t.Errorf("diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), exp)
+	}
+	live = Merge(nil, want)
+	live.Services[0].Autostart = nil
+	if d := Diff(live, want); len(d) != 1 || d[0].String() != "services[0].autostart: + false" {
+		t.Errorf("an explicit false against an unset autostart: %v", d)
+	}
+}
+
+// Paths come in order: services[10] after services[2].
+func TestDiffOrdersListItemsByIndex(t *testing.T) {
+	live, want := &fly.MachineConfig{}, &fly.MachineConfig{}
+	for i := 0; i < 12; i++ {
+		live.Services = append(live.Services, fly.MachineService{InternalPort: 1000 + i})
+		want.Services = append(want.Services, fly.MachineService{InternalPort: 2000 + i})
+	}
+	d := Diff(live, want)
+	if len(d) != 12 || d[2].Path != "services[2].internal_port" || d[10].Path != "services[10].internal_port" {
+		t.Errorf("order: %v", d)
+	}
+}

@@ -24,7 +24,7 @@ type File struct {
 	KillTimeout   *Seconds          `toml:"kill_timeout"`
 	Build         map[string]any    `toml:"build"`
 	Processes     map[string]string `toml:"processes"`
-	Env           map[string]string `toml:"env"`
+	Env           Env               `toml:"env"`
 	Metrics       *Metrics          `toml:"metrics"`
 	HTTPService   *HTTPService      `toml:"http_service"`
 	Services      []Service         `toml:"services"`
@@ -105,6 +105,31 @@ type Restart struct {
 	Policy    string   `toml:"policy"`
 	Retries   int      `toml:"retries"`
 	Processes []string `toml:"processes"`
+}
+
+// Env is [env]: values may be written as strings, numbers or booleans, as
+// flyctl accepts; each becomes its string form.
+type Env map[string]string
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (e *Env) UnmarshalTOML(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("[env]: want a table, got %T", v)
+	}
+	out := make(Env, len(m))
+	for k, x := range m {
+		switch y := x.(type) {
+		case string:
+			out[k] = y
+		case int64, float64, bool:
+			out[k] = fmt.Sprint(y)
+		default:
+			return fmt.Errorf("[env] %s: want a string, number or boolean, got %T", k, x)
+		}
+	}
+	*e = out
+	return nil
 }
 
 // Seconds is kill_timeout: an integer of seconds or a duration string.

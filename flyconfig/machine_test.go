@@ -96,7 +96,7 @@ func TestParseRefusesWhatItWouldDrop(t *testing.T) {
 }
 
 func TestParseReadsFlyctlForms(t *testing.T) {
-	f, err := Parse([]byte("kill_timeout = '7s'\n[build]\nimage = 'x'\n[[vm]]\nmemory = '1gb'\ncpus = 2\n[[restart]]\npolicy = 'on-failure'\nretries = 3\n"))
+	f, err := Parse([]byte("kill_timeout = '7s'\n[env]\nPORT = 8081\nDEBUG = true\n[build]\nimage = 'x'\n[[vm]]\nmemory = '1gb'\ncpus = 2\n[[restart]]\npolicy = 'on-failure'\nretries = 3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestParseReadsFlyctlForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.StopConfig.Timeout.Duration != 7*time.Second || c.Guest.MemoryMB != 1024 || c.Guest.CPUs != 2 ||
-		c.Restart.Policy != fly.MachineRestartPolicyOnFailure || c.Restart.MaxRetries != 3 {
+		c.Restart.Policy != fly.MachineRestartPolicyOnFailure || c.Restart.MaxRetries != 3 || c.Env["PORT"] != "8081" || c.Env["DEBUG"] != "true" {
 		t.Errorf("config %+v %+v %+v %+v", c.StopConfig, c.Guest, c.Restart, c.Init)
 	}
 }

@@ -47,11 +47,21 @@ func (a *apiServer) validConfig(cfg *fly.MachineConfig) error {
 	return nil
 }
 
-// launchInput decodes and validates the body of a create or an update.
-func (a *apiServer) launchInput(r *http.Request) (fly.LaunchMachineInput, error) {
+// launchInput decodes and validates the body of a create or an update of
+// a machine of ap. A min_secrets_version newer than the app's secrets is
+// refused, as Fly refuses one its secrets store has not reached.
+func (a *apiServer) launchInput(r *http.Request, ap *app) (fly.LaunchMachineInput, error) {
 	var in fly.LaunchMachineInput
 	if err := decodeBody(r, &in); err != nil {
 		return in, err
+	}
+	if v := in.MinSecretsVersion; v != nil {
+		a.s.mu.Lock()
+		have := ap.secretsVersion
+		a.s.mu.Unlock()
+		if *v > have {
+			return in, errf(http.StatusUnprocessableEntity, "min_secrets_version %d is newer than the app's secrets (version %d)", *v, have)
+		}
 	}
 	return in, a.validConfig(in.Config)
 }
@@ -62,7 +72,7 @@ func (a *apiServer) createMachine(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	in, err := a.launchInput(r)
+	in, err := a.launchInput(r, ap)
 	if err != nil {
 		return err
 	}
@@ -95,7 +105,7 @@ func (a *apiServer) updateMachine(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	in, err := a.launchInput(r)
+	in, err := a.launchInput(r, m.app)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func FuzzMachineConfig(f *testing.F) {
 	f.Add([]byte(`{"config":{"image":"nginx"}}`))
 	f.Add([]byte(`{"config":{"image":"purrfly:v1","checks":{"c":{"type":"http","interval":"1s","port":8080}}}}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"min_secrets_version":2,"config":{"image":"purrfly:v1"}}`))
 	f.Add([]byte(`{"config":null}`))
 	f.Add([]byte(``))
 	cfg := &Config{Images: map[string]*Image{"purrfly:v1": {Command: []string{"{exe}"}}}}
@@ -38,14 +39,18 @@ func FuzzMachineConfig(f *testing.F) {
 		f.Fatal(err)
 	}
 	a := &apiServer{s: s}
+	ap := &app{cfg: &AppConfig{Name: "x"}, secretsVersion: 1}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/apps/x/machines", bytes.NewReader(body))
-		in, err := a.launchInput(r)
+		in, err := a.launchInput(r, ap)
 		if err != nil {
 			if _, ok := err.(*apiError); !ok {
 				t.Fatalf("%q: %v", body, err)
 			}
 			return
+		}
+		if v := in.MinSecretsVersion; v != nil && *v > ap.secretsVersion {
+			t.Fatalf("accepted min_secrets_version %d past the app's %d", *v, ap.secretsVersion)
 		}
 		if _, ok := cfg.lookupImage(in.Config.Image); !ok {
 			t.Fatalf("accepted image %q", in.Config.Image)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/url"
 	"path/filepath"
+	"strings"
 
 	fly "github.com/superfly/fly-go"
 
@@ -40,6 +41,11 @@ func (e *Env) buildConfig(a *App, path string, derived map[string]string) error 
 	}
 	maps.Copy(env, derived)
 	maps.Copy(env, a.Env)
+	for k := range env {
+		if flyconfig.Sensitive(k) {
+			return fmt.Errorf("env %s looks like a credential: it belongs in the app's secrets (fly secrets set; launch sets SECRET), not in a toml", k)
+		}
+	}
 	f.Env = env
 	if _, err := f.MachineConfig("check"); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -62,6 +68,9 @@ func (e *Env) relayEnv(a *App) map[string]string {
 	host := a.Domain
 	if host == "" {
 		host = u.Hostname()
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]" // an IPv6 literal, as clients put it in ws://host:port
+		}
 	}
 	env := map[string]string{
 		"BALANCER_URL":  e.Balancer.URL,

@@ -91,6 +91,7 @@ func TestAppConfigErrors(t *testing.T) {
 		"bad count":     {"balancer = { app = \"b\", url = \"http://b\" }\nrelays = [{ app = \"r\", url = \"http://r\", count = 99 }]\n", "", "out of range"},
 		"missing toml":  {"balancer = { app = \"b\", url = \"http://b\" }\nrelay_config = \"nope.toml\"\nrelays = [{ app = \"r\", url = \"http://r\" }]\n", "", "nope.toml"},
 		"bad toml":      {"balancer = { app = \"b\", url = \"http://b\" }\nrelay_config = \"relay.toml\"\nrelays = [{ app = \"r\", url = \"http://r\" }]\n", "primary_region = 'ams'\n[deploy]\nstrategy = 'canary'\n", "unsupported fly.toml keys: deploy"},
+		"secret in env": {"balancer = { app = \"b\", url = \"http://b\" }\nrelay_config = \"relay.toml\"\nrelay_env = { SECRET = \"x\" }\nrelays = [{ app = \"r\", url = \"http://r\" }]\n", "primary_region = 'ams'\n", "env SECRET looks like a credential"},
 		"no region":     {"balancer = { app = \"b\", url = \"http://b\" }\nrelay_config = \"relay.toml\"\nrelays = [{ app = \"r\", url = \"http://r\" }]\n", "[env]\nA = '1'\n", "no primary_region"},
 	} {
 		dir := t.TempDir()

@@ -77,6 +77,9 @@ type Event struct {
 	// Wait (one of the Wait constants) and Until: see above.
 	Wait  string    `json:"wait,omitempty"`
 	Until time.Time `json:"until,omitzero"`
+	// Changes are, in a plan event, the config fields the update changes
+	// (as MachineResult.Changes).
+	Changes []string `json:"changes,omitempty"`
 }
 
 // Action says what the rollout did (or, in a plan, will do) to a machine.

@@ -84,6 +84,24 @@ func TestRolloutBrokenImage(t *testing.T) {
 	untouched()
 	f.noLeases(t)
 
+	// No running relay is left draining: the broken boot never registered,
+	// and the drained boot it replaced is dead (the balancer lists it
+	// until its heartbeats expire; nothing is placed there meanwhile).
+	insts, err := client.NewBalancer(f.env.Balancer.URL).Instances(ctx, simSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range insts {
+		if in.Status != wire.InstanceDraining {
+			continue
+		}
+		for _, app := range f.apps[:2] {
+			if m := f.machine(t, app); m.ID == in.MachineID && m.State == "started" && ping(t, f, app, m.ID).BootID == in.BootID {
+				t.Errorf("after the broken image %s runs boot %s, still draining", in.MachineID, in.BootID)
+			}
+		}
+	}
+
 	// A good image converges everything.
 	res, err := rollout.Run(ctx, f.opts("purrfly:v2"))
 	if err != nil {

@@ -32,6 +32,7 @@ func Launch(ctx context.Context, opts Options) (*Result, error) {
 	if opts.HTTPClient == nil {
 		defer r.hc.CloseIdleConnections()
 	}
+	r.launch = true
 	apps := append([]App{r.env.Balancer}, r.env.Relays...)
 	for _, a := range apps {
 		if !a.Managed() {
@@ -83,11 +84,12 @@ func (r *run) launchApp(ctx context.Context, role string, a *App) error {
 	if err := r.launchIPs(ctx, a, exists, created, note); err != nil {
 		return err
 	}
-	if err := r.launchSecret(ctx, a, exists, created); err != nil {
+	secrets, err := r.launchSecret(ctx, a, exists, created)
+	if err != nil {
 		return err
 	}
 	before := len(r.res.Created)
-	if err := r.launchMachines(ctx, role, a, exists, created, note); err != nil {
+	if err := r.launchMachines(ctx, role, a, exists, secrets, created, note); err != nil {
 		return err
 	}
 	if exists && len(r.res.Created) == before {
@@ -132,32 +134,36 @@ func (r *run) launchIPs(ctx context.Context, a *App, exists bool, created func(s
 	return nil
 }
 
-// launchSecret sets SECRET where it is missing. An existing one is left
-// alone: its value cannot be read back, and a wrong one shows at once in
-// the verification (the relay's /ready names a SECRET the balancer refuses).
-func (r *run) launchSecret(ctx context.Context, a *App, exists bool, created func(string)) error {
+// launchSecret sets SECRET where it is missing and answers the secrets
+// version it made (0 when it set nothing). An existing one is left alone:
+// its value cannot be read back, and a wrong one shows at once in the
+// verification (the relay's /ready names a SECRET the balancer refuses).
+func (r *run) launchSecret(ctx context.Context, a *App, exists bool, created func(string)) (uint64, error) {
 	if exists {
 		names, err := r.api.secretNames(ctx, a.Name)
 		if err != nil {
-			return failf(err, "could not list the secrets of %s", a.Name)
+			return 0, failf(err, "could not list the secrets of %s", a.Name)
 		}
 		if names["SECRET"] {
-			return nil
+			return 0, nil
 		}
 	}
+	var version uint64
 	if !r.opts.DryRun {
-		if err := r.api.setSecrets(ctx, a.Name, map[string]*string{"SECRET": &r.secret}); err != nil {
-			return failf(err, "could not set the SECRET of %s", a.Name)
+		v, err := r.api.setSecrets(ctx, a.Name, map[string]*string{"SECRET": &r.secret})
+		if err != nil {
+			return 0, failf(err, "could not set the SECRET of %s", a.Name)
 		}
+		version = v
 	}
 	created("secret SECRET of " + a.Name)
-	return nil
+	return version, nil
 }
 
 // launchMachines creates machines up to the app's count in its region. A
 // new balancer is proven (started, a boot answering /ping) before any relay
 // is created, so relays register at once.
-func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bool, created func(string), note func(Status, string)) error {
+func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bool, minSecrets uint64, created func(string), note func(Status, string)) error {
 	region := a.region()
 	var n int
 	if exists {
@@ -173,7 +179,11 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		if role == RoleBalancer {
 			n = len(ms) // one balancer, wherever it runs
 		} else {
-			n = len(slices.DeleteFunc(ms, func(m *fly.Machine) bool { return m.Region != region }))
+			here := slices.DeleteFunc(slices.Clone(ms), func(m *fly.Machine) bool { return m.Region != region })
+			if other := len(ms) - len(here); other > 0 {
+				note(StatusWaiting, fmt.Sprintf("%s has %d machine(s) outside %s: launch counts only those in %s and leaves the others alone", a.Name, other, region, region))
+			}
+			n = len(here)
 		}
 		if n > a.count() {
 			note(StatusWaiting, fmt.Sprintf("%s has %d machines in %s, more than its count %d: launch removes nothing", a.Name, n, region, a.count()))
@@ -184,13 +194,19 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 			created(fmt.Sprintf("machine of %s in %s", a.Name, region))
 			continue
 		}
-		m, err := r.api.launch(ctx, a.Name, region, a.MachineConfig(r.image))
+		m, err := r.api.launch(ctx, a.Name, region, a.MachineConfig(r.image), minSecrets)
 		if err != nil {
 			return failf(err, "could not create a machine of %s (run again: launch creates only what is missing)", a.Name)
 		}
 		created(fmt.Sprintf("machine %s of %s in %s", m.ID, a.Name, region))
 		if role != RoleBalancer {
 			continue
+		}
+		// Two launches at once could each have created one: look again.
+		if ms, err := r.api.list(ctx, a.Name); err == nil && len(live(ms)) > 1 {
+			ms = live(ms)
+			return failf(nil, "app %s now has %d machines (%s): another launch ran at the same time; the balancer must run exactly one: "+
+				"destroy all but one (fly machine destroy ID -a %s --force) and run again", a.Name, len(ms), machineIDs(ms), a.Name)
 		}
 		tg := &target{role: role, app: *a, m: m, res: &MachineResult{Role: role, App: a.Name, Machine: m.ID, Region: region, Image: r.image}}
 		vctx, cancel := context.WithTimeoutCause(ctx, r.t.Phase.Duration, fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))

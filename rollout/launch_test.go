@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	fly "github.com/superfly/fly-go"
 
 	"github.com/purrfly/purrfly/flysim"
 	"github.com/purrfly/purrfly/rollout"
@@ -153,7 +156,15 @@ func TestRolloutDeploysAConfigEdit(t *testing.T) {
 			before[m.ID] = ping(t, f, app, m.ID).BootID
 		}
 	}
-	f.env.RelayEnv["PURRFLY_NOTE"] = "edited"
+	// Edit a value of the template on disk, as an operator edits
+	// fly/relay.toml, and reload it.
+	edited := bytes.Replace(fast, []byte(`GOMEMLIMIT = "430MiB"`), []byte(`GOMEMLIMIT = "400MiB"`), 1)
+	if bytes.Equal(edited, fast) {
+		t.Fatal("fly/relay.toml has no GOMEMLIMIT = \"430MiB\" to edit")
+	}
+	if err := os.WriteFile(tmpl, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.env.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +176,7 @@ func TestRolloutDeploysAConfigEdit(t *testing.T) {
 	}
 	for _, m := range plan.Machines {
 		want := m.Role == rollout.RoleRelay
-		if got := slices.Contains(m.Changes, `env.PURRFLY_NOTE: + "edited"`); got != want || (m.Action == rollout.ActionUpdate) != want {
+		if got := slices.Contains(m.Changes, `env.GOMEMLIMIT: "430MiB" -> "400MiB"`); got != want || (m.Action == rollout.ActionUpdate) != want {
 			t.Errorf("dry run: machine %s of %s: %s %v", m.Machine, m.App, m.Action, m.Changes)
 		}
 	}
@@ -188,7 +199,7 @@ func TestRolloutDeploysAConfigEdit(t *testing.T) {
 	for _, app := range f.apps[:3] {
 		ms, _ := f.fc.List(ctx, app, "")
 		for _, m := range ms {
-			if m.Config.Env["PURRFLY_NOTE"] != "edited" {
+			if m.Config.Env["GOMEMLIMIT"] != "400MiB" {
 				t.Errorf("machine %s of %s: env %v", m.ID, app, m.Config.Env)
 			}
 			if boot := ping(t, f, app, m.ID).BootID; boot == before[m.ID] {
@@ -211,4 +222,65 @@ func TestRolloutDeploysAConfigEdit(t *testing.T) {
 		}
 	}
 	f.noLeases(t)
+}
+
+// Launch after failures: a dry run creates nothing; a create whose answer
+// was lost and an address the API refused each stop a launch, and the
+// plain re-runs converge without a duplicate; a second balancer machine
+// stops it with the fix named.
+func TestLaunchConvergesAfterFailures(t *testing.T) {
+	t.Parallel()
+	f := launchFleet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dry := f.opts("purrfly:v1")
+	dry.DryRun = true
+	plan, err := rollout.Launch(ctx, dry)
+	if err != nil || len(plan.Created) == 0 {
+		t.Fatalf("dry run: %v %+v", err, plan)
+	}
+	if _, err := f.fc.GetApp(ctx, "purrfly-balancer"); err == nil {
+		t.Fatal("a dry run created the balancer app")
+	}
+
+	for _, fault := range []flysim.Fault{
+		{Action: "create", App: "purrfly-relay-a", DropResponse: true},
+		{Action: "assign_ip", App: "purrfly-relay-b", Status: 500},
+	} {
+		if err := f.sim.InjectFault(fault); err != nil {
+			t.Fatal(err)
+		}
+		_, err := rollout.Launch(ctx, f.opts("purrfly:v1"))
+		var fl *rollout.Failure
+		if !errors.As(err, &fl) || fl.Phase != rollout.PhaseLaunch || !strings.Contains(fl.Error(), fault.App) ||
+			!strings.Contains(fl.Error(), "re-run the launch") {
+			t.Fatalf("%s of %s: want a launch failure there, got %v", fault.Action, fault.App, err)
+		}
+	}
+	res, err := rollout.Launch(ctx, f.opts("purrfly:v1"))
+	if err != nil {
+		t.Fatalf("re-run: %v", err)
+	}
+	if len(res.SmokeRegions) == 0 {
+		t.Errorf("re-run: no smoke region passed")
+	}
+	for app, want := range map[string]int{"purrfly-balancer": 1, "purrfly-relay-a": 1, "purrfly-relay-b": 1, multiApp: 3} {
+		if ms, err := f.fc.List(ctx, app, ""); err != nil || len(ms) != want {
+			t.Errorf("%s: %d machines (%v), want %d", app, len(ms), err, want)
+		}
+	}
+
+	bal, err := f.fc.List(ctx, "purrfly-balancer", "")
+	if err != nil || len(bal) != 1 {
+		t.Fatalf("balancer machines: %d %v", len(bal), err)
+	}
+	clone, err := f.fc.Launch(ctx, "purrfly-balancer", fly.LaunchMachineInput{Region: bal[0].Region, Config: bal[0].Config, SkipLaunch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rollout.Launch(ctx, f.opts("purrfly:v1"))
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) || !strings.Contains(fl.Reason, "must run exactly one") || !strings.Contains(fl.Reason, clone.ID) {
+		t.Fatalf("want launch refused over two balancers, got %v", err)
+	}
 }

@@ -41,6 +41,9 @@ func (a *machinesAPI) createApp(ctx context.Context, app, org string) error {
 	if ok, rerr := a.appExists(ctx, app); rerr == nil && ok {
 		return nil // the answer was lost, or a concurrent launch made it
 	}
+	if statusOf(err) == http.StatusUnprocessableEntity && strings.Contains(err.Error(), "taken") {
+		return fmt.Errorf("failed to create app %s in organisation %s: %w (Fly app names are global: pick another name in fly/rollout.toml)", app, org, err)
+	}
 	return fmt.Errorf("failed to create app %s in organisation %s: %w", app, org, err)
 }
 
@@ -79,18 +82,31 @@ func (a *machinesAPI) secretNames(ctx context.Context, app string) (map[string]b
 }
 
 // setSecrets is idempotent (same names, same values): it may be retried.
-func (a *machinesAPI) setSecrets(ctx context.Context, app string, values map[string]*string) error {
-	return a.call(ctx, "secrets-set", app, apiRequestTimeout, func(ctx context.Context) error {
-		_, err := a.c.UpdateAppSecrets(ctx, app, values)
+// It answers the app's new secrets version.
+func (a *machinesAPI) setSecrets(ctx context.Context, app string, values map[string]*string) (uint64, error) {
+	var version uint64
+	err := a.call(ctx, "secrets-set", app, apiRequestTimeout, func(ctx context.Context) error {
+		res, err := a.c.UpdateAppSecrets(ctx, app, values)
+		if err == nil && res != nil {
+			version = res.Version
+		}
 		return err
 	})
+	return version, err
 }
 
-func (a *machinesAPI) launch(ctx context.Context, app, region string, cfg *fly.MachineConfig) (*fly.Machine, error) {
+// launch creates a machine. minSecrets, when not 0, is the secrets version
+// it must boot with (Fly's secrets store is not read-after-write: a machine
+// created right after a secret was set could otherwise start without it).
+func (a *machinesAPI) launch(ctx context.Context, app, region string, cfg *fly.MachineConfig, minSecrets uint64) (*fly.Machine, error) {
+	in := fly.LaunchMachineInput{Region: region, Config: cfg}
+	if minSecrets > 0 {
+		in.MinSecretsVersion = &minSecrets
+	}
 	var out *fly.Machine
 	err := a.once(ctx, "launch", app, func(ctx context.Context) error {
 		var err error
-		out, err = a.c.Launch(ctx, app, fly.LaunchMachineInput{Region: region, Config: cfg})
+		out, err = a.c.Launch(ctx, app, in)
 		return err
 	})
 	if err != nil {

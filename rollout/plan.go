@@ -109,7 +109,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			msg += " (not answering /ping now)"
 		}
 		r.emit(Event{Phase: PhasePlan, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusWaiting,
-			Image: tg.res.FromImage, Boot: tg.ping.BootID, Message: msg})
+			Image: tg.res.FromImage, Boot: tg.ping.BootID, Message: msg, Changes: tg.res.Changes})
 	}
 	return targets, nil
 }

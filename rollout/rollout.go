@@ -74,6 +74,7 @@ type run struct {
 	// observerPanicked: the Observer panicked once and is not called again
 	// (so undrain and fail can still report, to the log).
 	observerPanicked bool
+	launch           bool // a launch's run: the summary counts what it created
 }
 
 // Run rolls the environment's fleet to opts.Image: relays one machine at a
@@ -198,7 +199,7 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}
 	msg := fmt.Sprintf("rollout of %s to %s done: %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, n, len(targets)-n)
-	if c := len(r.res.Created); c > 0 {
+	if c := len(r.res.Created); r.launch {
 		msg = fmt.Sprintf("launch of %s on %s done: %d thing(s) created, %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, c, n, len(targets)-n)
 	}
 	r.emit(Event{Phase: PhaseDone, Status: StatusDone, Image: r.image, Message: msg})
