@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -33,6 +34,10 @@ func newMemSetup(tb testing.TB) (*Server, *fakeRelay) {
 		Secret:     testSecret,
 		Logger:     slog.New(slog.DiscardHandler),
 		HTTPClient: &http.Client{Transport: memTransport{mux}},
+		// Every request comes from httptest's one address: the per-source
+		// limits would measure 429s after the first burst.
+		AllocateRate: limit.Rate{Every: -1},
+		JoinRate:     limit.Rate{Every: -1},
 	})
 	if err != nil {
 		tb.Fatal(err)
