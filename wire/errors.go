@@ -64,7 +64,12 @@ var (
 	ErrUnknownRelay     = newErr(http.StatusConflict, "unknown_relay", true, "the balancer does not know this relay boot; register first")
 	ErrHandoverRefused  = newErr(http.StatusConflict, "handover_refused", false, "the room is not this machine's to hand over (in use, not here, or not the host's secret)")
 	ErrProtocolVersion  = newErr(http.StatusBadRequest, "unsupported_protocol", false, "unsupported internal protocol version")
-	ErrRateLimited      = newErr(http.StatusTooManyRequests, "rate_limited", true, "too many requests from this address; retry after Retry-After seconds")
+	// ErrNoCandidate: no registered relay fits an explicit placement
+	// (labels, strategy: balancer.Placement); the message says why, e.g.
+	// "2 relays: 1 draining, 1 full (rooms 50/50)". PurrNet's own
+	// allocations, which ask for no placement, get ErrNoRelays instead.
+	ErrNoCandidate = newErr(http.StatusConflict, "no_candidate", true, "no relay fits the placement")
+	ErrRateLimited = newErr(http.StatusTooManyRequests, "rate_limited", true, "too many requests from this address; retry after Retry-After seconds")
 )
 
 // Server-side errors (5xx).

@@ -131,6 +131,13 @@ type RelayInfo struct {
 	MachineID string `json:"machineId,omitempty"`
 	ImageRef  string `json:"imageRef,omitempty"`
 	Version   string `json:"version,omitempty"`
+	// Labels and Capacity shape placement (labels.go; added within
+	// version 2: an older balancer ignores them, an older relay omits them,
+	// which is no label and no stated capacity). Like the routing metadata
+	// they are fixed for a boot: the balancer keeps those of the heartbeat
+	// that registered the boot, and a relay that must change them restarts.
+	Labels   map[string]string `json:"labels,omitempty"`
+	Capacity Capacity          `json:"capacity,omitzero"`
 }
 
 // SameRoute reports whether two infos carry the same immutable routing
