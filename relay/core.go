@@ -46,7 +46,12 @@ type core struct {
 	// grant lifetime (migration.go); static after construction.
 	activationLease time.Duration
 	grantLifetime   time.Duration
-	maxRooms        int // static: Options.MaxRooms
+	// maxRooms and maxConns bound the rooms and connections past which a
+	// new room is relay_full: the lower of Options.MaxRooms and
+	// Options.Capacity.MaxRooms, and Options.Capacity.MaxConnections (0:
+	// no bound). Static after construction.
+	maxRooms int
+	maxConns int
 
 	nextID   atomic.Uint32
 	rooms    roomTable
@@ -597,6 +602,9 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	if c.rooms.n.Load() >= int64(c.maxRooms) {
 		return allocation{}, wire.ErrRelayFull
 	}
+	if c.maxConns > 0 && c.conns.n.Load() >= int64(c.maxConns) {
+		return allocation{}, errConnsFull
+	}
 	secret := randomHex(16)
 	r := &room{
 		name:         name,
@@ -617,6 +625,10 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	defer r.mu.Unlock()
 	return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked()}, nil
 }
+
+// errConnsFull is relay_full for a relay at its connection capacity: the
+// balancer skips it as it skips one at its room capacity.
+var errConnsFull = wire.ErrRelayFull.WithMessage("this relay holds as many connections as it may take")
 
 // randomHex returns n random bytes as lower-case hex.
 func randomHex(n int) string {

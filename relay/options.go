@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"time"
 
@@ -105,6 +106,18 @@ type Options struct {
 	// DefaultMaxRooms): past it an allocation is relay_full (503, the
 	// balancer places the room on another relay).
 	MaxRooms int
+	// Labels tag this relay for placement (RELAY_LABELS; wire.ParseLabels
+	// for the rules): an allocation that requires labels goes only to
+	// relays carrying all of them. Reported in every registration.
+	Labels map[string]string
+	// Capacity is what this relay takes at most, for placement
+	// (RELAY_MAX_ROOMS, RELAY_MAX_CONNECTIONS; 0 = no limit). The relay
+	// reports it and enforces it itself: with Capacity.MaxRooms rooms (or
+	// MaxRooms, when that is lower), or Capacity.MaxConnections
+	// connections, a new room is relay_full (503; the balancer places it
+	// on another relay). Connections to rooms it holds are never refused
+	// for it: a player of a game placed here must be able to join it.
+	Capacity wire.Capacity
 	// MaxPending and MaxPendingPerSource bound the WebSocket connections
 	// between their upgrade and their authentication, in all and per
 	// source address (MAX_PENDING_CONNECTIONS, MAX_PENDING_PER_SOURCE;
@@ -151,6 +164,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MultiMachine && o.BalancerURL == "" {
 		return o, errors.New("invalid relay options: a multi-machine relay needs a balancer URL (it asks the balancer where rooms live)")
+	}
+	if err := wire.ValidateLabels(o.Labels); err != nil {
+		return o, fmt.Errorf("invalid relay options: %w", err)
+	}
+	if err := o.Capacity.Validate(); err != nil {
+		return o, fmt.Errorf("invalid relay options: %w", err)
 	}
 	if o.LocateTTL <= 0 {
 		o.LocateTTL = DefaultLocateTTL
@@ -212,6 +231,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxRooms <= 0 {
 		o.MaxRooms = DefaultMaxRooms
 	}
+	o.Labels = maps.Clone(o.Labels) // the caller's map is not ours to share
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
 	}

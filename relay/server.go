@@ -88,6 +88,10 @@ func New(opts Options) (*Server, error) {
 	s.core.emptyTimeout = o.EmptyRoomTimeout
 	s.core.activationLease, s.core.grantLifetime = o.ActivationLease, o.GrantLifetime
 	s.core.maxRooms = o.MaxRooms
+	if c := o.Capacity.MaxRooms; c > 0 && c < o.MaxRooms {
+		s.core.maxRooms = c
+	}
+	s.core.maxConns = o.Capacity.MaxConnections
 	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	if o.BalancerURL != "" {
 		s.reg = newRegistrar(s)
@@ -222,6 +226,10 @@ func (s *Server) relayInfo() wire.RelayInfo {
 		PublicEndpoint: s.opts.PublicEndpoint,
 		ImageRef:       s.opts.ImageRef,
 		Version:        s.opts.Version,
+		Labels:         s.opts.Labels,
+		// The bounds it enforces: its room bound is never unlimited
+		// (MaxRooms applies when Capacity.MaxRooms does not).
+		Capacity: wire.Capacity{MaxRooms: s.core.maxRooms, MaxConnections: s.core.maxConns},
 	}
 }
 
