@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/purrfly/purrfly/wire"
@@ -28,6 +29,11 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p, explicit, err := placementQuery(r)
+	if err != nil {
+		return err
+	}
+	p.Region = region
 	var allocationID string
 	if r.Method == http.MethodPost {
 		if allocationID, err = wire.HeaderValue(r, wire.HeaderAllocationID, wire.MaxAllocationIDLen); err != nil {
@@ -39,11 +45,16 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	// Older PurrTransport versions connect the host to the relay they pinged
 	// from /servers, ignoring the answer's host: a legacy allocation must
 	// stay in the requested region when it has a relay.
-	c, err := s.allocate(r.Context(), name, region, allocationID, r.Method == http.MethodGet)
+	c, err := s.allocate(r.Context(), name, allocationID, p, r.Method == http.MethodGet)
 	if err != nil {
 		var we *wire.Error
 		if !errors.As(err, &we) {
 			we = wire.ErrInternal
+		}
+		if !explicit && errors.Is(we, wire.ErrNoCandidate) {
+			// PurrNet's own allocations ask for no placement and have
+			// always been told 503 no_relays when nothing takes a room.
+			we = wire.ErrNoRelays.WithMessage(we.Message)
 		}
 		s.metrics.allocations.WithLabelValues(we.Code).Inc()
 		return we
@@ -51,6 +62,39 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	s.metrics.allocationsOK.Inc()
 	wire.WriteJSON(w, http.StatusOK, c)
 	return nil
+}
+
+// placementQuery reads the placement a caller other than PurrNet may ask
+// for on /allocate_ws: ?labels=k:v,k2:v2 (required labels) and
+// ?strategy=least|most|random. PurrNet sends no query, so its allocations
+// keep the server's placement and their errors; explicit is true when
+// either parameter is present (nothing fitting is then 409 no_candidate).
+func placementQuery(r *http.Request) (p Placement, explicit bool, err error) {
+	if r.URL.RawQuery == "" {
+		return p, false, nil
+	}
+	q, qerr := url.ParseQuery(r.URL.RawQuery)
+	if qerr != nil {
+		return p, false, wire.ErrBadRequest.WithMessage("malformed query string")
+	}
+	for _, k := range []string{"labels", "strategy"} {
+		if len(q[k]) > 1 {
+			return p, false, wire.ErrBadRequest.WithMessage("the " + k + " parameter is given more than once")
+		}
+	}
+	if v, ok := q["labels"]; ok {
+		explicit = true
+		if p.Labels, err = wire.ParseLabelSelector(v[0]); err != nil {
+			return p, false, wire.ErrBadRequest.WithMessage(err.Error())
+		}
+	}
+	if v, ok := q["strategy"]; ok {
+		explicit = true
+		if p.Strategy, err = ParseStrategy(v[0]); err != nil {
+			return p, false, wire.ErrBadRequest.WithMessage(err.Error())
+		}
+	}
+	return p, explicit, nil
 }
 
 func newAllocationID() string {
@@ -73,11 +117,15 @@ func newAllocationID() string {
 //   - a pending (indeterminate) allocation: go back to that relay, whatever
 //     the allocation id (the relay replays it, refuses another id for a room
 //     it holds, or creates the room if it never did);
-//   - otherwise place it: region first, least loaded, not draining; a relay
-//     that cannot be reached or is draining passes to the next candidate.
-//     With inRegion (legacy GET) only the region's relays are candidates
-//     when it has any; other regions only when it has none.
-func (s *Server) allocate(ctx context.Context, name, region, allocationID string, inRegion bool) (wire.Capability, error) {
+//   - otherwise place it (Placement): the relays that fit p (labels, not
+//     draining, not full), region first, in p's strategy's order; a relay
+//     that cannot be reached, is draining or is full passes to the next
+//     candidate. With inRegion (legacy GET) only the region's relays are
+//     candidates when it has any; other regions only when it has none.
+//     None fits, or every one tried refused as full or draining:
+//     wire.ErrNoCandidate saying why.
+func (s *Server) allocate(ctx context.Context, name, allocationID string, p Placement, inRegion bool) (wire.Capability, error) {
+	region := p.Region
 	e, err := s.rooms.acquire(ctx, name)
 	if err != nil {
 		return wire.Capability{}, wire.ErrAllocationBusy
@@ -90,12 +138,13 @@ func (s *Server) allocate(ctx context.Context, name, region, allocationID string
 			return wire.Capability{}, wire.ErrRoomTaken
 		}
 		c, err := s.allocateOn(ctx, e, cur.relay, name, region, allocationID)
-		if replay || !errors.Is(err, errRelayDraining) {
+		if replay || !errors.Is(err, errRelayDraining) && !errors.Is(err, errRelayFull) {
 			return pinned(c, err)
 		}
-		// A vacant room on a draining relay: the relay let it go and
-		// took nothing, so the old incarnation is fenced and the new one
-		// placed on another relay below.
+		// A vacant room on a draining relay (or one at its connection
+		// capacity): the relay let it go and took nothing, so the old
+		// incarnation is fenced and the new one placed on another relay
+		// below.
 		e.fence(cur.relay.info.BootID, cur.epoch, s.clock.Now())
 		e.setLive(nil)
 	}
@@ -105,30 +154,37 @@ func (s *Server) allocate(ctx context.Context, name, region, allocationID string
 		}
 		e.pending = nil
 	}
-	cands, registered := s.reg.candidates(region)
+	strategy := p.Strategy
+	if strategy == "" {
+		strategy = s.opts.Placement
+	}
+	cands, tally := s.reg.candidates(p, strategy, s.opts.Rand)
 	if inRegion {
 		cands = onlyRegion(cands, region)
 	}
 	if len(cands) == 0 {
-		if registered {
-			return wire.Capability{}, wire.ErrNoRelays.WithMessage("every relay is draining")
-		}
-		return wire.Capability{}, wire.ErrNoRelays
+		return wire.Capability{}, tally.noCandidate(p)
 	}
-	err = wire.ErrRelayFailed
+	full, draining := 0, 0
 	for i, rel := range cands {
 		if i == maxPlacementTries {
 			break
 		}
-		var c wire.Capability
-		c, err = s.allocateOn(ctx, e, rel, name, region, allocationID)
-		if errors.Is(err, errTryNext) {
-			err = wire.ErrRelayFailed
-			continue
+		c, err := s.allocateOn(ctx, e, rel, name, region, allocationID)
+		switch {
+		case errors.Is(err, errRelayFull):
+			full++
+		case errors.Is(err, errRelayDraining):
+			draining++
+		case errors.Is(err, errTryNext):
+		default:
+			return c, err
 		}
-		return c, err
 	}
-	return wire.Capability{}, err
+	if tried := min(len(cands), maxPlacementTries); full+draining == tried {
+		return wire.Capability{}, refusedAll(full, draining)
+	}
+	return wire.Capability{}, wire.ErrRelayFailed
 }
 
 // pinned maps errTryNext for an allocation that may only go to one relay
@@ -148,6 +204,11 @@ var errTryNext = errors.New("try the next relay")
 // errRelayDraining is errTryNext for a relay that answered draining: it
 // holds no room of that name any more (a vacant one was released).
 var errRelayDraining = fmt.Errorf("%w: the relay is draining", errTryNext)
+
+// errRelayFull is errTryNext for a relay that answered relay_full: it
+// holds as many rooms or connections as it takes (and, like a draining
+// one, let a vacant room of that name go).
+var errRelayFull = fmt.Errorf("%w: the relay is full", errTryNext)
 
 // allocateOn calls rel's allocation route and commits the answer as the
 // room's publication. The caller holds e's lease.
@@ -174,7 +235,7 @@ func (s *Server) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		// of that name).
 		return none, errRelayDraining
 	case errors.Is(err, wire.ErrRelayFull):
-		return none, errTryNext // it holds as many rooms as it may: another relay
+		return none, errRelayFull // it holds as many rooms (or connections) as it may: another relay
 
 	case errors.Is(err, wire.ErrStaleBoot):
 		// (Multi-machine) the machine no longer runs the boot we chose: it

@@ -219,6 +219,12 @@ func validRelayInfo(i wire.RelayInfo) error {
 	if len(i.MachineID) > maxInfoLen || len(i.ImageRef) > maxInfoLen || len(i.Version) > maxInfoLen {
 		return bad("relay process facts are too long")
 	}
+	if err := wire.ValidateLabels(i.Labels); err != nil {
+		return bad("relay " + err.Error())
+	}
+	if err := i.Capacity.Validate(); err != nil {
+		return bad("relay " + err.Error())
+	}
 	return nil
 }
 

@@ -1,11 +1,12 @@
 package balancer
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -111,6 +112,15 @@ type Options struct {
 	// non-positive means DefaultTombstoneRetention.
 	TombstoneRetention time.Duration
 
+	// Placement is the strategy of placements that name none
+	// (BALANCER_PLACEMENT): StrategyLeast (""), StrategyMost or
+	// StrategyRandom. Region and labels come first either way (Placement).
+	Placement Strategy
+	// Rand returns a number in [0, n) for StrategyRandom (nil =
+	// math/rand/v2's IntN: safe for concurrent use, no shared lock). Tests
+	// inject a deterministic one.
+	Rand func(n int) int
+
 	// Clock is the time source (nil = the wall clock).
 	Clock clock.Clock
 	// Logger receives the logs (nil = slog.Default()).
@@ -132,7 +142,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.BootID == "" {
 		var b [16]byte
-		_, _ = rand.Read(b[:])
+		_, _ = crand.Read(b[:])
 		o.BootID = hex.EncodeToString(b[:])
 	}
 	if len(o.BootID) > maxIDLen {
@@ -157,6 +167,14 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HealthFailures <= 0 {
 		o.HealthFailures = DefaultHealthFailures
+	}
+	st, err := ParseStrategy(string(o.Placement))
+	if err != nil {
+		return o, err
+	}
+	o.Placement = st
+	if o.Rand == nil {
+		o.Rand = rand.IntN
 	}
 	o.Clock = clock.OrReal(o.Clock)
 	if o.Logger == nil {

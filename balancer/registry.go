@@ -1,13 +1,10 @@
 package balancer
 
 import (
-	"cmp"
 	"context"
 	"net/url"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +18,7 @@ import (
 // endpoint's current entry, so replacing or removing the entry invalidates
 // all of its routes at once.
 type relayEntry struct {
-	info     wire.RelayInfo // static after construction
+	info     wire.RelayInfo // static after construction (Labels and Capacity included: read without a lock)
 	restPort int            // static: the public endpoint's port (PublicEndpoint, else Endpoint)
 
 	// Aggregates of the live routes pointing at this entry, written under
@@ -302,39 +299,6 @@ func (g *registry) setAdminDrain(id string, on bool) (relaySnap, bool) {
 		delete(g.drained, r.info.Endpoint)
 	}
 	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked()}, true
-}
-
-// candidates lists the relays that may take a new room: not draining; those
-// of region first (case-insensitively), then the others, each group least
-// loaded first (connections, then rooms, then endpoint for a stable order).
-// It also reports whether any relay is registered at all.
-func (g *registry) candidates(region string) ([]*relayEntry, bool) {
-	g.mu.RLock()
-	registered := len(g.byEndpoint) > 0
-	out := make([]*relayEntry, 0, len(g.byEndpoint))
-	for _, r := range g.byEndpoint {
-		if !r.drainingLocked() {
-			out = append(out, r)
-		}
-	}
-	g.mu.RUnlock()
-	inRegion := func(r *relayEntry) bool { return region != "" && strings.EqualFold(r.info.Region, region) }
-	slices.SortFunc(out, func(a, b *relayEntry) int {
-		if ra, rb := inRegion(a), inRegion(b); ra != rb {
-			if ra {
-				return -1
-			}
-			return 1
-		}
-		if c := cmp.Compare(a.conns.Load(), b.conns.Load()); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.rooms.Load(), b.rooms.Load()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.info.Endpoint, b.info.Endpoint)
-	})
-	return out, registered
 }
 
 // acquireGate takes the endpoint's proof gate, giving up when ctx ends.
