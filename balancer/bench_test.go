@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
@@ -126,5 +128,63 @@ func BenchmarkAllocateJoinLoopback(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// placementRegistry is 32 registered relays, half in eu, with labels and
+// capacity, none full.
+func placementRegistry(tb testing.TB) *registry {
+	g := newRegistry()
+	for i := range 32 {
+		region, tier := "eu", "pro"
+		if i%2 == 1 {
+			region, tier = "us", "free"
+		}
+		g.install(wire.RegisterRequest{Relay: wire.RelayInfo{
+			BootID: "b" + strconv.Itoa(i), Endpoint: "http://r" + strconv.Itoa(i), Region: region,
+			Labels: map[string]string{"tier": tier}, Capacity: wire.Capacity{MaxRooms: 100, MaxConnections: 1000},
+		}}, time.Time{})
+	}
+	return g
+}
+
+// BenchmarkCandidates is the placement of one allocation over 32 relays,
+// per strategy, with and without a required label.
+func BenchmarkCandidates(b *testing.B) {
+	g := placementRegistry(b)
+	for _, tc := range []struct {
+		name string
+		p    Placement
+		st   Strategy
+	}{
+		{"least", Placement{Region: "eu"}, StrategyLeast},
+		{"most", Placement{Region: "eu"}, StrategyMost},
+		{"random", Placement{Region: "eu"}, StrategyRandom},
+		{"least-labels", Placement{Region: "eu", Labels: map[string]string{"tier": "pro"}}, StrategyLeast},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if c, _ := g.candidates(tc.p, tc.st, rand.IntN); len(c) == 0 {
+					b.Fatal("no candidate")
+				}
+			}
+		})
+	}
+}
+
+// TestCandidatesAllocateOnce: placement allocates its candidate slice and
+// nothing else, whatever the strategy or labels (the reasons for leaving
+// relays out are counted, and formatted only when nothing fits).
+func TestCandidatesAllocateOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	g := placementRegistry(t)
+	for _, st := range []Strategy{StrategyLeast, StrategyMost, StrategyRandom} {
+		p := Placement{Region: "eu", Labels: map[string]string{"tier": "pro"}}
+		if n := testing.AllocsPerRun(100, func() { g.candidates(p, st, rand.IntN) }); n != 1 {
+			t.Errorf("%s: %v allocations, want 1", st, n)
+		}
 	}
 }

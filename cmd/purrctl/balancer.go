@@ -22,6 +22,7 @@ func balancerCommand() *cli.Command {
 			&cli.IntFlag{Name: "tombstone-retention", EnvVars: []string{"ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS"}, Value: 3600, Usage: "seconds released room publications stay fenced (non-positive: 3600)"},
 			&cli.IntFlag{Name: "health-interval", EnvVars: []string{"HEALTH_INTERVAL_SECONDS"}, Value: 10, Usage: "seconds between relay health probes"},
 			&cli.IntFlag{Name: "allocate-rate", EnvVars: []string{"ALLOCATE_RATE_PER_MINUTE"}, Value: 120, Usage: "room allocations a minute per source address, half of them at once (0: no limit)"},
+			&cli.StringFlag{Name: "placement", EnvVars: []string{"BALANCER_PLACEMENT"}, Value: "least", Usage: "where new rooms go, after region, labels and capacity: least (least loaded), most (most loaded: pack relays) or random"},
 			&cli.IntFlag{Name: "join-rate", EnvVars: []string{"JOIN_RATE_PER_MINUTE"}, Value: 600, Usage: "joins a minute per source address, half of them at once (0: no limit)"},
 		}, httpLimitFlags()...),
 		Action: runBalancer,
@@ -37,8 +38,13 @@ func runBalancer(c *cli.Context) error {
 	if host == "" {
 		host = defaultListenHost()
 	}
+	placement, err := balancer.ParseStrategy(c.String("placement"))
+	if err != nil {
+		return usagef("BALANCER_PLACEMENT must be least, most or random")
+	}
 	log := newLogger(c)
 	srv, err := balancer.New(balancer.Options{
+		Placement:          placement,
 		Secret:             secret,
 		ListenHost:         host,
 		Port:               c.Int("port"),

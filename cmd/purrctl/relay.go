@@ -46,6 +46,9 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "udp-timeout", EnvVars: []string{"UDP_TIMEOUT_SECONDS"}, Value: 10, Usage: "seconds of silence after which a UDP peer is dropped"},
 			&cli.IntFlag{Name: "auth-timeout", EnvVars: []string{"AUTH_TIMEOUT_SECONDS"}, Value: 10, Usage: "seconds a connection (WebSocket or UDP) has to send its authentication"},
 			&cli.IntFlag{Name: "max-rooms", EnvVars: []string{"MAX_ROOMS"}, Value: 10000, Usage: "rooms this relay holds at most (past it allocations go to other relays)"},
+			&cli.StringFlag{Name: "labels", EnvVars: []string{"RELAY_LABELS"}, Usage: "placement labels, k=v,k2=v2 (at most 16; letters, digits, '.', '_', '-'); an allocation that asks for labels goes only to relays carrying them"},
+			&cli.IntFlag{Name: "capacity-rooms", EnvVars: []string{"RELAY_MAX_ROOMS"}, Usage: "rooms this relay takes for placement (0: no limit beyond MAX_ROOMS); past it it is full"},
+			&cli.IntFlag{Name: "capacity-connections", EnvVars: []string{"RELAY_MAX_CONNECTIONS"}, Usage: "connections past which this relay takes no new room (0: no limit); its rooms still take players"},
 			&cli.IntFlag{Name: "max-pending", EnvVars: []string{"MAX_PENDING_CONNECTIONS"}, Value: 4096, Usage: "WebSocket connections waiting to authenticate, in all"},
 			&cli.IntFlag{Name: "max-pending-per-source", EnvVars: []string{"MAX_PENDING_PER_SOURCE"}, Value: 64, Usage: "WebSocket connections waiting to authenticate, per source address"},
 			&cli.IntFlag{Name: "udp-flush", EnvVars: []string{"UDP_FLUSH_MS"}, Value: 10, Usage: "milliseconds a UDP peer's frames may wait to leave merged in one datagram (0: at once)"},
@@ -139,6 +142,9 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		MachineID:           os.Getenv("FLY_MACHINE_ID"),
 		ImageRef:            os.Getenv("FLY_IMAGE_REF"),
 		Version:             version(),
+	}
+	if o.Labels, o.Capacity, err = placementOptions(c); err != nil {
+		return o, err
 	}
 	if o.ListenHost == "" {
 		o.ListenHost = defaultListenHost()
@@ -290,4 +296,21 @@ func udpFlush(ms int) time.Duration {
 		return -1
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// placementOptions reads RELAY_LABELS, RELAY_MAX_ROOMS and
+// RELAY_MAX_CONNECTIONS; a mistake is a usage error naming the variable.
+func placementOptions(c *cli.Context) (map[string]string, wire.Capacity, error) {
+	labels, err := wire.ParseLabels(c.String("labels"))
+	if err != nil {
+		return nil, wire.Capacity{}, usagef("RELAY_LABELS: %s", strings.TrimPrefix(err.Error(), "labels: "))
+	}
+	capacity := wire.Capacity{MaxRooms: c.Int("capacity-rooms"), MaxConnections: c.Int("capacity-connections")}
+	if capacity.MaxRooms < 0 {
+		return nil, capacity, usagef("RELAY_MAX_ROOMS must be 0 (no limit) or a positive number of rooms")
+	}
+	if capacity.MaxConnections < 0 {
+		return nil, capacity, usagef("RELAY_MAX_CONNECTIONS must be 0 (no limit) or a positive number of connections")
+	}
+	return labels, capacity, nil
 }
