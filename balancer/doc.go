@@ -125,15 +125,13 @@
 //     host migration (the relay publishes Vacant only at generation 0);
 //   - a pending allocation (see below): the same relay is asked, whatever
 //     the allocation id: it replays, refuses another id, or creates the room;
-//   - otherwise placement: relays of the requested region first
-//     (case-insensitive), least loaded first (connections, then rooms), never
-//     draining; an unknown or empty region falls back to the others; up to
-//     three relays are tried while a relay cannot be reached (the request
-//     was certainly not written) or says it is draining. A legacy GET is
-//     placed only on relays of the requested region when it has any that
-//     take rooms (older PurrTransport versions connect the host to the
-//     relay they pinged, ignoring the answer's host); other regions only
-//     when it has none. No relay at all: no_relays (503).
+//   - otherwise placement (see Placement below); up to three relays are
+//     tried while a relay cannot be reached (the request was certainly not
+//     written) or says it is draining or full. A legacy GET is placed only
+//     on relays of the requested region when it has any that take rooms
+//     (older PurrTransport versions connect the host to the relay they
+//     pinged, ignoring the answer's host); other regions only when it has
+//     none.
 //
 // The relay's answer must carry a valid capability (wire.Capability.Validate)
 // and a publication of that name and allocation; anything less is a
@@ -163,13 +161,46 @@
 //
 // Legacy GET /allocate_ws gets a fresh allocation id per request.
 //
+// # Placement (placement.go)
+//
+// A new room goes to a relay that is registered, not draining, not full
+// and carries every label the allocation requires. A relay reports its
+// labels (RELAY_LABELS) and capacity (wire.Capacity: RELAY_MAX_ROOMS,
+// RELAY_MAX_CONNECTIONS) in wire.RelayInfo; both are fixed for a boot and
+// read from the registration without a lock. Full means at its maxRooms
+// live routes or maxConnections published connections (the entry's
+// aggregates); the relay enforces the same bounds and answers relay_full,
+// which passes to the next candidate, since our counts lag its own by a
+// publication. Among the relays that fit, the requested region's come
+// first (case-insensitive; the others take the room when it has none),
+// each group ordered by the strategy: least loaded (connections, then
+// rooms; the default), most loaded, or random (Options.Rand), ties by
+// endpoint. The strategy is Options.Placement (BALANCER_PLACEMENT) unless
+// the allocation names one.
+//
+// An allocation asks for a placement with Placement (Region, Labels,
+// Strategy) through Server.Allocate, the Go entry a matchmaker route
+// calls, or with ?labels=k:v,k2:v2 and ?strategy= on /allocate_ws, which
+// PurrNet's client never sends. When nothing fits, the answer counts the
+// registered relays left out by their first reason (without the labels,
+// draining, full with one relay's numbers): 409 no_candidate for an
+// explicit placement, e.g. "3 relays: 1 without the labels, 1 draining,
+// 1 full (rooms 50/50); labels asked: tier:pro", and PurrNet's 503
+// no_relays with the same message otherwise ("no relay is registered",
+// "every relay is draining"). Every relay tried refusing as full or
+// draining is the same error ("the 2 relays tried refused the room: 2
+// full"), not relay_unavailable. The reasons are counters filled under
+// the registry's read lock, formatted only on failure: a placement
+// allocates only its candidate slice, and takes no lock but that read
+// lock.
+//
 // # Multi-machine relay apps
 //
 // Each machine of a relay app registers on its own: its own boot, machine
 // id, region and Endpoint (its private address, which this balancer probes
 // and calls directly), with the app's shared public host, port and
 // wire.RelayInfo.PublicEndpoint. Placement treats the machines as separate
-// relays (region, then least loaded), so a machine that joins takes new
+// relays (region, then the strategy), so a machine that joins takes new
 // rooms at once, and the room's route records the machine (boot) that
 // holds it. /servers lists such an app once per region, with the public
 // endpoint as apiEndpoint, so clients ping the app. The machines ask
@@ -207,7 +238,8 @@
 // # Files
 //
 // server.go (life cycle), options.go, routes.go (mux and public reads),
-// allocate.go, internal.go (relay routes), publish.go (the compare-and-sets),
+// allocate.go, placement.go (Placement, strategies, why nothing fits),
+// internal.go (relay routes), publish.go (the compare-and-sets),
 // registry.go (relays), rooms.go (room table and leases), health.go (health
 // and cleanup loops), relaycall.go (calls to relays), locate.go (room
 // location for multi-machine apps), migration.go (host migration),

@@ -154,7 +154,14 @@
 // replays it (same secrets, same epoch, the room's current revision); a
 // different id, or none, for a live or still reserved room is
 // room_name_taken. A draining relay still replays (the answer may have
-// been lost) but creates nothing: a new room is draining.
+// been lost) but creates nothing: a new room is draining. A full relay
+// also replays but creates nothing: at MaxRooms rooms (or the lower
+// Capacity.MaxRooms, RELAY_MAX_ROOMS) or Capacity.MaxConnections
+// connections (RELAY_MAX_CONNECTIONS) a new room is relay_full (503), and
+// the balancer tries another relay. Capacity never refuses a connection
+// to a room the relay holds: its players must be able to join it. The
+// relay's Labels and Capacity travel in every heartbeat's wire.RelayInfo
+// for the balancer's placement.
 //
 // A room's life is one phase (phase.go: awaiting its host, hosted,
 // vacant, and host migration's pending and expired, then removed),
@@ -238,7 +245,7 @@
 // 127.0.0.x under flysim), and advertises the app's public host, port and
 // PublicEndpoint (/servers lists the app once per region under it). The
 // balancer treats the machines as separate relays: it picks one (region,
-// then least loaded) and calls it directly, naming the chosen boot in
+// then its placement strategy) and calls it directly, naming the chosen boot in
 // wire.HeaderTargetBoot, so the room is created there and the balancer's
 // record of the room points at that machine. We chose this over letting
 // the app hash the room to its owner with Fly-Replay: the balancer already
