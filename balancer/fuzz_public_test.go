@@ -19,6 +19,8 @@ import (
 func FuzzPublicRequests(f *testing.F) {
 	f.Add("POST", "/allocate_ws", "room-1", "eu", "alloc-1", "")
 	f.Add("GET", "/allocate_ws", "legacy room", "us", "", "")
+	f.Add("POST", "/allocate_ws?labels=tier:pro&strategy=random", "room-2", "eu", "alloc-2", "")
+	f.Add("POST", "/allocate_ws?labels=tier&strategy=most", "room-3", "eu", "alloc-3", "")
 	f.Add("POST", "/allocate_ws", "x", "eu", "", "")
 	f.Add("GET", "/join", "room-1", "", "", "")
 	f.Add("GET", "/join", "nope", "", "", "")
