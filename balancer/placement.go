@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -58,8 +59,10 @@ type Placement struct {
 
 // validate checks p as a request: a bad_request that says what is wrong.
 func (p Placement) validate() error {
-	if len(p.Region) > wire.MaxRegionLen {
-		return wire.ErrBadRequest.WithMessage("placement region is too long")
+	if p.Region != "" {
+		if err := validValue("placement region", p.Region, wire.MaxRegionLen); err != nil {
+			return err
+		}
 	}
 	if err := wire.ValidateLabels(p.Labels); err != nil {
 		return wire.ErrBadRequest.WithMessage("placement " + err.Error())
@@ -79,16 +82,29 @@ func (p Placement) validate() error {
 // allocation_outcome_indeterminate, relay_bad_answer, relay_unavailable).
 // It may be called concurrently.
 func (s *Server) Allocate(ctx context.Context, name, allocationID string, p Placement) (wire.Capability, error) {
-	switch {
-	case name == "" || len(name) > wire.MaxSessionIDLen:
-		return wire.Capability{}, wire.ErrBadRequest.WithMessage("room name must be 1 to " + strconv.Itoa(wire.MaxSessionIDLen) + " bytes")
-	case allocationID == "" || len(allocationID) > wire.MaxAllocationIDLen:
-		return wire.Capability{}, wire.ErrBadRequest.WithMessage("allocation id must be 1 to " + strconv.Itoa(wire.MaxAllocationIDLen) + " bytes")
+	if err := validValue("room name", name, wire.MaxSessionIDLen); err != nil {
+		return wire.Capability{}, err
+	}
+	if err := validValue("allocation id", allocationID, wire.MaxAllocationIDLen); err != nil {
+		return wire.Capability{}, err
 	}
 	if err := p.validate(); err != nil {
 		return wire.Capability{}, err
 	}
 	return s.allocate(ctx, name, allocationID, p, false)
+}
+
+// validValue holds a Go caller's value to the rules of the header it
+// travels in to the relay (wire.HeaderValue): 1 to max bytes of valid
+// UTF-8 without control characters.
+func validValue(what, v string, max int) error {
+	if v == "" || len(v) > max {
+		return wire.ErrBadRequest.WithMessage(what + " must be 1 to " + strconv.Itoa(max) + " bytes")
+	}
+	if !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return wire.ErrBadRequest.WithMessage(what + " must be valid UTF-8 without control characters")
+	}
+	return nil
 }
 
 // placeTally counts the registered relays a placement left out, by the

@@ -251,7 +251,10 @@ func TestPlacementBadInput(t *testing.T) {
 		{"n", "", Placement{}, "allocation id must be"},
 		{"n", "a", Placement{Labels: map[string]string{"bad key": "v"}}, "placement labels:"},
 		{"n", "a", Placement{Strategy: "fullest"}, "is not least, most or random"},
-		{"n", "a", Placement{Region: strings.Repeat("r", wire.MaxRegionLen+1)}, "placement region is too long"},
+		{"n", "a", Placement{Region: strings.Repeat("r", wire.MaxRegionLen+1)}, "placement region must be 1 to 64 bytes"},
+		{"n", "a", Placement{Region: "e\nu"}, "placement region must be valid UTF-8 without control characters"},
+		{"bad\x91", "a", Placement{}, "room name must be valid UTF-8"},
+		{"n", "a\x00", Placement{}, "allocation id must be valid UTF-8 without control characters"},
 	} {
 		_, err := h.s.Allocate(context.Background(), tc.name, tc.id, tc.p)
 		var we *wire.Error
