@@ -1,7 +1,9 @@
 package wire
 
-// Admin API of the balancer (guarded by the shared SECRET, sent as
-// "Authorization: Bearer <SECRET>"): the rollout tool and operators use it.
+// Admin API of the balancer used by the deploy tool (purrctl rollout):
+// guarded by an admin key (fleet.go) or, for these three routes only, the
+// shared SECRET ("Authorization: Bearer <SECRET>" or HeaderInternalSecret),
+// which is the deploy tool's credential.
 const (
 	PathInstances  = "/v1/instances"            // GET -> InstancesResponse
 	PathDrainFmt   = "/v1/instances/%s/drain"   // POST, id = bootId or machineId -> Instance
@@ -16,12 +18,15 @@ const (
 
 // Instance is one relay registration as the admin API shows it.
 type Instance struct {
-	BootID        string `json:"bootId"`
-	MachineID     string `json:"machineId"`
-	Region        string `json:"region"`
-	Endpoint      string `json:"endpoint"`
-	Host          string `json:"host"`
-	Status        string `json:"status"` // InstanceLive or InstanceDraining
+	BootID    string `json:"bootId"`
+	MachineID string `json:"machineId"`
+	Region    string `json:"region"`
+	Endpoint  string `json:"endpoint"`
+	Host      string `json:"host"`
+	Status    string `json:"status"` // InstanceLive or InstanceDraining
+	// Stale is true while the relay has missed two heartbeats but is not
+	// removed yet (added with the /v1 admin API).
+	Stale         bool   `json:"stale,omitempty"`
 	Rooms         int64  `json:"rooms"`
 	Connections   int64  `json:"connections"`
 	LastHeartbeat string `json:"lastHeartbeat"` // RFC 3339, UTC

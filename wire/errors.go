@@ -70,6 +70,11 @@ var (
 	// allocations, which ask for no placement, get ErrNoRelays instead.
 	ErrNoCandidate = newErr(http.StatusConflict, "no_candidate", true, "no relay fits the placement")
 	ErrRateLimited = newErr(http.StatusTooManyRequests, "rate_limited", true, "too many requests from this address; retry after Retry-After seconds")
+	// ErrInstanceNotFound keeps the code not_found that the deploy tool
+	// (rollout) matches on a drain of a relay that is gone.
+	ErrInstanceNotFound = newErr(http.StatusNotFound, "not_found", false, "no such instance")
+	ErrThrottled        = newErr(http.StatusTooManyRequests, "throttled", true, "too many failed authentications from this address; retry after Retry-After seconds")
+	ErrTooManyStreams   = newErr(http.StatusTooManyRequests, "too_many_streams", true, "too many event streams are open; retry later")
 )
 
 // Server-side errors (5xx).

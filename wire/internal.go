@@ -42,6 +42,9 @@ package wire
 //	                 without consulting its Router (the balancer reached the
 //	                 machine directly, not through Fly's proxy).
 //	/ping            GET, public; proves the boot id (Ping).
+//	PathRelayRoomClose POST, header name (and HeaderRoomEpoch) ->
+//	                 RelayRoomClosed (rooms.go; added within version 2):
+//	                 an operator closes a room (DELETE /v1/rooms/{name}).
 //	PathRelayMigration* The four host migration calls (migration.go),
 //	                 forwarded from the public routes with the caller's
 //	                 headers and the route snapshot (HeaderTargetBoot,

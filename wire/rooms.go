@@ -29,3 +29,20 @@ type RelayRoom struct {
 	Hosted      bool `json:"hosted"`
 	Connections int  `json:"connections"`
 }
+
+// PathRelayRoomClose closes a room at its relay (POST, the internal secret,
+// headers name and, optionally, HeaderRoomEpoch: only that incarnation)
+// -> RelayRoomClosed. Every socket of the room is closed (1000 "room
+// closed") and the name released (its removal goes to the outbox as for
+// any ended room). A room that is not there (or another incarnation)
+// answers Closed false: the call is idempotent. The balancer's
+// DELETE /v1/rooms/{name} calls it.
+const PathRelayRoomClose = "/internal/v2/rooms/close"
+
+// RelayRoomClosed answers PathRelayRoomClose.
+type RelayRoomClosed struct {
+	BootID      string `json:"bootId"`
+	Closed      bool   `json:"closed"`
+	Epoch       string `json:"epoch,omitempty"` // the incarnation closed
+	Connections int    `json:"connections"`     // sockets closed
+}
