@@ -65,12 +65,13 @@ const (
 	reasonPeerTimeout               // UDP: nothing heard from the peer within the UDP timeout
 	reasonMigrated                  // a claim moved the room to a new generation: every old socket goes
 	reasonRejoin                    // isolated during a migration lease: the host activated, reconnect to it
+	reasonRoomClosed                // an operator closed the room (DELETE /v1/rooms/{name}): 1000 "room closed"
 	numReasons
 )
 
 var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "text_frame",
 	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
-	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout", "migrated", "rejoin"}
+	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout", "migrated", "rejoin", "room_closed"}
 
 func (r closeReason) String() string { return reasonNames[r] }
 

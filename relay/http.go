@@ -28,6 +28,7 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
 	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))
 	mux.Handle(wire.PathRelayRooms, wire.Handler(s.handleRooms))
+	mux.Handle(wire.PathRelayRoomClose, wire.Handler(s.handleRoomClose))
 	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
 		mux.Handle(op.RelayPath(), s.migrationHandler(op))
 	}

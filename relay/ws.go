@@ -450,6 +450,8 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 		return websocket.StatusNormalClosure, "host migrated"
 	case reasonRejoin:
 		return websocket.StatusServiceRestart, "host ready, reconnect"
+	case reasonRoomClosed:
+		return websocket.StatusNormalClosure, "room closed"
 	case reasonSlowReceiver, reasonQueueOverflow:
 		return websocket.StatusPolicyViolation, "too slow"
 	}
@@ -460,7 +462,7 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 // wrote there) back to the core's reason, for the forwarded peer.
 func reasonOfClose(code websocket.StatusCode, text string) closeReason {
 	for _, r := range [...]closeReason{reasonAuthFailed, reasonTextFrame, reasonTooBig, reasonKicked,
-		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin} {
+		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin, reasonRoomClosed} {
 		if c, t := r.wsCode(); c == code && t == text {
 			return r
 		}
