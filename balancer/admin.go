@@ -7,18 +7,17 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// admin guards a route for the rollout tool with the shared SECRET, given as
-// "Authorization: Bearer <SECRET>" or in the internal_key_secret header.
-func (s *Server) admin(allowed []string, h wire.Handler) wire.Handler {
-	return methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
-		if err := wire.CheckOperator(r, s.opts.Secret); err != nil {
-			return err
-		}
-		return h(w, r)
-	})
+// The deploy tool's routes (GET /v1/instances, POST
+// /v1/instances/{id}/drain and /undrain) take an admin key or the shared
+// SECRET (adminRoute.legacySecret); v1_instances.go has the operator's.
+
+// staleAfter is how long without a heartbeat marks a relay stale: two
+// thirds of its expiry (two of three missed heartbeats).
+func (s *Server) staleAfter(sn relaySnap) time.Duration {
+	return max(s.opts.RelayExpiry, sn.expiry) * 2 / 3
 }
 
-func instanceOf(sn relaySnap) wire.Instance {
+func (s *Server) instanceOf(sn relaySnap, now time.Time) wire.Instance {
 	i := sn.entry.info
 	status := wire.InstanceLive
 	if sn.draining {
@@ -31,6 +30,7 @@ func instanceOf(sn relaySnap) wire.Instance {
 		Endpoint:      i.Endpoint,
 		Host:          i.Host,
 		Status:        status,
+		Stale:         now.Sub(sn.lastHeartbeat) > s.staleAfter(sn),
 		Rooms:         sn.entry.rooms.Load(),
 		Connections:   sn.entry.conns.Load(),
 		LastHeartbeat: sn.lastHeartbeat.UTC().Format(time.RFC3339Nano),
@@ -41,22 +41,34 @@ func instanceOf(sn relaySnap) wire.Instance {
 // /v1/instances does (for embedding callers such as a local dev stack).
 func (s *Server) Instances() []wire.Instance {
 	snaps := s.reg.snapshot()
+	now := s.clock.Now()
 	out := make([]wire.Instance, 0, len(snaps))
 	for _, sn := range snaps {
-		out = append(out, instanceOf(sn))
+		out = append(out, s.instanceOf(sn, now))
+	}
+	return out
+}
+
+// semanticInstances drops what changes with every heartbeat (the ETag
+// covers the rest).
+func semanticInstances(l []wire.Instance) []wire.Instance {
+	out := make([]wire.Instance, len(l))
+	for i, in := range l {
+		in.LastHeartbeat = ""
+		out[i] = in
 	}
 	return out
 }
 
 func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) error {
-	wire.WriteJSON(w, http.StatusOK, wire.InstancesResponse{Instances: s.Instances()})
-	return nil
+	l := s.Instances()
+	return writeTagged(w, r, wire.InstancesResponse{Instances: l}, semanticInstances(l))
 }
 
 // handleDrain marks the relay whose boot id or machine id is {id} as
 // draining: no new room is placed there (its rooms keep working). The mark
 // survives the relay's removal and return within the same boot, and ends
-// with the boot.
+// with the boot. Draining a drained relay changes nothing and answers 200.
 func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) error {
 	return s.setDrain(w, r, true)
 }
@@ -75,13 +87,14 @@ func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, on bool) error
 	}
 	sn, ok := s.reg.setAdminDrain(id, on)
 	if !ok {
-		return wire.ErrNotFound.WithMessage("no such instance")
+		return wire.ErrInstanceNotFound
 	}
 	what := "relay drained by admin"
 	if !on {
 		what = "relay undrained by admin"
 	}
 	s.log.Info(what, "endpoint", sn.entry.info.Endpoint, "boot", sn.entry.info.BootID)
-	wire.WriteJSON(w, http.StatusOK, instanceOf(sn))
+	s.events.poke()
+	wire.WriteJSON(w, http.StatusOK, s.instanceOf(sn, s.clock.Now()))
 	return nil
 }

@@ -21,6 +21,10 @@ type metrics struct {
 	allocationsOK prometheus.Counter
 	relayAllocate prometheus.Observer
 	relayPing     prometheus.Observer
+
+	// The /v1 admin API.
+	adminAuthFailures prometheus.Counter // failed authentications (throttled ones not counted)
+	eventDrops        prometheus.Counter // event streams closed for falling behind
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
@@ -55,6 +59,18 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"op"}),
 	}
+	m.adminAuthFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_balancer_admin_auth_failures_total",
+		Help: "Failed authentications on the /v1 admin API.",
+	})
+	m.eventDrops = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_balancer_event_streams_dropped_total",
+		Help: "GET /v1/events streams closed because they fell behind.",
+	})
+	streams := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "purrfly_balancer_event_streams",
+		Help: "GET /v1/events streams open.",
+	}, func() float64 { return float64(s.events.streams()) })
 	m.allocationsOK = m.allocations.WithLabelValues("ok")
 	m.relayAllocate = m.relayCall.WithLabelValues("allocate")
 	m.relayPing = m.relayCall.WithLabelValues("ping")
@@ -72,7 +88,8 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		}
 		return float64(n)
 	})
-	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms} {
+	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms,
+		m.adminAuthFailures, m.eventDrops, streams} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
 		}

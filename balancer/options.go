@@ -28,6 +28,12 @@ const (
 	DefaultCleanupInterval    = 30 * time.Second
 	DefaultTombstoneRetention = 3600 * time.Second
 	DefaultHealthFailures     = 3
+	// DefaultMaxEventStreams bounds concurrent /v1/events streams.
+	DefaultMaxEventStreams = 100
+	// DefaultEventPing is the idle ping of an event stream.
+	DefaultEventPing = 15 * time.Second
+	// DefaultAuthThrottleSources bounds the failed-auth throttle's table.
+	DefaultAuthThrottleSources = 4096
 
 	// pendingRetention bounds how long an indeterminate allocation pins its
 	// room name to the relay that may hold it. PurrNet retries for ~110 s and
@@ -66,6 +72,9 @@ const (
 var (
 	DefaultAllocateRate = limit.PerMinute(120, 60)
 	DefaultJoinRate     = limit.PerMinute(600, 300)
+	// DefaultAuthFailureRate: ten failed admin authentications at once
+	// from one source, then one every six seconds.
+	DefaultAuthFailureRate = limit.PerMinute(10, 10)
 )
 
 // Options configures a Server. Zero values take the defaults above.
@@ -120,6 +129,41 @@ type Options struct {
 	// math/rand/v2's IntN: safe for concurrent use, no shared lock). Tests
 	// inject a deterministic one.
 	Rand func(n int) int
+	// AdminKeys are the operator's keys of the /v1 admin API (ADMIN_KEY,
+	// comma-separated, so a new key can be added, callers rolled, the old
+	// one removed), sent as "Authorization: Bearer <key>". Each must be at
+	// least MinAdminKeyLen characters, wire.ValidSecret, and not the
+	// shared Secret; one under GoodAdminKeyLen is warned about. None: New
+	// generates one (Server.GeneratedAdminKey), unless RequireAdminKey.
+	AdminKeys []string
+	// RequireAdminKey refuses to start without AdminKeys (purrctl sets it
+	// on Fly: a generated key would be lost in the logs of a machine).
+	RequireAdminKey bool
+	// TrustProxy takes the source address of /v1 requests (the failed-auth
+	// throttle, the audit log) from X-Forwarded-For's first hop, for a
+	// balancer behind a proxy that sets it (BALANCER_TRUST_PROXY). Off, and
+	// always when ClientIPHeader is set and present, it is that header or
+	// the TCP peer.
+	TrustProxy bool
+	// AdminCORSOrigins are the browser origins allowed to call /v1
+	// (ADMIN_CORS_ORIGINS, exact matches); none = no CORS on /v1.
+	AdminCORSOrigins []string
+	// SSEQueryKey accepts the admin key as ?key= on /v1/events
+	// (ADMIN_SSE_QUERY_KEY): EventSource cannot set headers, but a query
+	// string lands in proxy logs, so it is off by default.
+	SSEQueryKey bool
+	// AuthFailureRate limits failed /v1 authentications per source
+	// (default DefaultAuthFailureRate); past it /v1 answers 429 throttled.
+	AuthFailureRate limit.Rate
+	// AuthThrottleSources bounds the sources the throttle remembers
+	// (default DefaultAuthThrottleSources; the least recent goes first).
+	AuthThrottleSources int
+	// MaxEventStreams bounds concurrent GET /v1/events streams (default
+	// DefaultMaxEventStreams); past it: 429 too_many_streams.
+	MaxEventStreams int
+	// EventPing is the interval of the ": ping" comment on an idle event
+	// stream (default DefaultEventPing).
+	EventPing time.Duration
 
 	// Clock is the time source (nil = the wall clock).
 	Clock clock.Clock
@@ -159,6 +203,19 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RelayExpiry, DefaultRelayExpiry)
 	def(&o.CleanupInterval, DefaultCleanupInterval)
 	def(&o.TombstoneRetention, DefaultTombstoneRetention)
+	def(&o.EventPing, DefaultEventPing)
+	if o.AuthFailureRate.Every == 0 {
+		o.AuthFailureRate = DefaultAuthFailureRate
+	}
+	if o.AuthThrottleSources <= 0 {
+		o.AuthThrottleSources = DefaultAuthThrottleSources
+	}
+	if o.MaxEventStreams <= 0 {
+		o.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if err := checkAdminKeys(o.AdminKeys, o.Secret, o.RequireAdminKey); err != nil {
+		return o, err
+	}
 	if o.AllocateRate.Every == 0 {
 		o.AllocateRate = DefaultAllocateRate
 	}

@@ -35,6 +35,9 @@ type pendingAlloc struct {
 // roomEntry is everything the balancer knows about one room name.
 type roomEntry struct {
 	name string // static
+	// changed is poked (without blocking) on every change of live: the
+	// event hub's wake-up (static; nil in tests that make entries).
+	changed chan struct{}
 
 	// lease is the room's route lease (a one-slot channel, so waiting for it
 	// honours a context). Every change below happens while holding it.
@@ -98,6 +101,12 @@ func (e *roomEntry) setLive(rec *roomRecord) {
 		rec.relay.rooms.Add(1)
 		rec.relay.conns.Add(int64(rec.connections))
 	}
+	if e.changed != nil {
+		select {
+		case e.changed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // roomTable maps room names to entries, sharded so that lookups of
@@ -106,6 +115,9 @@ func (e *roomEntry) setLive(rec *roomRecord) {
 type roomTable struct {
 	seed   maphash.Seed
 	shards [roomShards]roomShard
+	// changed is given to every entry (roomEntry.changed); set once in
+	// New before any entry exists.
+	changed chan struct{}
 }
 
 type roomShard struct {
@@ -142,7 +154,7 @@ func (t *roomTable) acquire(ctx context.Context, name string) (*roomEntry, error
 		sh.mu.Lock()
 		e := sh.m[name]
 		if e == nil {
-			e = &roomEntry{name: name, lease: make(chan struct{}, 1)}
+			e = &roomEntry{name: name, lease: make(chan struct{}, 1), changed: t.changed}
 			sh.m[name] = e
 		}
 		sh.mu.Unlock()

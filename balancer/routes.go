@@ -40,12 +40,34 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(wire.PathUnregister, s.internal(post, s.handleUnregister))
 	mux.Handle(wire.PathRoomLocation, s.internal(get, s.handleRoomLocation))
 
-	mux.Handle(wire.PathInstances, s.admin(get, s.handleInstances))
-	mux.Handle(fmt.Sprintf(wire.PathDrainFmt, "{id}"), s.admin(post, s.handleDrain))
-	mux.Handle(fmt.Sprintf(wire.PathUndrainFmt, "{id}"), s.admin(post, s.handleUndrain))
+	mux.Handle(wire.PathHealthz, methods(get, s.handleHealthz))
+	mux.Handle(wire.PathReadyz, methods(get, s.handleReadyz))
+	s.adminRoutes(mux)
 
 	mux.Handle("/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound }))
-	return wire.Common(mux)
+	return s.adminPreflight(wire.Common(mux))
+}
+
+// adminRoutes adds the /v1 admin API (adminroute.go guards each route).
+func (s *Server) adminRoutes(mux *http.ServeMux) {
+	get := []string{http.MethodGet, http.MethodHead}
+	post := []string{http.MethodPost}
+	route := func(pattern string, rt adminRoute, h wire.Handler) {
+		rt.name = pattern
+		mux.Handle(pattern, s.v1(rt, h))
+	}
+	route(wire.PathStats, adminRoute{methods: get}, s.handleStats)
+	route(wire.PathInstances, adminRoute{methods: get, legacySecret: true}, s.handleInstances)
+	route(fmt.Sprintf(wire.PathInstanceFmt, "{id}"), adminRoute{methods: get}, s.handleInstance)
+	route(fmt.Sprintf(wire.PathInstanceRoomsFmt, "{id}"), adminRoute{methods: get}, s.handleInstanceRooms)
+	route(fmt.Sprintf(wire.PathDrainFmt, "{id}"), adminRoute{methods: post, legacySecret: true, audit: true}, s.handleDrain)
+	route(fmt.Sprintf(wire.PathUndrainFmt, "{id}"), adminRoute{methods: post, legacySecret: true, audit: true}, s.handleUndrain)
+	route(wire.PathRooms, adminRoute{methods: []string{http.MethodGet, http.MethodHead, http.MethodPost}, audit: true}, s.handleRooms)
+	route(fmt.Sprintf(wire.PathRoomFmt, "{name}"), adminRoute{methods: []string{http.MethodGet, http.MethodHead, http.MethodDelete}, audit: true}, s.handleRoom)
+	route(wire.PathEvents, adminRoute{methods: get, queryKey: true}, s.handleEvents)
+	// Anything else under /v1 is a 404, after the same guard.
+	route("/v1/", adminRoute{methods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete}},
+		func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound })
 }
 
 func methods(allowed []string, h wire.Handler) wire.Handler {

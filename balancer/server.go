@@ -31,6 +31,13 @@ type Server struct {
 	rooms *roomTable
 	// allocs and joins limit allocations and joins per source address.
 	allocs, joins *limit.Buckets
+	// The /v1 admin API: its keys (generatedKey is the one New made when
+	// none was configured, else ""), the failed-auth throttle (safe for
+	// concurrent use) and the event hub (idem).
+	adminKeys    adminKeys
+	generatedKey string
+	authThrottle *authThrottle
+	events       *eventHub
 
 	draining atomic.Bool // Shutdown began: /ping says so
 
@@ -60,12 +67,31 @@ func New(opts Options) (*Server, error) {
 		allocs:    limit.NewBuckets(o.AllocateRate, o.Clock, 0),
 		joins:     limit.NewBuckets(o.JoinRate, o.Clock, 0),
 	}
+	if len(o.AdminKeys) == 0 {
+		s.generatedKey = generateAdminKey()
+		o.AdminKeys = []string{s.generatedKey}
+		s.opts.AdminKeys = o.AdminKeys
+	}
+	for _, k := range o.AdminKeys {
+		if len(k) < GoodAdminKeyLen {
+			s.log.Warn("an admin key is shorter than 32 characters; use a longer random one", "key", Fingerprint(k))
+		}
+	}
+	s.adminKeys = newAdminKeys(o.AdminKeys)
+	s.authThrottle = newAuthThrottle(o.AuthFailureRate, o.Clock, o.AuthThrottleSources)
+	s.events = newEventHub(o.MaxEventStreams, s.fleetView, nil)
+	s.rooms.changed = s.events.kick
 	if s.metrics, err = newMetrics(o.Metrics, s); err != nil {
 		return nil, err
 	}
+	s.events.onDrop = s.metrics.eventDrops.Inc
 	s.handler = s.routes()
 	return s, nil
 }
+
+// GeneratedAdminKey is the admin key New generated because none was
+// configured (print it once; it is never logged), or "".
+func (s *Server) GeneratedAdminKey() string { return s.generatedKey }
 
 // BootID is this process's boot id (reported by /ping and to relays).
 func (s *Server) BootID() string { return s.opts.BootID }
@@ -93,7 +119,7 @@ func (s *Server) Start() error {
 	}
 	s.opts.HTTP.Apply(s.srv)
 	srv := s.srv
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go func() {
 		defer s.wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -102,6 +128,7 @@ func (s *Server) Start() error {
 	}()
 	go func() { defer s.wg.Done(); s.healthLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.cleanupLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.eventLoop(ctx) }()
 	s.log.Info("balancer listening", "addr", ln.Addr().String(), "boot", s.opts.BootID)
 	return nil
 }
@@ -149,6 +176,7 @@ func (s *Server) stop(halt func(*http.Server) error) error {
 	srv, cancel := s.srv, s.cancel
 	s.mu.Unlock()
 	var err error
+	s.events.close() // event streams would hold Shutdown until its deadline
 	if srv != nil {
 		cancel()
 		if err = halt(srv); err != nil {

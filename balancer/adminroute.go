@@ -1,0 +1,89 @@
+package balancer
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// maxAdminBody caps a /v1 request body (413 body_too_large past it).
+const maxAdminBody = 64 << 10
+
+// adminRoute says how a /v1 route is guarded.
+type adminRoute struct {
+	name    string   // the route pattern, for logs ("POST /v1/rooms")
+	methods []string // allowed methods
+	// legacySecret also takes the shared SECRET: the deploy tool's routes
+	// (GET /v1/instances, POST .../drain and .../undrain).
+	legacySecret bool
+	// audit logs every authenticated call that is not a GET or HEAD.
+	audit bool
+	// queryKey takes ?key= when Options.SSEQueryKey (the event stream).
+	queryKey bool
+}
+
+// v1 guards a /v1 route: CORS (Options.AdminCORSOrigins), the body cap,
+// the failed-auth throttle of its source, the admin key (or SECRET where
+// legacySecret), the methods, then h; the mutating routes are
+// audit-logged with the key's fingerprint, never the key.
+func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		s.adminCORS(w, r)
+		if r.ContentLength > maxAdminBody {
+			return wire.ErrBodyTooLarge
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
+		}
+		src := s.adminSource(r)
+		if blocked, wait := s.authThrottle.blocked(src); blocked {
+			return throttled(w, wait)
+		}
+		cred, ok := s.authenticate(r, rt.legacySecret, rt.queryKey)
+		if !ok {
+			s.authThrottle.fail(src)
+			s.metrics.adminAuthFailures.Inc()
+			s.log.Warn("admin authentication failed", "route", rt.name, "source", src)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="purrfly"`)
+			return wire.ErrUnauthorized
+		}
+		if !slices.Contains(rt.methods, r.Method) {
+			w.Header().Set("Allow", strings.Join(rt.methods, ", "))
+			return wire.ErrMethodNotAllowed
+		}
+		err := h(w, r)
+		if rt.audit && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			outcome := "ok"
+			if err != nil {
+				var we *wire.Error
+				if !errors.As(err, &we) {
+					we = wire.ErrInternal
+				}
+				outcome = we.Code
+			}
+			s.log.Info("admin audit", "route", rt.name, "target", auditTarget(r), "key", string(cred), "source", src, "outcome", outcome)
+		}
+		return err
+	}
+}
+
+// auditTarget is the instance id or room name a mutating call acted on.
+func auditTarget(r *http.Request) string {
+	for _, k := range []string{"id", "name"} {
+		if v := r.PathValue(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// throttled is wire.ErrThrottled with its Retry-After (whole seconds, at
+// least 1).
+func throttled(w http.ResponseWriter, wait time.Duration) error {
+	_ = wire.RateLimited(w, wait) // sets Retry-After
+	return wire.ErrThrottled
+}

@@ -1,0 +1,95 @@
+package balancer
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
+)
+
+// authThrottle limits failed /v1 authentications per source address: a
+// token bucket per source (a failure takes a token; with none left every
+// request from that source is 429 throttled, whatever its credential, so a
+// guess is never checked), in a table of at most max sources. Past max the
+// least recently failed source is forgotten: memory stays bounded however
+// many (forged) sources fail. Safe for concurrent use.
+type authThrottle struct {
+	rate limit.Rate // static
+	clk  clock.Clock
+	max  int // static
+
+	mu  sync.Mutex
+	m   map[string]*list.Element // guarded by mu: source -> its element in lru
+	lru *list.List               // guarded by mu: *throttleEntry, most recent failure first
+}
+
+type throttleEntry struct {
+	src    string
+	tokens float64   // tokens left at `at`
+	at     time.Time // when tokens was computed
+}
+
+func newAuthThrottle(rate limit.Rate, clk clock.Clock, max int) *authThrottle {
+	return &authThrottle{rate: rate, clk: clk, max: max, m: make(map[string]*list.Element), lru: list.New()}
+}
+
+// refillLocked brings e's tokens up to now.
+func (t *authThrottle) refillLocked(e *throttleEntry, now time.Time) {
+	e.tokens = min(float64(t.rate.Burst), e.tokens+float64(now.Sub(e.at))/float64(t.rate.Every))
+	e.at = now
+}
+
+// blocked reports whether src has no failure left, and how long until it
+// has one. It records nothing.
+func (t *authThrottle) blocked(src string) (bool, time.Duration) {
+	if t.rate.Every <= 0 {
+		return false, 0
+	}
+	now := t.clk.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	el := t.m[src]
+	if el == nil {
+		return false, 0
+	}
+	e := el.Value.(*throttleEntry)
+	t.refillLocked(e, now)
+	if e.tokens >= 1 {
+		return false, 0
+	}
+	return true, time.Duration((1 - e.tokens) * float64(t.rate.Every))
+}
+
+// fail records a failed authentication of src.
+func (t *authThrottle) fail(src string) {
+	if t.rate.Every <= 0 {
+		return
+	}
+	now := t.clk.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	el := t.m[src]
+	if el == nil {
+		for t.lru.Len() >= t.max {
+			old := t.lru.Back()
+			t.lru.Remove(old)
+			delete(t.m, old.Value.(*throttleEntry).src)
+		}
+		el = t.lru.PushFront(&throttleEntry{src: src, tokens: float64(t.rate.Burst), at: now})
+		t.m[src] = el
+	} else {
+		t.lru.MoveToFront(el)
+	}
+	e := el.Value.(*throttleEntry)
+	t.refillLocked(e, now)
+	e.tokens = max(e.tokens-1, 0)
+}
+
+// len is how many sources are remembered.
+func (t *authThrottle) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}

@@ -1,0 +1,178 @@
+package balancer
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Bounds of the event hub.
+const (
+	// eventBuffer is how many encoded events one stream may have queued;
+	// a stream that falls further behind is closed (its consumer resyncs).
+	eventBuffer = 256
+	// eventTick is the hub's catch-all diff interval (heartbeats, health
+	// removals and staleness have no push of their own).
+	eventTick = time.Second
+)
+
+// eventHub fans fleet changes out to the GET /v1/events streams. It
+// diffs the fleet's semantic state (fleetView) on every poke and tick,
+// but only while a stream is open. Safe for concurrent use.
+type eventHub struct {
+	view func() fleetView // static: the current state
+	max  int              // static: concurrent streams
+	// kick wakes the diff loop (cap 1: pokes coalesce).
+	kick chan struct{}
+
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{} // guarded by mu
+	seq    uint64                   // guarded by mu: the last event's Seq
+	prev   *fleetView               // guarded by mu: the last diffed state; nil while no stream is open
+	closed bool                     // guarded by mu: Shutdown began
+	onDrop func()                   // static after construction: counts dropped streams
+}
+
+// subscriber is one open stream.
+type subscriber struct {
+	ch   chan []byte   // encoded frames; written under eventHub.mu, read by the stream
+	done chan struct{} // closed (under eventHub.mu) when the stream must end
+}
+
+func newEventHub(max int, view func() fleetView, onDrop func()) *eventHub {
+	return &eventHub{view: view, max: max, kick: make(chan struct{}, 1), subs: make(map[*subscriber]struct{}), onDrop: onDrop}
+}
+
+// poke asks for a diff soon; it never blocks.
+func (h *eventHub) poke() {
+	if h == nil {
+		return
+	}
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// streams is how many streams are open.
+func (h *eventHub) streams() int {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// subscribe opens a stream, or answers ErrTooManyStreams (and ErrDraining
+// once closed). The first stream takes the baseline state, so that every
+// change after subscribe returns is an event. The stream's first frame is
+// a stats event.
+func (h *eventHub) subscribe() (*subscriber, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, wire.ErrDraining
+	}
+	if len(h.subs) >= h.max {
+		return nil, wire.ErrTooManyStreams
+	}
+	if h.prev == nil {
+		v := h.view()
+		h.prev = &v
+	}
+	sub := &subscriber{ch: make(chan []byte, eventBuffer), done: make(chan struct{})}
+	h.subs[sub] = struct{}{}
+	st := h.prev.stats
+	sub.ch <- h.encodeLocked(wire.Event{Type: wire.EventStats, At: h.prev.at, Stats: &st})
+	return sub, nil
+}
+
+// unsubscribe ends a stream (idempotent).
+func (h *eventHub) unsubscribe(sub *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropLocked(sub)
+}
+
+func (h *eventHub) dropLocked(sub *subscriber) {
+	if _, ok := h.subs[sub]; !ok {
+		return
+	}
+	delete(h.subs, sub)
+	close(sub.done)
+	if len(h.subs) == 0 {
+		h.prev = nil
+	}
+}
+
+// close ends every stream and refuses new ones (Shutdown).
+func (h *eventHub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for sub := range h.subs {
+		h.dropLocked(sub)
+	}
+}
+
+// sync diffs the current state against the last one and sends the
+// events to every stream; a stream whose queue is full is closed.
+func (h *eventHub) sync() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.prev == nil {
+		return
+	}
+	cur := h.view()
+	evs := diffFleet(*h.prev, cur)
+	h.prev = &cur
+	for _, ev := range evs {
+		frame := h.encodeLocked(ev)
+		for sub := range h.subs {
+			select {
+			case sub.ch <- frame:
+			default:
+				h.dropLocked(sub)
+				if h.onDrop != nil {
+					h.onDrop()
+				}
+			}
+		}
+	}
+}
+
+// encodeLocked numbers ev and encodes it as one SSE frame.
+func (h *eventHub) encodeLocked(ev wire.Event) []byte {
+	h.seq++
+	ev.Seq = h.seq
+	data, _ := json.Marshal(ev)
+	b := make([]byte, 0, len(data)+len(ev.Type)+32)
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, ev.Type...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+// eventLoop diffs the fleet for the event streams on every poke and
+// eventTick until ctx ends.
+func (s *Server) eventLoop(ctx context.Context) {
+	t := s.clock.NewTicker(eventTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.events.kick:
+		case <-t.C():
+		}
+		s.events.sync()
+	}
+}

@@ -1,0 +1,82 @@
+package balancer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// handleReserve is POST /v1/rooms: a matchmaker reserves a named room.
+// It is the allocation of /allocate_ws (Server.allocate: same placement,
+// same replay by allocation id, same room_name_taken for another id), and
+// answers the clients' capability too.
+func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
+	var req wire.ReserveRequest
+	if err := decodeAdminBody(r, &req); err != nil {
+		return err
+	}
+	if err := validRoomName(req.Name); err != nil {
+		return err
+	}
+	if req.AllocationID == "" || len(req.AllocationID) > wire.MaxAllocationIDLen || !validText(req.AllocationID) {
+		return wire.ErrBadRequest.WithMessage("allocationId is required: 1 to 128 bytes of UTF-8 without control characters")
+	}
+	if len(req.Region) > wire.MaxRegionLen || !validText(req.Region) {
+		return wire.ErrBadRequest.WithMessage("region is too long or malformed")
+	}
+	host, err := s.allocate(r.Context(), req.Name, req.AllocationID, Placement{Region: req.Region}, false)
+	if err != nil {
+		var we *wire.Error
+		if !errors.As(err, &we) {
+			we = wire.ErrInternal
+		}
+		s.metrics.allocations.WithLabelValues(we.Code).Inc()
+		return we
+	}
+	s.metrics.allocationsOK.Inc()
+	rec, err := s.liveRoom(req.Name)
+	if err != nil {
+		// Committed and gone at once (its relay was removed meanwhile):
+		// the exact retry tells.
+		return wire.ErrIndeterminate
+	}
+	i := rec.relay.info
+	s.events.poke()
+	wire.WriteJSON(w, http.StatusOK, wire.Reservation{
+		Room:         roomOf(req.Name, rec),
+		AllocationID: req.AllocationID,
+		Host:         host,
+		Client: wire.Capability{Host: i.Host, Secret: rec.clientSecret, Port: i.Port, UDPPort: i.UDPPort,
+			UDPPortV2: i.UDPPortV2, SSL: i.SSL},
+	})
+	return nil
+}
+
+// decodeAdminBody reads one JSON object of at most maxAdminBody bytes (the v1
+// guard caps the reader) into v, refusing unknown fields.
+func decodeAdminBody(r *http.Request, v any) error {
+	if r.Body == nil {
+		return wire.ErrBadRequest.WithMessage("a JSON body is required")
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return wire.ErrBodyTooLarge
+		}
+		return wire.ErrBadRequest.WithMessage("failed to read the body")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return wire.ErrBadRequest.WithMessage("the body must be one JSON object of the documented fields")
+	}
+	if d.More() {
+		return wire.ErrBadRequest.WithMessage("the body must be one JSON object")
+	}
+	return nil
+}
