@@ -221,6 +221,7 @@ type fakeRelay struct {
 	migrate func(w http.ResponseWriter, r *http.Request)
 
 	allocCalls atomic.Int32
+	closeCalls int // guarded by mu: room close calls (v1_helpers_test.go)
 	conns      atomic.Int32 // TCP connections accepted
 }
 
@@ -230,6 +231,7 @@ func newFakeRelay(t testing.TB, region string) *fakeRelay {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ping", f.handlePing)
 	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
+	mux.HandleFunc(wire.PathRelayRoomClose, f.handleRoomClose) // v1_helpers_test.go
 	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
 		mux.HandleFunc(op.RelayPath(), func(w http.ResponseWriter, r *http.Request) {
 			f.mu.Lock()
