@@ -221,7 +221,7 @@ type fakeRelay struct {
 	migrate func(w http.ResponseWriter, r *http.Request)
 
 	allocCalls atomic.Int32
-	closeCalls int // guarded by mu: room close calls (v1_helpers_test.go)
+	closeCalls int          // guarded by mu: room close calls (v1_helpers_test.go)
 	conns      atomic.Int32 // TCP connections accepted
 }
 
