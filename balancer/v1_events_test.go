@@ -1,0 +1,223 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// nextEvent reads frames until an event of typ (comments and other
+// events are skipped), failing after 5 s.
+func nextEvent(t *testing.T, s *client.EventStream, typ string) wire.Event {
+	t.Helper()
+	type res struct {
+		f   client.Frame
+		err error
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		ch := make(chan res, 1)
+		go func() { f, err := s.Next(); ch <- res{f, err} }()
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("waiting for %s: %v", typ, r.err)
+			}
+			if r.f.Event.Type == typ {
+				return r.f.Event
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within 5 s", typ)
+		}
+	}
+}
+
+func openEvents(t *testing.T, a *client.Admin) *client.EventStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := a.Events(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = s.Close() })
+	return s
+}
+
+// TestEvents: a stream starts with stats, then tells a room allocated
+// through /allocate_ws, its update, a drain, a close and a relay joining,
+// each as it happens, and stats after each change.
+func TestEvents(t *testing.T) {
+	h, _ := adminHarness(t, nil, nil)
+	eu := newFakeRelay(t, "eu")
+	eu.register(h)
+	a := h.admin(adminKeyA)
+	s := openEvents(t, a)
+	if ev := nextEvent(t, s, wire.EventStats); ev.Stats == nil || ev.Stats.Relays != 1 || ev.Seq == 0 {
+		t.Fatalf("first event %+v", ev)
+	}
+
+	_, aerr := h.allocate("live-room", "eu", "a1")
+	noErr(t, aerr)
+	ev := nextEvent(t, s, wire.EventRoomCreate)
+	if ev.Room == nil || ev.Room.Name != "live-room" || ev.Room.BootID != eu.boot() || ev.Room.Phase != wire.RoomWaiting {
+		t.Fatalf("room.create %+v", ev)
+	}
+	if st := nextEvent(t, s, wire.EventStats); st.Stats.Rooms != 1 || st.Seq <= ev.Seq {
+		t.Fatalf("stats after the create: %+v", st)
+	}
+
+	eu.mu.Lock()
+	epoch := eu.rooms["live-room"].epoch
+	eu.mu.Unlock()
+	wantStatuses(t, eu.publish(h, wire.Publication{Name: "live-room", Epoch: epoch, Revision: 2, Connections: 2, ClientSecret: "c", AllocationID: "a1"}), wire.PubApplied)
+	if ev := nextEvent(t, s, wire.EventRoomUpdate); ev.Room.Connections != 2 || ev.Room.Phase != wire.RoomActive {
+		t.Fatalf("room.update %+v", ev)
+	}
+
+	if _, err := a.Drain(t.Context(), eu.boot()); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, s, wire.EventInstanceDrain); ev.Instance == nil || ev.Instance.BootID != eu.boot() || ev.Instance.Status != wire.InstanceDraining {
+		t.Fatalf("instance.drain %+v", ev)
+	}
+	if _, err := a.Undrain(t.Context(), eu.boot()); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, s, wire.EventInstanceUndrain)
+
+	if _, err := a.CloseRoom(t.Context(), "live-room"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, s, wire.EventRoomClose); ev.Room == nil || ev.Room.Name != "live-room" {
+		t.Fatalf("room.close %+v", ev)
+	}
+
+	us := newFakeRelay(t, "us")
+	us.register(h)
+	h.clk.Advance(eventTick) // a heartbeat has no push: the tick finds it
+	if ev := nextEvent(t, s, wire.EventInstanceJoin); ev.Instance.BootID != us.boot() {
+		t.Fatalf("instance.join %+v", ev)
+	}
+	h.clk.Advance(61 * time.Second) // eu and us miss two heartbeats
+	if ev := nextEvent(t, s, wire.EventInstanceStale); !ev.Instance.Stale {
+		t.Fatalf("instance.stale %+v", ev)
+	}
+}
+
+// TestEventsPing: a quiet stream gets ": ping" every EventPing of the
+// injected clock.
+func TestEventsPing(t *testing.T) {
+	h, _ := adminHarness(t, nil, nil)
+	s := openEvents(t, h.admin(adminKeyA))
+	nextEvent(t, s, wire.EventStats)
+	for range 2 {
+		h.clk.Advance(DefaultEventPing)
+		f, err := s.Next()
+		if err != nil || f.Comment != "ping" {
+			t.Fatalf("after 15 s: %+v %v, want a ping comment", f, err)
+		}
+	}
+}
+
+// TestEventsCap: streams past MaxEventStreams are 429 too_many_streams;
+// one ends, another may open.
+func TestEventsCap(t *testing.T) {
+	h, _ := adminHarness(t, nil, func(o *Options) { o.MaxEventStreams = 2 })
+	a := h.admin(adminKeyA)
+	first := openEvents(t, a)
+	nextEvent(t, first, wire.EventStats)
+	second := openEvents(t, a)
+	nextEvent(t, second, wire.EventStats)
+	_, err := a.Events(t.Context())
+	if !wantWire(err, wire.ErrTooManyStreams) {
+		t.Fatalf("third stream: %v, want 429 too_many_streams", err)
+	}
+	_ = first.Close()
+	waitFor(t, "the closed stream to end", func() bool { return h.s.events.streams() == 1 })
+	nextEvent(t, openEvents(t, a), wire.EventStats)
+}
+
+// TestEventsQueryKey: with SSEQueryKey, ?key= opens a stream (EventSource
+// cannot send headers); a wrong one is the usual 401.
+func TestEventsQueryKey(t *testing.T) {
+	h, _ := adminHarness(t, nil, func(o *Options) { o.SSEQueryKey = true })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.s.URL()+wire.PathEvents+"?key="+adminKeyA, nil)
+	resp, err := h.client.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("?key= stream: %v %v", resp, err)
+	}
+	nextEvent(t, client.NewEventStream(resp.Body), wire.EventStats)
+	resp.Body.Close()
+	st, body, _ := h.do(http.MethodGet, wire.PathEvents+"?key=wrong-key-0123456789", nil, nil)
+	wantErrBody(t, st, body, http.StatusUnauthorized, wire.ErrUnauthorized.Code)
+	// Only on the event stream.
+	st, body, _ = h.do(http.MethodGet, wire.PathStats+"?key="+adminKeyA, nil, nil)
+	wantErrBody(t, st, body, http.StatusUnauthorized, wire.ErrUnauthorized.Code)
+}
+
+// TestEventsShutdown: Shutdown ends open streams at once instead of
+// waiting for its deadline.
+func TestEventsShutdown(t *testing.T) {
+	h, _ := adminHarness(t, nil, nil)
+	s := openEvents(t, h.admin(adminKeyA))
+	nextEvent(t, s, wire.EventStats)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := h.s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with an open stream: %v", err)
+	}
+	if _, err := s.Next(); !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("stream after Shutdown: %v, want its end", err)
+	}
+}
+
+// TestEventHubDropsSlow: a stream that falls eventBuffer events behind is
+// closed, and the others keep theirs.
+func TestEventHubDropsSlow(t *testing.T) {
+	n := 0
+	view := func() fleetView {
+		v := fleetView{rooms: map[string]wire.Room{}, instances: map[string]wire.Instance{}}
+		v.rooms["r"+strconv.Itoa(n)] = wire.Room{Name: "r" + strconv.Itoa(n)}
+		return v
+	}
+	drops := 0
+	hub := newEventHub(4, view, func() { drops++ })
+	slow, err := hub.subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _ := hub.subscribe()
+	for n = 1; n <= eventBuffer; n++ {
+		hub.sync() // a close and a create each
+		for len(fast.ch) > 0 {
+			<-fast.ch
+		}
+	}
+	select {
+	case <-slow.done:
+	default:
+		t.Fatal("the slow stream was not closed")
+	}
+	select {
+	case <-fast.done:
+		t.Fatal("the reading stream was closed")
+	default:
+	}
+	if drops != 1 || hub.streams() != 1 {
+		t.Fatalf("drops %d, streams %d", drops, hub.streams())
+	}
+	hub.close()
+	if _, err := hub.subscribe(); !errors.Is(err, wire.ErrDraining) {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+}
