@@ -38,6 +38,9 @@ type Options struct {
 	UDPBasePort int
 	Regions     []string // one relay per entry; default DefaultRegions
 	Secret      string   // default DefaultSecret
+	// AdminKey is the balancer's /v1 admin key; "" = one generated for
+	// the stack (Stack.AdminKey tells it).
+	AdminKey string
 	// Host is the address every listener binds and every URL advertises
 	// (default 127.0.0.1): another of this machine's addresses lets a
 	// phone on the LAN play against the stack. Not a wildcard: clients
@@ -109,6 +112,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		JoinRate:       opts.JoinRate,
 		Clock:          opts.Clock,
 		Logger:         opts.Logger.With("service", "balancer"),
+		AdminKeys:      balancer.ParseAdminKeys(opts.AdminKey),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to configure the balancer: %w", err)
@@ -198,6 +202,21 @@ func (s *Stack) registered(ctx context.Context) bool {
 	}
 	return true
 }
+
+// AdminKey is the balancer's /v1 admin key (Options.AdminKey, or the one
+// it generated).
+func (s *Stack) AdminKey() string {
+	if k := s.Balancer.GeneratedAdminKey(); k != "" {
+		return k
+	}
+	return s.opts.AdminKey
+}
+
+// AdminURL is the base of the balancer's /v1 admin API.
+func (s *Stack) AdminURL() string { return s.Balancer.URL() + "/v1" }
+
+// Admin is an admin API client of the stack.
+func (s *Stack) Admin() *client.Admin { return client.NewAdmin(s.Balancer.URL(), s.AdminKey()) }
 
 // Shutdown drains the relays, then stops the balancer.
 func (s *Stack) Shutdown(ctx context.Context) error {

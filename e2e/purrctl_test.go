@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/client"
 )
 
 // TestPurrctl builds purrctl once, as a game developer would run it from a
@@ -47,6 +49,15 @@ func TestPurrctl(t *testing.T) {
 			t.Fatalf("dev --port 0 printed %s, want the ephemeral port it bound", url)
 		}
 		api := newAPI(t, url)
+		// It prints the admin API's base and the stack's generated key, which works there.
+		adminKey := regexp.MustCompile(`Admin key: ([0-9a-f]{64})`)
+		waitFor(t, 5*time.Second, "purrctl dev to print its admin key", func() bool { return adminKey.MatchString(dev.output()) })
+		if !strings.Contains(dev.output(), "Admin API: "+url+"/v1") {
+			t.Fatalf("purrctl dev did not print the admin API's base:\n%s", dev.output())
+		}
+		if st, err := client.NewAdmin(url, adminKey.FindStringSubmatch(dev.output())[1]).Stats(tctx(t)); err != nil || st.Relays != 2 {
+			t.Fatalf("/v1/stats with the printed key: %+v %v", st, err)
+		}
 		if servers, err := api.Servers(tctx(t)); err != nil || len(servers) != 2 {
 			t.Fatalf("/servers of %s = %v, %v; want the two dev relays", url, servers, err)
 		}

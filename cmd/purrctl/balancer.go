@@ -24,10 +24,23 @@ func balancerCommand() *cli.Command {
 			&cli.IntFlag{Name: "allocate-rate", EnvVars: []string{"ALLOCATE_RATE_PER_MINUTE"}, Value: 120, Usage: "room allocations a minute per source address, half of them at once (0: no limit)"},
 			&cli.StringFlag{Name: "placement", EnvVars: []string{"BALANCER_PLACEMENT"}, Value: "least", Usage: "where new rooms go, after region, labels and capacity: least (least loaded), most (most loaded: pack relays) or random"},
 			&cli.IntFlag{Name: "join-rate", EnvVars: []string{"JOIN_RATE_PER_MINUTE"}, Value: 600, Usage: "joins a minute per source address, half of them at once (0: no limit)"},
-		}, httpLimitFlags()...),
+		}, append(adminFlags(), httpLimitFlags()...)...),
 		Action: runBalancer,
 	}
 }
+
+// adminFlags configure the /v1 admin API.
+func adminFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "admin-key", EnvVars: []string{"ADMIN_KEY"}, Usage: "the operator's key(s) of the /v1 admin API, comma-separated for rotation (at least 16 characters, not SECRET; required on Fly, generated and printed once elsewhere)"},
+		&cli.BoolFlag{Name: "trust-proxy", EnvVars: []string{"BALANCER_TRUST_PROXY"}, Usage: "take /v1 callers' addresses (auth throttle, audit log) from X-Forwarded-For's first hop: only behind a proxy that sets it"},
+		&cli.StringFlag{Name: "admin-cors-origins", EnvVars: []string{"ADMIN_CORS_ORIGINS"}, Usage: "browser origins allowed to call /v1, comma-separated (default none)"},
+		&cli.BoolFlag{Name: "admin-sse-query-key", EnvVars: []string{"ADMIN_SSE_QUERY_KEY"}, Usage: "accept the admin key as ?key= on /v1/events (browsers' EventSource cannot send headers; query strings land in proxy logs)"},
+	}
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string { return balancer.ParseAdminKeys(v) }
 
 func runBalancer(c *cli.Context) error {
 	secret, err := sharedSecret(c)
@@ -58,6 +71,11 @@ func runBalancer(c *cli.Context) error {
 		AllocateRate:       perMinute(c.Int("allocate-rate")),
 		JoinRate:           perMinute(c.Int("join-rate")),
 		ClientIPHeader:     clientIPHeader(),
+		AdminKeys:          balancer.ParseAdminKeys(c.String("admin-key")),
+		RequireAdminKey:    onFly(),
+		TrustProxy:         c.Bool("trust-proxy"),
+		AdminCORSOrigins:   splitList(c.String("admin-cors-origins")),
+		SSEQueryKey:        c.Bool("admin-sse-query-key"),
 		Logger:             log,
 		Metrics:            serviceMetrics(),
 	})
@@ -68,6 +86,10 @@ func runBalancer(c *cli.Context) error {
 		return fmt.Errorf("failed to start the balancer: %w", err)
 	}
 	log.Info("balancer started", "url", srv.URL(), "boot", srv.BootID())
+	if k := srv.GeneratedAdminKey(); k != "" {
+		// Printed once, to the terminal, never through the logger.
+		fmt.Fprintf(c.App.ErrWriter, "admin key for %s/v1 (generated for this process; set ADMIN_KEY to keep one): %s\n", srv.URL(), k)
+	}
 	<-c.Context.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

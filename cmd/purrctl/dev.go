@@ -26,6 +26,7 @@ func devCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "regions", Value: cli.NewStringSlice(devstack.DefaultRegions...), Usage: "one relay per region, in order (repeat a region for two relays there)"},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on --host (0: any free port)"},
 			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib port of the first relay, the next ones counting up (0: any free ports)"},
+			&cli.StringFlag{Name: "admin-key", EnvVars: []string{"ADMIN_KEY"}, Usage: "the balancer's /v1 admin key (default: one generated for the stack, printed)"},
 		}, migrationFlags()...),
 		Action: func(c *cli.Context) error {
 			regions := c.StringSlice("regions")
@@ -49,6 +50,7 @@ func devCommand() *cli.Command {
 				Regions:         regions,
 				BalancerPort:    c.Int("port"),
 				UDPBasePort:     c.Int("udp-port"),
+				AdminKey:        c.String("admin-key"),
 				DrainTimeout:    2 * time.Second,
 				ActivationLease: seconds(c, "migration-activation-timeout"),
 				GrantLifetime:   seconds(c, "migration-grant-timeout"),
@@ -63,6 +65,8 @@ func devCommand() *cli.Command {
 			for i, r := range stack.Relays {
 				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  boot %s\n", regions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.BootID())
 			}
+			fmt.Fprintf(w, "\n  Admin API: %s\n  Admin key: %s\n", stack.AdminURL(), stack.AdminKey())
+			fmt.Fprintf(w, "  (curl -H 'Authorization: Bearer <admin key>' %s/stats)\n", stack.AdminURL())
 			fmt.Fprintf(w, "\n  Check it: go run ./cmd/purrctl smoke --balancer %s\n  Stop with Ctrl-C.\n", stack.Balancer.URL())
 			<-c.Context.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
