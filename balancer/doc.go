@@ -230,10 +230,45 @@
 // only, current optimistic and checked again, a lost answer to a change
 // 503 migration_outcome_indeterminate, a malformed success a sanitized
 // 502, the relay's own migration errors passed through.
-// /v1/instances and /v1/instances/{id}/drain serve the rollout tool, guarded
-// by the shared SECRET (Bearer or internal_key_secret). Every answer goes
-// through wire.Common (no-store, CORS, preflight, body cap) and every error
-// through wire.WriteError.
+// Every answer goes through wire.Common (no-store, CORS, preflight, body
+// cap) and every error through wire.WriteError. /healthz and /readyz need
+// no credential.
+//
+// # Admin API (/v1)
+//
+// The operator's read model and controls (README.md documents every route
+// and shape; wire/fleet.go holds them). Every route is guarded by v1
+// (adminroute.go): CORS only for Options.AdminCORSOrigins (admincors.go,
+// which also answers /v1 preflights itself), a 64 KiB body cap, the
+// failed-auth throttle of the source (adminsource.go: Fly-Client-IP, else
+// X-Forwarded-For's first hop with TrustProxy, else the peer;
+// adminthrottle.go: a token bucket per source in an LRU table of
+// AuthThrottleSources, checked before the key so a throttled guess is never
+// compared), then the admin key (adminauth.go: SHA-256 of the presented
+// token compared in constant time with every configured key; ?key= only on
+// the event stream with SSEQueryKey). GET /v1/instances and
+// POST .../drain|undrain also take the shared SECRET: they are the deploy
+// tool's. Keys appear in logs only as Fingerprint; POST and DELETE calls are
+// audit-logged with the route, target, key fingerprint, source and outcome.
+//
+// Reads take no lease: v1_instances.go and v1_rooms.go build views from
+// registry.snapshot and the room table's live pointers (routes of current
+// registrations only), and the list routes carry a weak ETag over those
+// views without heartbeat timestamps (etag.go). POST /v1/rooms
+// (v1_reserve.go) is Server.allocate, the /allocate_ws path unchanged.
+// DELETE /v1/rooms/{name} (v1_close.go) holds the room's lease across one
+// call to the relay (wire.PathRelayRoomClose, the route's epoch), and only
+// once the relay answers tombstones the incarnation and drops the route,
+// so the name is free here and there at once; the relay's own removal
+// later finds the tombstone.
+//
+// GET /v1/events (events.go, eventdiff.go, events_stream.go): while a
+// stream is open, the hub diffs a fleetView (instances, rooms, stats,
+// without timestamps) on every change of a room's live route
+// (roomEntry.setLive pokes it, without blocking) and every second (for
+// heartbeats, removals and staleness), and fans the events out to bounded
+// per-stream queues; a stream that falls behind is closed, Shutdown closes
+// them all first. Pings use the injected clock.
 //
 // # Files
 //
@@ -243,5 +278,8 @@
 // registry.go (relays), rooms.go (room table and leases), health.go (health
 // and cleanup loops), relaycall.go (calls to relays), locate.go (room
 // location for multi-machine apps), migration.go (host migration),
-// admin.go, metrics.go.
+// admin.go (the deploy tool's routes), adminauth.go, adminroute.go,
+// adminsource.go, adminthrottle.go, admincors.go, etag.go, labels.go,
+// v1_instances.go, v1_rooms.go, v1_reserve.go, v1_close.go, events.go,
+// eventdiff.go, events_stream.go (the admin API), metrics.go.
 package balancer
