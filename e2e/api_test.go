@@ -267,9 +267,16 @@ func TestCORSAndNoStore(t *testing.T) {
 
 func checkCommonHeaders(t testing.TB, a answer) {
 	t.Helper()
+	checkCacheHeaders(t, a, "*")
+}
+
+// checkCacheHeaders is checkCommonHeaders with the CORS origin expected:
+// "*" on the public routes, "" on /v1 (off unless ADMIN_CORS_ORIGINS).
+func checkCacheHeaders(t testing.TB, a answer, acao string) {
+	t.Helper()
 	if a.header.Get("Cache-Control") != "no-store, private" || a.header.Get("Pragma") != "no-cache" ||
-		a.header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Fatalf("headers Cache-Control=%q Pragma=%q ACAO=%q; want no-store, private / no-cache / *",
-			a.header.Get("Cache-Control"), a.header.Get("Pragma"), a.header.Get("Access-Control-Allow-Origin"))
+		a.header.Get("Access-Control-Allow-Origin") != acao {
+		t.Fatalf("headers Cache-Control=%q Pragma=%q ACAO=%q; want no-store, private / no-cache / %q",
+			a.header.Get("Cache-Control"), a.header.Get("Pragma"), a.header.Get("Access-Control-Allow-Origin"), acao)
 	}
 }
