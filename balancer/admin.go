@@ -34,6 +34,9 @@ func (s *Server) instanceOf(sn relaySnap, now time.Time) wire.Instance {
 		Rooms:         sn.entry.rooms.Load(),
 		Connections:   sn.entry.conns.Load(),
 		LastHeartbeat: sn.lastHeartbeat.UTC().Format(time.RFC3339Nano),
+		Image:         i.ImageRef,
+		Labels:        i.Labels,
+		Capacity:      i.Capacity,
 	}
 }
 

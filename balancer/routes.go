@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/purrfly/purrfly/dashboard"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -40,6 +41,10 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(wire.PathUnregister, s.internal(post, s.handleUnregister))
 	mux.Handle(wire.PathRoomLocation, s.internal(get, s.handleRoomLocation))
 
+	// The operator's page: static files only; it signs in against /v1.
+	mux.Handle(dashboard.Path, dashboard.Handler())
+	mux.Handle(strings.TrimSuffix(dashboard.Path, "/"), dashboard.Handler())
+
 	mux.Handle(wire.PathHealthz, methods(get, s.handleHealthz))
 	mux.Handle(wire.PathReadyz, methods(get, s.handleReadyz))
 	s.adminRoutes(mux)
@@ -57,6 +62,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 		mux.Handle(pattern, s.v1(rt, h))
 	}
 	route(wire.PathStats, adminRoute{methods: get}, s.handleStats)
+	route(wire.PathStatsHistory, adminRoute{methods: get}, s.handleStatsHistory)
 	route(wire.PathInstances, adminRoute{methods: get, legacySecret: true}, s.handleInstances)
 	route(fmt.Sprintf(wire.PathInstanceFmt, "{id}"), adminRoute{methods: get}, s.handleInstance)
 	route(fmt.Sprintf(wire.PathInstanceRoomsFmt, "{id}"), adminRoute{methods: get}, s.handleInstanceRooms)

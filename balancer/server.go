@@ -38,6 +38,7 @@ type Server struct {
 	generatedKey string
 	authThrottle *authThrottle
 	events       *eventHub
+	history      statsHistory // internally locked: the dashboard's last hour
 
 	draining atomic.Bool // Shutdown began: /ping says so
 
@@ -119,7 +120,7 @@ func (s *Server) Start() error {
 	}
 	s.opts.HTTP.Apply(s.srv)
 	srv := s.srv
-	s.wg.Add(4)
+	s.wg.Add(5)
 	go func() {
 		defer s.wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -129,6 +130,7 @@ func (s *Server) Start() error {
 	go func() { defer s.wg.Done(); s.healthLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.cleanupLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.eventLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.historyLoop(ctx) }()
 	s.log.Info("balancer listening", "addr", ln.Addr().String(), "boot", s.opts.BootID)
 	return nil
 }

@@ -28,7 +28,15 @@ func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Region) > wire.MaxRegionLen || !validText(req.Region) {
 		return wire.ErrBadRequest.WithMessage("region is too long or malformed")
 	}
-	host, err := s.allocate(r.Context(), req.Name, req.AllocationID, Placement{Region: req.Region}, false)
+	var strategy Strategy // "": the balancer's (BALANCER_PLACEMENT)
+	if req.Strategy != "" {
+		st, err := ParseStrategy(req.Strategy)
+		if err != nil {
+			return wire.ErrBadRequest.WithMessage(err.Error())
+		}
+		strategy = st
+	}
+	host, err := s.Allocate(r.Context(), req.Name, req.AllocationID, Placement{Region: req.Region, Labels: req.Labels, Strategy: strategy})
 	if err != nil {
 		var we *wire.Error
 		if !errors.As(err, &we) {

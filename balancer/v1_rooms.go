@@ -18,11 +18,11 @@ const (
 
 // roomQuery is a parsed room list request.
 type roomQuery struct {
-	region   string // case-insensitive; "" = any
-	instance string // boot id or machine id; "" = any
-	boot     string // set by /v1/instances/{id}/rooms
-	labels   []labelFilter
-	phase    string // wire.Room* or ""
+	region   string            // case-insensitive; "" = any
+	instance string            // boot id or machine id; "" = any
+	boot     string            // set by /v1/instances/{id}/rooms
+	labels   map[string]string // every one must match the relay's (wire.HasLabels)
+	phase    string            // wire.Room* or ""
 	limit    int
 	after    string
 }
@@ -138,7 +138,7 @@ func (s *Server) roomsView(q roomQuery) []wire.Room {
 		case q.region != "" && !strings.EqualFold(i.Region, q.region),
 			q.instance != "" && i.BootID != q.instance && (i.MachineID == "" || i.MachineID != q.instance),
 			q.boot != "" && i.BootID != q.boot,
-			len(q.labels) > 0 && !matchLabels(relayLabels(i), q.labels):
+			!wire.HasLabels(i.Labels, q.labels):
 			return
 		}
 		rm := roomOf(e.name, rec)

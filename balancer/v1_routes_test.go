@@ -247,9 +247,16 @@ func TestV1Reserve(t *testing.T) {
 	st, b, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), big)
 	wantErrBody(t, st, b, http.StatusRequestEntityTooLarge, wire.ErrBodyTooLarge.Code)
 
+	// A matchmaker's reservation is an explicit placement: nothing fits is
+	// 409 no_candidate, saying why (PurrNet's /allocate_ws keeps 503).
 	empty, _ := adminHarness(t, nil, nil)
-	if _, err := empty.admin(adminKeyA).Reserve(t.Context(), wire.ReserveRequest{Name: "x", AllocationID: "a"}); !wantWire(err, wire.ErrNoRelays) {
-		t.Fatalf("no relay: %v, want 503 no_relays", err)
+	if _, err := empty.admin(adminKeyA).Reserve(t.Context(), wire.ReserveRequest{Name: "x", AllocationID: "a"}); !wantWire(err, wire.ErrNoCandidate) ||
+		!strings.Contains(err.Error(), "no relay is registered") {
+		t.Fatalf("no relay: %v, want 409 no_candidate saying why", err)
+	}
+	for _, body := range []string{`{"name":"x","allocationId":"a","strategy":"fastest"}`, `{"name":"x","allocationId":"a","labels":{"bad key":"v"}}`} {
+		st, b, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), []byte(body))
+		wantErrBody(t, st, b, http.StatusBadRequest, wire.ErrBadRequest.Code)
 	}
 }
 

@@ -57,6 +57,12 @@ func (s *stubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/stats":
 		body = map[string]any{"regions": 1, "relays": 1, "draining": map[bool]int{true: 1}[s.status == "draining"], "rooms": len(s.rooms), "players": 2 * len(s.rooms)}
+	case "/v1/stats/history":
+		now := time.Now().UTC()
+		body = map[string]any{"intervalSeconds": 60, "samples": []map[string]any{
+			{"at": now.Add(-30 * time.Minute).Format(time.RFC3339), "relays": 1, "rooms": 3, "players": 6},
+			{"at": now.Add(-10 * time.Minute).Format(time.RFC3339), "relays": 1, "rooms": 5, "players": 9},
+		}}
 	case "/v1/instances":
 		body = map[string]any{"instances": []map[string]any{{"bootId": "b1", "machineId": "m1", "region": "eu", "status": s.status, "rooms": len(s.rooms), "connections": 2 * len(s.rooms)}}}
 	case "/v1/rooms":
@@ -150,6 +156,8 @@ func TestPageInABrowser(t *testing.T) {
 	waitJS(t, ctx, "the relay row", `document.querySelector('#relays tr[data-boot="b1"]') !== null`)
 	waitJS(t, ctx, "the room row", `document.querySelector('#rooms tr[data-room="alpha"]') !== null`)
 	waitJS(t, ctx, "the live stream", `document.getElementById("conn").textContent === "live"`)
+	// The chart has the balancer's last hour and the samples since.
+	waitJS(t, ctx, "the chart's history", `Number(document.getElementById("chart").dataset.points) >= 3`)
 	if url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`)); strings.Contains(url, api.key) {
 		t.Errorf("the key is in the URL %s", url)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/dashboard"
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/relay"
@@ -214,6 +215,9 @@ func (s *Stack) AdminKey() string {
 
 // AdminURL is the base of the balancer's /v1 admin API.
 func (s *Stack) AdminURL() string { return s.Balancer.URL() + "/v1" }
+
+// DashboardURL is the balancer's operator page (sign in with AdminKey).
+func (s *Stack) DashboardURL() string { return s.Balancer.URL() + dashboard.Path }
 
 // Admin is an admin API client of the stack.
 func (s *Stack) Admin() *client.Admin { return client.NewAdmin(s.Balancer.URL(), s.AdminKey()) }

@@ -52,6 +52,9 @@ type Env struct {
 	MachinesAPI string `toml:"machines_api"`
 	Token       string `toml:"token"`
 	Secret      string `toml:"secret"`
+	// AdminKey is the balancer's ADMIN_KEY launch sets when the app has
+	// none (ahead of Options.AdminKey; the emulator's only).
+	AdminKey string `toml:"admin_key"`
 	// Org is the organisation slug launch creates apps in (default
 	// "personal").
 	Org      string   `toml:"org"`

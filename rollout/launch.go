@@ -2,10 +2,13 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	fly "github.com/superfly/fly-go"
+
+	"github.com/purrfly/purrfly/wire"
 )
 
 // Launch brings the environment's fleet into being: for the balancer first,
@@ -84,7 +87,7 @@ func (r *run) launchApp(ctx context.Context, role string, a *App) error {
 	if err := r.launchIPs(ctx, a, exists, created, note); err != nil {
 		return err
 	}
-	secrets, err := r.launchSecret(ctx, a, exists, created)
+	secrets, err := r.launchSecrets(ctx, role, a, exists, created)
 	if err != nil {
 		return err
 	}
@@ -134,30 +137,71 @@ func (r *run) launchIPs(ctx context.Context, a *App, exists bool, created func(s
 	return nil
 }
 
-// launchSecret sets SECRET where it is missing and answers the secrets
-// version it made (0 when it set nothing). An existing one is left alone:
-// its value cannot be read back, and a wrong one shows at once in the
-// verification (the relay's /ready names a SECRET the balancer refuses).
-func (r *run) launchSecret(ctx context.Context, a *App, exists bool, created func(string)) (uint64, error) {
+// launchSecrets sets what the app's machines need and it lacks: SECRET on
+// every app, ADMIN_KEY on the balancer (which refuses to start on Fly
+// without one). It answers the secrets version it made (0 when it set
+// nothing). An existing secret is left alone: its value cannot be read
+// back, and a wrong SECRET shows at once in the verification (the relay's
+// /ready names a SECRET the balancer refuses).
+func (r *run) launchSecrets(ctx context.Context, role string, a *App, exists bool, created func(string)) (uint64, error) {
+	want := []string{"SECRET"}
+	if role == RoleBalancer {
+		want = append(want, "ADMIN_KEY")
+	}
+	have := map[string]bool{}
 	if exists {
 		names, err := r.api.secretNames(ctx, a.Name)
 		if err != nil {
 			return 0, failf(err, "could not list the secrets of %s", a.Name)
 		}
-		if names["SECRET"] {
-			return 0, nil
+		have = names
+	}
+	values := map[string]*string{}
+	for _, name := range want {
+		if have[name] {
+			continue
 		}
+		v := r.secret
+		if name == "ADMIN_KEY" {
+			v = firstNonEmpty(r.env.AdminKey, r.opts.AdminKey)
+			if err := checkAdminKey(v, r.secret); err != nil {
+				return 0, failf(err, "app %s has no ADMIN_KEY secret", a.Name)
+			}
+		}
+		values[name] = &v
+	}
+	if len(values) == 0 {
+		return 0, nil
 	}
 	var version uint64
 	if !r.opts.DryRun {
-		v, err := r.api.setSecrets(ctx, a.Name, map[string]*string{"SECRET": &r.secret})
+		v, err := r.api.setSecrets(ctx, a.Name, values)
 		if err != nil {
-			return 0, failf(err, "could not set the SECRET of %s", a.Name)
+			return 0, failf(err, "could not set the secrets of %s", a.Name)
 		}
 		version = v
 	}
-	created("secret SECRET of " + a.Name)
+	for _, name := range want {
+		if values[name] != nil {
+			created("secret " + name + " of " + a.Name)
+		}
+	}
 	return version, nil
+}
+
+// checkAdminKey holds the ADMIN_KEY launch would set to the balancer's
+// rules (never printing it): at least 16 characters, printable ASCII
+// without spaces, not the relays' SECRET.
+func checkAdminKey(key, secret string) error {
+	switch {
+	case key == "":
+		return errors.New("set ADMIN_KEY (the operator's key of the balancer's /v1 API, e.g. ADMIN_KEY=$(openssl rand -hex 32)) and run again")
+	case len(key) < 16 || !wire.ValidSecret(key):
+		return errors.New("ADMIN_KEY must be at least 16 characters of printable ASCII without spaces")
+	case key == secret:
+		return errors.New("ADMIN_KEY must not be the relays' SECRET")
+	}
+	return nil
 }
 
 // launchMachines creates machines up to the app's count in its region. A

@@ -36,6 +36,9 @@ func launchFleetWith(t *testing.T, relayConfig string) *fleet {
 		t.Fatal(err)
 	}
 	env.MachinesAPI, env.Token, env.Timeouts = f.env.MachinesAPI, f.env.Token, f.env.Timeouts
+	if env.AdminKey == "" {
+		t.Fatal("fly/rollout.toml's sim environment pins no admin_key")
+	}
 	env.Balancer.URL = f.sim.AppURL(env.Balancer.Name)
 	for i := range env.Relays {
 		env.Relays[i].URL = f.sim.AppURL(env.Relays[i].Name)
@@ -66,7 +69,7 @@ func TestLaunchBuildsTheFleetFromTheTomls(t *testing.T) {
 	}
 	created := strings.Join(res.Created, "\n")
 	for _, want := range []string{
-		"app purrfly-balancer", "shared_v4 address", "v6 address", "secret SECRET of purrfly-balancer",
+		"app purrfly-balancer", "shared_v4 address", "v6 address", "secret SECRET of purrfly-balancer", "secret ADMIN_KEY of purrfly-balancer",
 		"app purrfly-relay-a", "v4 address", "secret SECRET of purrfly-relay-multi",
 	} {
 		if !strings.Contains(created, want) {
@@ -241,6 +244,20 @@ func TestLaunchConvergesAfterFailures(t *testing.T) {
 	}
 	if _, err := f.fc.GetApp(ctx, "purrfly-balancer"); err == nil {
 		t.Fatal("a dry run created the balancer app")
+	}
+
+	// No ADMIN_KEY: the balancer would refuse to start on Fly, so launch
+	// stops before its machine, saying what to set (and never a key).
+	key := f.env.AdminKey
+	f.env.AdminKey = ""
+	_, err = rollout.Launch(ctx, f.opts("purrfly:v1"))
+	f.env.AdminKey = key
+	var noKey *rollout.Failure
+	if !errors.As(err, &noKey) || !strings.Contains(noKey.Error(), "set ADMIN_KEY") {
+		t.Fatalf("launch without an ADMIN_KEY: %v", err)
+	}
+	if ms, err := f.fc.List(ctx, "purrfly-balancer", ""); err != nil || len(ms) != 0 {
+		t.Fatalf("launch without an ADMIN_KEY created %d balancer machines (%v)", len(ms), err)
 	}
 
 	for _, fault := range []flysim.Fault{

@@ -33,6 +33,10 @@ type Options struct {
 	Token       string
 	Secret      string
 	MachinesAPI string
+	// AdminKey is the balancer's ADMIN_KEY (the operator's key of its /v1
+	// API): launch sets it as an app secret where the balancer has none.
+	// A rollout does not need it.
+	AdminKey string
 	// DryRun reads the fleet, reports the plan and changes nothing.
 	DryRun bool
 	// Rollback puts a machine whose step failed after its update back on

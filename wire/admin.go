@@ -30,6 +30,11 @@ type Instance struct {
 	Rooms         int64  `json:"rooms"`
 	Connections   int64  `json:"connections"`
 	LastHeartbeat string `json:"lastHeartbeat"` // RFC 3339, UTC
+	// Image, Labels and Capacity are what the relay reported at
+	// registration (its FLY_IMAGE_REF, RELAY_LABELS, RELAY_MAX_*).
+	Image    string            `json:"image,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Capacity Capacity          `json:"capacity,omitzero"`
 }
 
 // InstancesResponse is the body of GET /v1/instances.

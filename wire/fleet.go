@@ -8,6 +8,7 @@ package wire
 // types below. README.md's HTTP API section documents every route.
 const (
 	PathStats            = "/v1/stats"              // GET -> Stats (ETag)
+	PathStatsHistory     = "/v1/stats/history"      // GET -> StatsHistory (ETag): the last hour, a sample a minute
 	PathInstanceFmt      = "/v1/instances/%s"       // GET, id = bootId or machineId -> Instance
 	PathInstanceRoomsFmt = "/v1/instances/%s/rooms" // GET -> RoomsResponse (ETag)
 	PathRooms            = "/v1/rooms"              // GET ?region=&instance=&label=k:v&phase= -> RoomsResponse (ETag); POST ReserveRequest -> Reservation
@@ -65,6 +66,22 @@ type Stats struct {
 	Regions  []RegionStats `json:"regions"` // ordered by region
 }
 
+// StatsSample is the fleet's totals at one moment.
+type StatsSample struct {
+	At      string `json:"at"` // RFC 3339, UTC
+	Relays  int    `json:"relays"`
+	Rooms   int64  `json:"rooms"`
+	Players int64  `json:"players"`
+}
+
+// StatsHistory is the body of GET /v1/stats/history: up to an hour of
+// samples, oldest first, one every IntervalSeconds (the balancer's memory
+// only: a restart starts it again).
+type StatsHistory struct {
+	IntervalSeconds int           `json:"intervalSeconds"`
+	Samples         []StatsSample `json:"samples"`
+}
+
 // ReserveRequest is the body of POST /v1/rooms: a matchmaker reserves a
 // named room. Name and AllocationID are required; the same pair again
 // replays (the same answer), another AllocationID for a live name is
@@ -74,6 +91,11 @@ type ReserveRequest struct {
 	Name         string `json:"name"`
 	Region       string `json:"region,omitempty"`
 	AllocationID string `json:"allocationId"`
+	// Labels the relay must carry (all of them) and the strategy among
+	// those that fit ("least", "most", "random"; "" = the balancer's):
+	// see README's Placement. Nothing fits: 409 no_candidate, saying why.
+	Labels   map[string]string `json:"labels,omitempty"`
+	Strategy string            `json:"strategy,omitempty"`
 }
 
 // Reservation answers POST /v1/rooms: the host's capability (what

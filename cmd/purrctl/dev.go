@@ -65,7 +65,7 @@ func devCommand() *cli.Command {
 			for i, r := range stack.Relays {
 				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  boot %s\n", regions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.BootID())
 			}
-			fmt.Fprintf(w, "\n  Admin API: %s\n  Admin key: %s\n", stack.AdminURL(), stack.AdminKey())
+			fmt.Fprintf(w, "\n  Dashboard: %s  (sign in with the admin key)\n  Admin API: %s\n  Admin key: %s\n", stack.DashboardURL(), stack.AdminURL(), stack.AdminKey())
 			fmt.Fprintf(w, "  (curl -H 'Authorization: Bearer <admin key>' %s/stats)\n", stack.AdminURL())
 			fmt.Fprintf(w, "\n  Check it: go run ./cmd/purrctl smoke --balancer %s\n  Stop with Ctrl-C.\n", stack.Balancer.URL())
 			<-c.Context.Done()

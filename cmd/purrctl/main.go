@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -43,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			benchCommand(),
 			rolloutCommand(),
 			launchCommand(),
+			fleetCommand(),
 			chaosCommand(),
 			versionCommand(),
 		},
@@ -51,6 +53,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
 	enforce(app)
+	// `fleet drain ID --admin-key K`: urfave/cli stops at the first
+	// argument, so the subcommand's flags are put before it (flagsFirst).
+	if len(args) > 3 && args[1] == "fleet" {
+		args = append(slices.Clone(args[:3]), flagsFirst(args[3:])...)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := app.RunContext(ctx, args)

@@ -32,6 +32,8 @@ func rolloutCommand() *cli.Command {
 // the same verification and smoke as a rollout.
 func launchCommand() *cli.Command {
 	flags := slices.DeleteFunc(rolloutFlags(), func(f cli.Flag) bool { return f.Names()[0] == "rollback" })
+	flags = append(flags, &cli.StringFlag{Name: "admin-key", EnvVars: []string{"ADMIN_KEY"},
+		Usage: "the balancer's ADMIN_KEY, set as its app secret when it has none (required then)"})
 	return deployCommand("launch", "create what ENV's fleet lacks (apps, addresses, SECRET, machines: balancer first), then verify and smoke-test it like a rollout",
 		"create ENV's fleet from its fly.tomls (fly/rollout.toml)", "ENV --image REF [--dry-run] [--json]", flags, rollout.Launch)
 }
@@ -140,7 +142,7 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	observer, finish := printer(c, w, tty)
 	res, err := do(ctx, rollout.Options{
 		Env: env, Image: c.String("image"), Token: c.String("token"), Secret: c.String("secret"),
-		MachinesAPI: machinesAPI, DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"),
+		MachinesAPI: machinesAPI, DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"), AdminKey: c.String("admin-key"),
 		Observer: observer, Logger: newLogger(c),
 	})
 	finish()

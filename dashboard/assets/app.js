@@ -53,6 +53,13 @@ async function signIn(key) {
     return;
   }
   sessionStorage.setItem(KEY, key);
+  try {
+    // The last hour as the balancer sampled it, a point a minute.
+    const hist = await api("/v1/stats/history");
+    state.samples = ((hist && hist.samples) || []).map((h) => ({ t: Date.parse(h.at), players: Number(h.players) || 0, rooms: Number(h.rooms) || 0 }));
+  } catch (e) {
+    state.samples = [];
+  }
   $("login").hidden = true;
   $("fleet").hidden = false;
   $("logout").hidden = false;
@@ -191,11 +198,6 @@ async function refresh() {
   try {
     const [stats, inst, rooms] = await Promise.all([api("/v1/stats"), api("/v1/instances"), api(roomQuery())]);
     renderStats(stats);
-    if (stats && Array.isArray(stats.history) && state.samples.length === 0) {
-      for (const h of stats.history) {
-        state.samples.push({ t: Date.parse(h.time), players: Number(h.players) || 0, rooms: Number(h.rooms) || 0 });
-      }
-    }
     sample(stats);
     renderRelays((inst && inst.instances) || []);
     renderRooms((rooms && rooms.rooms) || []);
@@ -264,7 +266,12 @@ function handle(block) {
   }
   if (!data && type === "message") return;
   if (type === "stats") {
-    try { const s = JSON.parse(data); renderStats(s); sample(s); } catch (e) { /* ignore a malformed event */ }
+    try {
+      const ev = JSON.parse(data);
+      const s = ev && ev.stats ? ev.stats : ev; // the event carries its stats
+      renderStats(s);
+      sample(s);
+    } catch (e) { /* ignore a malformed event */ }
     return;
   }
   scheduleRefresh();

@@ -1,0 +1,30 @@
+package fleetview
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+func TestTablesSayWhatTheAPISays(t *testing.T) {
+	var b strings.Builder
+	_ = WriteStats(&b, wire.Stats{Relays: 2, Draining: 1, Rooms: 3, Players: 7, Regions: []wire.RegionStats{{Region: "eu", Relays: 2, Draining: 1, Rooms: 3, Players: 7}}})
+	if s := b.String(); !strings.Contains(s, "2 relay(s) (1 draining), 3 room(s), 7 player(s)") || !strings.Contains(s, "eu      2       1         3      7") {
+		t.Errorf("stats:\n%s", s)
+	}
+	b.Reset()
+	_ = WriteInstances(&b, []wire.Instance{{BootID: "b1", Region: "eu", Status: "draining", Stale: true, Rooms: 1, Connections: 2, Labels: map[string]string{"tier": "pro"}}})
+	if s := b.String(); !strings.Contains(s, "draining (stale)") || !strings.Contains(s, "tier=pro") || !strings.Contains(s, " - ") {
+		t.Errorf("instances:\n%s", s)
+	}
+	b.Reset()
+	_ = WriteRooms(&b, wire.RoomsResponse{Rooms: []wire.Room{{Name: "r1", Region: "us", BootID: "b2", Phase: "active", Connections: 4}}, Total: 9, Next: "r1"})
+	if s := b.String(); !strings.Contains(s, "r1    us      b2     active  4") || !strings.Contains(s, "1 of 9 room(s) (more: --after r1)") {
+		t.Errorf("rooms:\n%s", s)
+	}
+	line := EventLine(wire.Event{Type: wire.EventRoomCreate, At: "2026-12-01T00:00:00Z", Room: &wire.Room{Name: "r1", Region: "us", Phase: "waiting"}})
+	if line != "2026-12-01T00:00:00Z room.create      room r1 (us) waiting: 0 player(s)" {
+		t.Errorf("event line %q", line)
+	}
+}
