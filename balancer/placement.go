@@ -55,6 +55,11 @@ type Placement struct {
 	Region   string            // preferred region; "" = none (every region alike)
 	Labels   map[string]string // required labels (wire.ValidateLabels); nil = none
 	Strategy Strategy          // "" = Options.Placement
+	// Instance pins the room to one relay (its boot id or machine id): a
+	// matchmaker's choice. That relay draining is 409 instance_draining,
+	// not registered 404 not_found; full or without the labels,
+	// no_candidate as usual.
+	Instance string
 }
 
 // validate checks p as a request: a bad_request that says what is wrong.
@@ -69,6 +74,11 @@ func (p Placement) validate() error {
 	}
 	if _, err := ParseStrategy(string(p.Strategy)); err != nil {
 		return wire.ErrBadRequest.WithMessage(err.Error())
+	}
+	if p.Instance != "" {
+		if err := validValue("placement instance", p.Instance, maxIDLen); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -113,8 +123,11 @@ func validValue(what, v string, max int) error {
 // registry's read lock at no allocation, formatted only when nothing fits.
 type placeTally struct {
 	registered, unlabelled, draining, full int
-	fullWhat                               string // "rooms" or "connections" of the first full relay
-	fullHave, fullMax                      int64
+	// pinned: Placement.Instance was registered; pinnedDraining: and
+	// draining. Relays other than the pinned one are not counted.
+	pinned, pinnedDraining bool
+	fullWhat               string // "rooms" or "connections" of the first full relay
+	fullHave, fullMax      int64
 }
 
 // full reports whether r holds as many rooms or connections as its
@@ -139,6 +152,12 @@ func (g *registry) candidates(p Placement, strategy Strategy, rnd func(int) int)
 	t.registered = len(g.byEndpoint)
 	out := make([]*relayEntry, 0, len(g.byEndpoint))
 	for _, r := range g.byEndpoint {
+		if p.Instance != "" {
+			if r.info.BootID != p.Instance && (r.info.MachineID == "" || r.info.MachineID != p.Instance) {
+				continue
+			}
+			t.pinned, t.pinnedDraining = true, r.drainingLocked()
+		}
 		switch {
 		case !wire.HasLabels(r.info.Labels, p.Labels):
 			t.unlabelled++
@@ -204,6 +223,12 @@ func shuffle(rs []*relayEntry, rnd func(int) int) {
 // "3 relays: 1 without the labels, 1 draining, 1 full (rooms 50/50);
 // labels asked: tier:pro".
 func (t placeTally) noCandidate(p Placement) error {
+	switch {
+	case p.Instance != "" && !t.pinned:
+		return wire.ErrInstanceNotFound.WithMessage("no registered relay has boot id or machine id " + strconv.QuoteToASCII(p.Instance))
+	case p.Instance != "" && t.pinnedDraining:
+		return wire.ErrInstanceDraining.WithMessage("relay " + strconv.QuoteToASCII(p.Instance) + " is draining: it takes no new room")
+	}
 	var b strings.Builder
 	switch {
 	case t.registered == 0:

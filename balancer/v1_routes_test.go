@@ -343,3 +343,26 @@ func TestHealthRoutes(t *testing.T) {
 		t.Fatalf("healthz while draining: %d", st)
 	}
 }
+
+// TestV1ReservePinned: a matchmaker may pin a reservation to one relay:
+// placed there even when another region was asked; 409 instance_draining
+// while it drains; 404 not_found for a relay that is not registered.
+func TestV1ReservePinned(t *testing.T) {
+	_, eu, us, a := fleet2(t)
+	res, err := a.Reserve(t.Context(), wire.ReserveRequest{Name: "pinned", Region: "eu", AllocationID: "p1", Instance: us.boot()})
+	if err != nil || res.Room.BootID != us.boot() {
+		t.Fatalf("pinned to us: %+v %v", res, err)
+	}
+	if _, err := a.Drain(t.Context(), us.boot()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Reserve(t.Context(), wire.ReserveRequest{Name: "pinned-2", AllocationID: "p2", Instance: us.boot()}); !wantWire(err, wire.ErrInstanceDraining) {
+		t.Fatalf("pinned to a draining relay: %v, want 409 instance_draining", err)
+	}
+	if _, err := a.Reserve(t.Context(), wire.ReserveRequest{Name: "pinned-3", AllocationID: "p3", Instance: "no-such-boot"}); !wantWire(err, wire.ErrInstanceNotFound) {
+		t.Fatalf("pinned to no relay: %v, want 404 not_found", err)
+	}
+	if res, err := a.Reserve(t.Context(), wire.ReserveRequest{Name: "pinned-4", AllocationID: "p4", Instance: eu.boot()}); err != nil || res.Room.BootID != eu.boot() {
+		t.Fatalf("pinned to eu: %+v %v", res, err)
+	}
+}

@@ -69,7 +69,9 @@ var (
 	// "2 relays: 1 draining, 1 full (rooms 50/50)". PurrNet's own
 	// allocations, which ask for no placement, get ErrNoRelays instead.
 	ErrNoCandidate = newErr(http.StatusConflict, "no_candidate", true, "no relay fits the placement")
-	ErrRateLimited = newErr(http.StatusTooManyRequests, "rate_limited", true, "too many requests from this address; retry after Retry-After seconds")
+	// ErrInstanceDraining: a placement pinned to one relay that drains.
+	ErrInstanceDraining = newErr(http.StatusConflict, "instance_draining", false, "the relay is draining: it takes no new room")
+	ErrRateLimited      = newErr(http.StatusTooManyRequests, "rate_limited", true, "too many requests from this address; retry after Retry-After seconds")
 	// ErrInstanceNotFound keeps the code not_found that the deploy tool
 	// (rollout) matches on a drain of a relay that is gone.
 	ErrInstanceNotFound = newErr(http.StatusNotFound, "not_found", false, "no such instance")

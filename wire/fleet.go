@@ -96,6 +96,9 @@ type ReserveRequest struct {
 	// see README's Placement. Nothing fits: 409 no_candidate, saying why.
 	Labels   map[string]string `json:"labels,omitempty"`
 	Strategy string            `json:"strategy,omitempty"`
+	// Instance pins the room to one relay (boot id or machine id): 409
+	// instance_draining when it drains, 404 not_found when it is gone.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Reservation answers POST /v1/rooms: the host's capability (what
