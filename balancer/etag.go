@@ -40,10 +40,7 @@ func parseIfNoneMatch(v string) (tags []string, any bool, ok bool) {
 		return nil, true, true
 	}
 	for v != "" {
-		tag := v
-		if strings.HasPrefix(tag, "W/") {
-			tag = tag[2:]
-		}
+		tag := strings.TrimPrefix(v, "W/")
 		if len(tag) < 2 || tag[0] != '"' {
 			return nil, false, false
 		}

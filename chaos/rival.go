@@ -46,7 +46,8 @@ func (s *scheduler) rival(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		c, err := s.w.api.Allocate(actx, s.f.regions[app], victim.name, client.NewAllocationID())
 		if err == nil {
-			rivalHost, err = client.DialHost(actx, c, victim.name, &client.DialOptions{HTTPClient: s.w.hc})
+			// A failed dial is retried with the next allocation.
+			rivalHost, _ = client.DialHost(actx, c, victim.name, &client.DialOptions{HTTPClient: s.w.hc})
 		}
 		cancel()
 		if rivalHost == nil {

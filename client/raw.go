@@ -82,14 +82,6 @@ func (r *Raw) Close(code int, reason string) error {
 // CloseNow drops the connection without a close handshake.
 func (r *Raw) CloseNow() error { return closeNow(r.ws) }
 
-// writeChecked writes one binary message of at most wire.MaxMessageSize.
-func writeChecked(ctx context.Context, ws *websocket.Conn, b []byte) error {
-	if len(b) > wire.MaxMessageSize {
-		return ErrTooLarge
-	}
-	return ws.Write(ctx, websocket.MessageBinary, b)
-}
-
 // closeWS closes with a normal closure. A connection the relay already
 // closed is not an error.
 func closeWS(ws *websocket.Conn) error {

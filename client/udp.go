@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -261,9 +260,4 @@ func (l *udpLink) natIntroduce(ctx context.Context, token string) (litenet.NatPa
 			break
 		}
 	}
-}
-
-// localAddr is the link's socket address (tests).
-func (l *udpLink) localAddr() string {
-	return net.JoinHostPort(l.ep.LocalAddr().Addr().String(), strconv.Itoa(int(l.ep.LocalAddr().Port())))
 }

@@ -18,11 +18,10 @@ const (
 
 // lease is a machine lease (guarded by Sim.mu through its machine).
 type lease struct {
-	nonce       string
-	owner       string
-	description string
-	version     string
-	expires     time.Time
+	nonce   string
+	owner   string
+	version string
+	expires time.Time
 }
 
 // heldLocked returns m's lease if one is held and unexpired.

@@ -48,15 +48,6 @@ func readCapture(tb testing.TB) []captured {
 	return out
 }
 
-func unhex(tb testing.TB, s string) []byte {
-	tb.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 // Every client datagram parses as the capture's notes say.
 func TestCaptureClientDatagramsParse(t *testing.T) {
 	caps := readCapture(t)

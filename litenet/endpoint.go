@@ -375,9 +375,6 @@ func (p *Peer) Confirm() {
 	p.e.pend.remove(p)
 }
 
-// errClosedEndpoint is returned by operations on a closed endpoint.
-var errClosedEndpoint = errors.New("litenet: endpoint closed")
-
 // reusePort sets SO_REUSEPORT so that several sockets share a port.
 func reusePort(network, address string, c syscall.RawConn) error {
 	var serr error

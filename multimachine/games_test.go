@@ -155,24 +155,6 @@ func (g *game) expectLeft(ctx context.Context, id wire.ConnID) error {
 	return nil
 }
 
-// leave ends the game's connections the way the room survives it: the host
-// leaves first (its clients are told 1000 "host left"), so the room stays,
-// empty, for the host to come back.
-func (g *game) leave(ctx context.Context) error {
-	if err := g.host.Close(); err != nil {
-		return fmt.Errorf("room %s: host close: %w", g.name, err)
-	}
-	for i, c := range g.clients {
-		_, err := c.Recv(ctx)
-		if st := client.CloseStatus(err); st != client.StatusNormalClosure {
-			return fmt.Errorf("room %s: client %d after its host left: %v (status %d), want 1000", g.name, i, err, st)
-		}
-		c.CloseNow()
-	}
-	g.host, g.clients, g.ids = nil, nil, nil
-	return nil
-}
-
 // closeNow drops every connection of the game (test cleanup).
 func (g *game) closeNow() {
 	if g.host != nil {

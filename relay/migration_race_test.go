@@ -305,12 +305,10 @@ func TestMigrationConcurrentLifecycle(t *testing.T) {
 	}
 }
 
-// syncWaitGroup runs goroutines and waits for the first n of them (the
-// ones that end on their own) before the rest are told to stop.
+// syncWaitGroup runs goroutines and waits for those that end on their own
+// (WaitFirst) before the rest are told to stop.
 type syncWaitGroup struct {
-	n    int
-	done chan struct{}
-	all  []chan struct{}
+	all []chan struct{}
 }
 
 func (g *syncWaitGroup) Go(f func()) {

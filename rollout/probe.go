@@ -58,23 +58,6 @@ func readyMachine(ctx context.Context, hc *http.Client, appURL, machineID string
 	return "no answer at " + wire.PathReady + ": " + err.Error()
 }
 
-// imageRefOf is FLY_IMAGE_REF as Fly sets it for a machine: the image_ref
-// the Machines API reports (registry/repository:tag).
-func imageRefOf(m *fly.Machine) string {
-	r := m.ImageRef
-	if r.Repository == "" {
-		return ""
-	}
-	s := r.Repository
-	if r.Registry != "" {
-		s = r.Registry + "/" + s
-	}
-	if r.Tag != "" {
-		s += ":" + r.Tag
-	}
-	return s
-}
-
 // sameImageRef compares image references leniently: a missing registry
 // means registry.fly.io, a missing tag :latest, and a digest is ignored.
 func sameImageRef(a, b string) bool { return normalizeRef(a) == normalizeRef(b) }

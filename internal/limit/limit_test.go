@@ -57,7 +57,8 @@ func TestBucketsBoundedUnderChurn(t *testing.T) {
 
 func TestCountsBounds(t *testing.T) {
 	c := NewCounts(2, 3)
-	if !c.Acquire("a") || !c.Acquire("a") || c.Acquire("a") {
+	first, second, third := c.Acquire("a"), c.Acquire("a"), c.Acquire("a")
+	if !first || !second || third {
 		t.Fatal("per-source bound")
 	}
 	if !c.Acquire("b") || c.Acquire("c") {
