@@ -1,6 +1,7 @@
 package balancer
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -55,6 +56,10 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 			w.Header().Set("Allow", strings.Join(rt.methods, ", "))
 			return wire.ErrMethodNotAllowed
 		}
+		var note auditNote
+		if rt.audit {
+			r = r.WithContext(context.WithValue(r.Context(), auditKey{}, &note))
+		}
 		err := h(w, r)
 		if rt.audit && r.Method != http.MethodGet && r.Method != http.MethodHead {
 			outcome := "ok"
@@ -65,9 +70,26 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 				}
 				outcome = we.Code
 			}
-			s.log.Info("admin audit", "route", rt.name, "target", auditTarget(r), "key", string(cred), "source", src, "outcome", outcome)
+			target := note.target
+			if target == "" {
+				target = auditTarget(r)
+			}
+			s.log.Info("admin audit", "method", r.Method, "route", rt.name, "target", target, "key", string(cred), "source", src, "outcome", outcome)
 		}
 		return err
+	}
+}
+
+// auditNote lets a handler name what its call acted on when the path does
+// not (a reservation's room and allocation id are in its body).
+type auditNote struct{ target string }
+
+type auditKey struct{}
+
+// noteAudit records target for the audit line of r's call, if audited.
+func noteAudit(r *http.Request, target string) {
+	if n, ok := r.Context().Value(auditKey{}).(*auditNote); ok {
+		n.target = target
 	}
 }
 

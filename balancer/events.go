@@ -39,7 +39,7 @@ type eventHub struct {
 
 // subscriber is one open stream.
 type subscriber struct {
-	ch   chan []byte   // encoded frames; written under eventHub.mu, read by the stream
+	ch   chan []byte   // encoded frames, those of one diff together; written under eventHub.mu, read by the stream
 	done chan struct{} // closed (under eventHub.mu) when the stream must end
 }
 
@@ -121,7 +121,10 @@ func (h *eventHub) close() {
 }
 
 // sync diffs the current state against the last one and sends the
-// events to every stream; a stream whose queue is full is closed.
+// events to every stream, all the frames of one diff as one queue item (a
+// relay leaving with thousands of rooms is one item, not thousands: only
+// a stream eventBuffer diffs behind is behind); a stream whose queue is
+// full is closed.
 func (h *eventHub) sync() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -131,16 +134,20 @@ func (h *eventHub) sync() {
 	cur := h.view()
 	evs := diffFleet(*h.prev, cur)
 	h.prev = &cur
+	if len(evs) == 0 {
+		return
+	}
+	var batch []byte
 	for _, ev := range evs {
-		frame := h.encodeLocked(ev)
-		for sub := range h.subs {
-			select {
-			case sub.ch <- frame:
-			default:
-				h.dropLocked(sub)
-				if h.onDrop != nil {
-					h.onDrop()
-				}
+		batch = append(batch, h.encodeLocked(ev)...)
+	}
+	for sub := range h.subs {
+		select {
+		case sub.ch <- batch:
+		default:
+			h.dropLocked(sub)
+			if h.onDrop != nil {
+				h.onDrop()
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package balancer
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -75,6 +78,60 @@ func FuzzForwardedFor(f *testing.F) {
 		a, err := netip.ParseAddr(ip)
 		if err != nil || a.String() != ip || a.Zone() != "" || a.Is4In6() {
 			t.Fatalf("firstForwardedHop(%q) = %q", v, ip)
+		}
+	})
+}
+
+// FuzzAdminRequests sends what an operator's tool controls (method, path
+// with query, body) to the /v1 surface, in process, with the right key and
+// one relay registered: every answer is purrfly JSON, never a 500; a room
+// page holds at most its limit; a reservation answers the room it names.
+func FuzzAdminRequests(f *testing.F) {
+	for _, c := range [][3]string{
+		{"GET", "/v1/stats", ""},
+		{"GET", "/v1/stats/history", ""},
+		{"GET", "/v1/instances", ""},
+		{"GET", "/v1/instances/relay-boot/rooms?limit=2&after=a", ""},
+		{"GET", "/v1/rooms?region=eu&label=tier:pro&phase=active&limit=10", ""},
+		{"GET", "/v1/rooms?label=a&label=b:c,d:e&limit=-1", ""},
+		{"GET", "/v1/rooms?x=1", ""},
+		{"POST", "/v1/rooms", `{"name":"m1","allocationId":"a1","region":"eu"}`},
+		{"POST", "/v1/rooms", `{"name":"m2","allocationId":"a2","labels":{"tier":"pro"},"strategy":"most","instance":"relay-boot"}`},
+		{"POST", "/v1/rooms", `{"name":"..","allocationId":"a3"}`},
+		{"GET", "/v1/rooms/m1", ""},
+		{"DELETE", "/v1/rooms/m1", ""},
+		{"POST", "/v1/instances/relay-boot/drain", ""},
+		{"POST", "/v1/instances/relay-boot/undrain", ""},
+		{"GET", "/v1/nope", ""},
+	} {
+		f.Add(c[0], c[1], c[2])
+	}
+	s, _ := newFuzzBalancerWith(f, func(o *Options) { o.AdminKeys = []string{adminKeyA} })
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, method, target, body string) {
+		if !requestLine(method, target) || !strings.HasPrefix(target, "/v1/") || strings.HasPrefix(target, wire.PathEvents) ||
+			method == http.MethodOptions || method == http.MethodHead {
+			return
+		}
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+adminKeyA)
+		status, out := serveFuzz(t, h, req)
+		if status != http.StatusOK || method != http.MethodGet && method != http.MethodPost {
+			return
+		}
+		switch {
+		case req.URL.Path == wire.PathRooms && method == http.MethodGet:
+			var page wire.RoomsResponse
+			if err := json.Unmarshal(out, &page); err != nil || page.Total < len(page.Rooms) || len(page.Rooms) > 10000 {
+				t.Fatalf("rooms page: %s", out)
+			}
+		case req.URL.Path == wire.PathRooms:
+			var in wire.ReserveRequest
+			var res wire.Reservation
+			if json.Unmarshal([]byte(body), &in) != nil || json.Unmarshal(out, &res) != nil || res.Room.Name != in.Name ||
+				res.AllocationID != in.AllocationID || res.Host.Validate() != nil {
+				t.Fatalf("reservation of %s: %s", body, out)
+			}
 		}
 	})
 }

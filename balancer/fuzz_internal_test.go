@@ -135,10 +135,17 @@ func (fr *fuzzRelay) RoundTrip(r *http.Request) (*http.Response, error) {
 // newFuzzBalancer is a balancer that is never started (no listener, no
 // loops): requests go to its Handler, its relay calls to a fuzzRelay,
 // and fuzzRelayInfo is registered.
-func newFuzzBalancer(tb testing.TB) (*Server, *fuzzRelay) {
+func newFuzzBalancer(tb testing.TB) (*Server, *fuzzRelay) { return newFuzzBalancerWith(tb, nil) }
+
+// newFuzzBalancerWith is newFuzzBalancer with mod applied to the options.
+func newFuzzBalancerWith(tb testing.TB, mod func(*Options)) (*Server, *fuzzRelay) {
 	fr := &fuzzRelay{}
-	s, err := New(Options{Secret: testSecret, BootID: "balancer-boot", Logger: slog.New(slog.DiscardHandler),
-		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1}, HTTPClient: &http.Client{Transport: fr}})
+	o := Options{Secret: testSecret, BootID: "balancer-boot", Logger: slog.New(slog.DiscardHandler),
+		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1}, HTTPClient: &http.Client{Transport: fr}}
+	if mod != nil {
+		mod(&o)
+	}
+	s, err := New(o)
 	if err != nil {
 		tb.Fatal(err)
 	}

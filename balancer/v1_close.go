@@ -44,10 +44,13 @@ func (s *Server) handleCloseRoom(w http.ResponseWriter, r *http.Request, name st
 		}
 		return wire.ErrRelayFailed.WithMessage("the relay did not confirm the close; retry")
 	}
+	// The relay closed that incarnation, or no longer had it (Closed
+	// false: it ended meanwhile); either way the route here is gone. A newer
+	// incarnation the relay holds publishes under its own epoch.
 	e.fence(cur.relay.info.BootID, cur.epoch, s.clock.Now())
 	e.setLive(nil)
 	s.events.poke()
-	wire.WriteJSON(w, http.StatusOK, wire.RoomClosed{Name: name, Closed: true, Connections: out.Connections})
+	wire.WriteJSON(w, http.StatusOK, wire.RoomClosed{Name: name, Closed: out.Closed, Connections: out.Connections})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,39 @@ func TestEventHubDropsSlow(t *testing.T) {
 	hub.close()
 	if _, err := hub.subscribe(); !errors.Is(err, wire.ErrDraining) {
 		t.Fatalf("subscribe after close: %v", err)
+	}
+}
+
+// A stream that keeps up is never dropped for the size of one change: a
+// relay leaving with more rooms than the queue holds reaches it whole.
+func TestEventHubKeepsAReaderThroughABigChange(t *testing.T) {
+	big := false
+	view := func() fleetView {
+		v := fleetView{rooms: map[string]wire.Room{}, instances: map[string]wire.Instance{}}
+		if big {
+			for i := 0; i < 3*eventBuffer; i++ {
+				name := "r" + strconv.Itoa(i)
+				v.rooms[name] = wire.Room{Name: name}
+			}
+		}
+		return v
+	}
+	drops := 0
+	hub := newEventHub(4, view, func() { drops++ })
+	sub, err := hub.subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sub.ch // the first stats
+	big = true
+	hub.sync()
+	select {
+	case <-sub.done:
+		t.Fatal("a caught-up stream was dropped by one big change")
+	default:
+	}
+	frames := strings.Count(string(<-sub.ch), "event: room.create\n")
+	if frames != 3*eventBuffer || drops != 0 {
+		t.Fatalf("%d room.create frames (want %d), %d drops", frames, 3*eventBuffer, drops)
 	}
 }

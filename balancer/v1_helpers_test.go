@@ -16,8 +16,8 @@ import (
 // Admin keys of the /v1 tests: odd lengths (37 and 41), so that a log line
 // carrying a key's length would show.
 const (
-	adminKeyA = "adm-key-a-0123456789abcdef0123456789x"
-	adminKeyB = "adm-key-b-0123456789abcdef0123456789wxyz1"
+	adminKeyA = "adm-key-a-QwErTyUiOpAsDfGhJkLzXcVbNmQ"
+	adminKeyB = "adm-key-b-PlOkMiJnUhBgYtVfRcDeXsWzAqPlOkM"
 )
 
 // handleRoomClose is the fake relay's wire.PathRelayRoomClose: it drops

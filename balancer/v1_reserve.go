@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -19,6 +20,7 @@ func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeAdminBody(r, &req); err != nil {
 		return err
 	}
+	noteAudit(r, "room "+strconv.QuoteToASCII(cut(req.Name, 64))+" allocation "+strconv.QuoteToASCII(cut(req.AllocationID, 64)))
 	if err := validRoomName(req.Name); err != nil {
 		return err
 	}
@@ -47,9 +49,10 @@ func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.allocationsOK.Inc()
 	rec, err := s.liveRoom(req.Name)
-	if err != nil {
-		// Committed and gone at once (its relay was removed meanwhile):
-		// the exact retry tells.
+	if err != nil || rec.allocationID != req.AllocationID {
+		// Committed and gone at once (its relay was removed, or an
+		// operator closed it and another allocation took the name): the
+		// exact retry tells. Never another allocation's room and secret.
 		return wire.ErrIndeterminate
 	}
 	i := rec.relay.info

@@ -103,6 +103,10 @@ func validRoomName(n string) error {
 	if n == "" || len(n) > wire.MaxSessionIDLen || !validText(n) {
 		return wire.ErrBadRequest.WithMessage("room name must be 1 to 128 bytes of UTF-8 without control characters")
 	}
+	if n == "." || n == ".." {
+		// /v1/rooms/{name} could never read or close it.
+		return wire.ErrBadRequest.WithMessage("room name must not be . or ..")
+	}
 	return nil
 }
 

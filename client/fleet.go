@@ -34,6 +34,11 @@ type Admin struct {
 // NewAdmin returns an Admin for baseURL and key.
 func NewAdmin(baseURL, key string) *Admin { return &Admin{BaseURL: baseURL, Key: key} }
 
+// MaxAdminResponseSize bounds an admin API answer the client reads: a
+// page of the most rooms the balancer answers (10,000, a few hundred bytes
+// each) fits.
+const MaxAdminResponseSize = 8 << 20
+
 // RoomFilter narrows GET /v1/rooms; zero fields do not filter.
 type RoomFilter struct {
 	Region   string
@@ -197,12 +202,12 @@ func (a *Admin) call(ctx context.Context, method, path string, body []byte, etag
 		return "", false, fmt.Errorf("%s %s: %w", method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseSize+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxAdminResponseSize+1))
 	if err != nil {
 		return "", false, fmt.Errorf("failed to read answer of %s %s: %w", method, req.URL.Path, err)
 	}
-	if len(b) > MaxResponseSize {
-		return "", false, ErrResponseTooLarge
+	if len(b) > MaxAdminResponseSize {
+		return "", false, fmt.Errorf("%s %s: answer larger than %d MiB (ask for smaller pages: RoomFilter.Limit)", method, req.URL.Path, MaxAdminResponseSize>>20)
 	}
 	tag := resp.Header.Get("ETag")
 	if resp.StatusCode == http.StatusNotModified {

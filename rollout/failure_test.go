@@ -314,3 +314,26 @@ func TestRolloutRefusesASecondBalancer(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutRefusesABalancerWithoutAdminKey: the balancer refuses to
+// start on Fly without ADMIN_KEY and goes last; a fleet from before the
+// admin API would end without one, so the plan stops first, naming the fix.
+func TestRolloutRefusesABalancerWithoutAdminKey(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := f.fc.DeleteAppSecret(ctx, "purrfly-balancer", "ADMIN_KEY"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rollout.Run(ctx, f.opts("purrfly:v2"))
+	var fl *rollout.Failure
+	if !errors.As(err, &fl) || fl.Phase != rollout.PhasePlan || !strings.Contains(fl.Reason, "fly secrets set ADMIN_KEY") {
+		t.Fatalf("want the plan refused for the missing ADMIN_KEY, got %v", err)
+	}
+	for _, app := range f.apps {
+		if n := updates(f.machine(t, app)); n != 0 {
+			t.Errorf("%s was updated", app)
+		}
+	}
+}

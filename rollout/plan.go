@@ -45,6 +45,11 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			return nil, failf(err, "could not list the machines of %s", app.Name)
 		}
 		ms = live(ms)
+		if role == RoleBalancer {
+			if err := r.balancerHasAdminKey(ctx, app.Name); err != nil {
+				return nil, err
+			}
+		}
 		if role == RoleBalancer && len(ms) > 1 {
 			return nil, failf(nil, "app %s has %d machines (%s); the balancer keeps its state in memory and must run exactly one: "+
 				"destroy all but one (fly machine destroy ID -a %s --force) and run again", app.Name, len(ms), machineIDs(ms), app.Name)
@@ -112,6 +117,21 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			Image: tg.res.FromImage, Boot: tg.ping.BootID, Message: msg, Changes: tg.res.Changes})
 	}
 	return targets, nil
+}
+
+// balancerHasAdminKey refuses a rollout whose balancer app has no
+// ADMIN_KEY secret: the balancer refuses to start on Fly without one, and
+// it is deployed last, so the fleet would end without a balancer.
+func (r *run) balancerHasAdminKey(ctx context.Context, app string) error {
+	names, err := r.api.secretNames(ctx, app)
+	if err != nil {
+		return failf(err, "could not list the secrets of %s (the balancer needs ADMIN_KEY)", app)
+	}
+	if !names["ADMIN_KEY"] {
+		return failf(nil, "app %s has no ADMIN_KEY secret, without which the balancer refuses to start: "+
+			"fly secrets set ADMIN_KEY=$(openssl rand -hex 32) -a %s --stage (or purrctl launch %s with ADMIN_KEY set), then run again", app, app, r.env.Name)
+	}
+	return nil
 }
 
 // live drops destroyed and destroying machines.

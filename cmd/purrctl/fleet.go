@@ -82,6 +82,9 @@ func fleetCommand() *cli.Command {
 				&cli.IntFlag{Name: "limit", Usage: "at most this many (default the balancer's, 1000)"},
 				&cli.StringFlag{Name: "after", Usage: "the page after this room name"},
 			}, func(c *cli.Context, a *client.Admin) error {
+				if c.Int("limit") < 0 {
+					return usagef("--limit must not be negative")
+				}
 				ctx, cancel := timeout(c)
 				defer cancel()
 				res, err := a.Rooms(ctx, client.RoomFilter{Region: c.String("region"), Instance: c.String("instance"),
@@ -166,6 +169,9 @@ func setDrain(c *cli.Context, a *client.Admin, on bool) error {
 
 // watch prints each event of GET /v1/events, bounded by --count and --for.
 func watch(c *cli.Context, a *client.Admin) error {
+	if c.Int("count") < 0 || c.Duration("for") < 0 {
+		return usagef("--count and --for must not be negative")
+	}
 	ctx, cancel := c.Context, func() {}
 	if d := c.Duration("for"); d > 0 {
 		ctx, cancel = context.WithTimeout(ctx, d)

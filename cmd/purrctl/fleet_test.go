@@ -97,6 +97,8 @@ func TestFleetCommand(t *testing.T) {
 		{[]string{"status", "extra"}, "takes no arguments"},
 		{[]string{"nope"}, `unknown fleet command "nope"`},
 		{[]string{"rooms", "--limit", "x"}, "invalid value"},
+		{[]string{"rooms", "--limit", "-5"}, "--limit must not be negative"},
+		{[]string{"watch", "--count", "-1"}, "must not be negative"},
 	} {
 		code, out, errs := fleet(tc.args...)
 		if code != exitUsage || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) || out != "" {

@@ -201,6 +201,8 @@ async function refresh() {
     sample(stats);
     renderRelays((inst && inst.instances) || []);
     renderRooms((rooms && rooms.rooms) || []);
+    const shown = ((rooms && rooms.rooms) || []).length, total = rooms && rooms.total !== undefined ? rooms.total : shown;
+    $("rooms-count").textContent = total > shown ? "Showing " + shown + " of " + total + " rooms: filter to narrow them." : "";
     $("action-error").textContent = "";
   } catch (e) {
     if (state.key) $("action-error").textContent = "Could not load the fleet: " + e.message;
