@@ -134,7 +134,8 @@ func do(t *testing.T, ctx context.Context, js string) {
 // and kept nowhere, the right one shows the fleet, an event refreshes it
 // without a reload, and drain and close reach the API.
 func TestPageInABrowser(t *testing.T) {
-	api := &stubAPI{key: "0123456789abcdef0123456789abcdef", status: "live", rooms: []string{"alpha"}, events: make(chan string, 8)}
+	hostile := `<img src=x onerror="window.__xss=1">`
+	api := &stubAPI{key: "0123456789abcdef0123456789abcdef", status: "live", rooms: []string{"alpha", hostile}, events: make(chan string, 8)}
 	mux := http.NewServeMux()
 	mux.Handle(Path, Handler())
 	mux.Handle("/v1/", api)
@@ -155,6 +156,11 @@ func TestPageInABrowser(t *testing.T) {
 	do(t, ctx, `document.getElementById("key").value = "`+api.key+`"; document.getElementById("login-form").requestSubmit()`)
 	waitJS(t, ctx, "the relay row", `document.querySelector('#relays tr[data-boot="b1"]') !== null`)
 	waitJS(t, ctx, "the room row", `document.querySelector('#rooms tr[data-room="alpha"]') !== null`)
+	// A room name is text, never markup.
+	if xss, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__xss === undefined && document.querySelectorAll("#rooms img").length === 0 &&
+		[...document.querySelectorAll("#rooms td")].some((td) => td.textContent === `+"`"+hostile+"`"+`)`)); err != nil || !xss {
+		t.Errorf("a hostile room name was not shown as text: %v", err)
+	}
 	waitJS(t, ctx, "the live stream", `document.getElementById("conn").textContent === "live"`)
 	// The chart has the balancer's last hour and the samples since.
 	waitJS(t, ctx, "the chart's history", `Number(document.getElementById("chart").dataset.points) >= 3`)

@@ -8,7 +8,7 @@
 
 const KEY = "purrfly.adminKey";
 const HOUR = 3600 * 1000;
-const state = { key: sessionStorage.getItem(KEY) || "", samples: [], stream: null, refreshTimer: 0, confirmClose: "" };
+const state = { key: sessionStorage.getItem(KEY) || "", samples: [], stream: null, streamGen: 0, refreshTimer: 0, confirmClose: "" };
 const $ = (id) => document.getElementById(id);
 
 function setStatus(text) { $("conn").textContent = text; }
@@ -227,8 +227,11 @@ async function act(method, path) {
 // follow reads /v1/events (Server-Sent Events) and refreshes on every
 // event; it reconnects with a doubling delay, at most 30 s.
 async function follow() {
+  // One loop at a time: a sign-out and a quick sign-in start a new one,
+  // and the old one stops at its next turn.
+  const gen = ++state.streamGen;
   let delay = 1000;
-  while (state.key) {
+  while (state.key && gen === state.streamGen) {
     const ctl = new AbortController();
     state.stream = ctl;
     try {
@@ -251,8 +254,9 @@ async function follow() {
         if (buf.length > 1 << 20) buf = ""; // a runaway event: drop it
       }
     } catch (e) {
-      if (!state.key) return;
+      if (!state.key || gen !== state.streamGen) return;
     }
+    if (gen !== state.streamGen) return;
     setStatus("reconnecting…");
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 30000);
