@@ -42,7 +42,9 @@ func TestRolloutFaults(t *testing.T) {
 		}
 		after := f.apiCalls(t)
 		for action, n := range after {
-			if n != before[action] && action != "list" && action != "get" {
+			// Reads only: machines, and the balancer's secret names (its
+			// ADMIN_KEY is checked before anything).
+			if n != before[action] && action != "list" && action != "get" && action != "list_secrets" {
 				t.Errorf("dry run made %v %s call(s)", n-before[action], action)
 			}
 		}
