@@ -97,12 +97,28 @@ function renderStats(s) {
   }
 }
 
-function renderRelays(list) {
-  const tbody = $("relays").tBodies[0];
+// fillTable replaces a table's rows, one per item (row(tr, item) fills
+// it), and shows its "empty" line when there are none.
+function fillTable(table, empty, list, row) {
+  const tbody = $(table).tBodies[0];
   tbody.replaceChildren();
-  $("relays-empty").hidden = list.length > 0;
-  for (const r of list) {
+  $(empty).hidden = list.length > 0;
+  for (const item of list) {
     const tr = document.createElement("tr");
+    row(tr, item);
+    tbody.appendChild(tr);
+  }
+}
+
+// actions is the last cell of a row, emptied for its buttons.
+function actions(tr) {
+  const td = cell(tr, "Actions", "");
+  td.textContent = "";
+  return td;
+}
+
+function renderRelays(list) {
+  fillTable("relays", "relays-empty", list, (tr, r) => {
     tr.dataset.boot = r.bootId;
     cell(tr, "Region", r.region);
     cell(tr, "Machine", r.machineId);
@@ -111,32 +127,25 @@ function renderRelays(list) {
     cell(tr, "Status", r.status, "status status-" + r.status);
     cell(tr, "Rooms", r.rooms);
     cell(tr, "Players", r.connections !== undefined ? r.connections : r.players);
-    const td = cell(tr, "Actions", "");
-    td.textContent = "";
+    const td = actions(tr);
     const who = r.machineId || r.bootId;
     if (r.status === "draining") {
       td.appendChild(button("Undrain", "Undrain relay " + who, () => act("POST", "/v1/instances/" + encodeURIComponent(r.bootId) + "/undrain")));
     } else {
       td.appendChild(button("Drain", "Drain relay " + who, () => act("POST", "/v1/instances/" + encodeURIComponent(r.bootId) + "/drain"), "danger"));
     }
-    tbody.appendChild(tr);
-  }
+  });
 }
 
 function renderRooms(list) {
-  const tbody = $("rooms").tBodies[0];
-  tbody.replaceChildren();
-  $("rooms-empty").hidden = list.length > 0;
-  for (const r of list) {
-    const tr = document.createElement("tr");
+  fillTable("rooms", "rooms-empty", list, (tr, r) => {
     tr.dataset.room = r.name;
     cell(tr, "Name", r.name);
     cell(tr, "Region", r.region);
     cell(tr, "Relay", r.machineId || (r.instance || r.bootId || "").slice(0, 12));
     cell(tr, "Phase", r.phase);
     cell(tr, "Players", r.players !== undefined ? r.players : r.connections);
-    const td = cell(tr, "Actions", "");
-    td.textContent = "";
+    const td = actions(tr);
     const confirming = state.confirmClose === r.name;
     td.appendChild(button(confirming ? "Confirm close" : "Close", "Close room " + r.name, () => {
       if (state.confirmClose !== r.name) {
@@ -147,8 +156,7 @@ function renderRooms(list) {
       state.confirmClose = "";
       act("DELETE", "/v1/rooms/" + encodeURIComponent(r.name));
     }, "danger"));
-    tbody.appendChild(tr);
-  }
+  });
 }
 
 function renderChart() {
