@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -61,9 +60,9 @@ func runBalancer(c *cli.Context) error {
 		Secret:             secret,
 		ListenHost:         host,
 		Port:               c.Int("port"),
-		Region:             os.Getenv("FLY_REGION"),
-		MachineID:          os.Getenv("FLY_MACHINE_ID"),
-		ImageRef:           os.Getenv("FLY_IMAGE_REF"),
+		Region:             flyEnv().Region,
+		MachineID:          flyEnv().MachineID,
+		ImageRef:           flyEnv().ImageRef,
 		Version:            version(),
 		HealthInterval:     seconds(c, "health-interval"),
 		TombstoneRetention: seconds(c, "tombstone-retention"),

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v2"
 
+	"github.com/purrfly/purrfly/flyenv"
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -78,7 +79,10 @@ func serviceMetrics() *prometheus.Registry {
 }
 
 // onFly reports whether this process runs on a Fly machine.
-func onFly() bool { return os.Getenv("FLY_APP_NAME") != "" }
+func onFly() bool { return flyEnv().OnFly() }
+
+// flyEnv is what Fly tells this machine (package flyenv; empty off Fly).
+func flyEnv() flyenv.Environment { return flyenv.Read(os.Getenv) }
 
 // newLogger logs JSON on Fly (for its log shipping) and text on a terminal.
 func newLogger(c *cli.Context) *slog.Logger {

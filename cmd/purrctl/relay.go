@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/flyaffinity"
+	"github.com/purrfly/purrfly/flyenv"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -139,8 +139,8 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		HeartbeatInterval:   seconds(c, "heartbeat"),
 		EmptyRoomTimeout:    seconds(c, "empty-room-timeout"),
 		DrainTimeout:        seconds(c, "drain-timeout"),
-		MachineID:           os.Getenv("FLY_MACHINE_ID"),
-		ImageRef:            os.Getenv("FLY_IMAGE_REF"),
+		MachineID:           flyEnv().MachineID,
+		ImageRef:            flyEnv().ImageRef,
 		Version:             version(),
 	}
 	if o.Labels, o.Capacity, err = placementOptions(c); err != nil {
@@ -149,15 +149,16 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 	if o.ListenHost == "" {
 		o.ListenHost = defaultListenHost()
 	}
-	fly := onFly()
+	env := flyEnv()
+	fly := env.OnFly()
 	if o.PublicHost == "" {
 		o.PublicHost = "127.0.0.1"
 		if fly {
-			o.PublicHost = os.Getenv("FLY_APP_NAME") + ".fly.dev"
+			o.PublicHost = env.PublicHost()
 		}
 	}
 	if o.Region == "" {
-		o.Region = os.Getenv("FLY_REGION")
+		o.Region = env.Region
 	}
 	if o.Region == "" {
 		o.Region = "local"
@@ -213,12 +214,12 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 func flyGlobalServices() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", "fly-global-services")
-	if err != nil || len(ips) == 0 {
-		slog.Warn("fly-global-services does not resolve: UDP binds 0.0.0.0 and its replies will not reach clients through Fly", "err", err)
+	addr, err := flyenv.GlobalServicesAddr(ctx, net.DefaultResolver)
+	if err != nil {
+		slog.Warn(flyenv.GlobalServices+" does not resolve: UDP binds 0.0.0.0 and its replies will not reach clients through Fly", "err", err)
 		return ""
 	}
-	return ips[0].String()
+	return addr
 }
 
 // affinity builds the session-affinity router: on Fly (FLY_MACHINE_ID set)
@@ -235,17 +236,17 @@ func affinity(c *cli.Context, opts relay.Options, log *slog.Logger) (*flyaffinit
 			return nil, nil
 		}
 	case "on":
-		if opts.MachineID == "" || os.Getenv("FLY_APP_NAME") == "" {
+		if opts.MachineID == "" || !flyEnv().OnFly() {
 			return nil, usagef("AFFINITY=on needs FLY_APP_NAME and FLY_MACHINE_ID")
 		}
 	default:
 		return nil, usagef("AFFINITY must be auto, on or off")
 	}
 	return flyaffinity.NewWithConfig(flyaffinity.Config{
-		App:       os.Getenv("FLY_APP_NAME"),
+		App:       flyEnv().AppName,
 		Self:      opts.MachineID,
 		TTL:       flyaffinity.DefaultTTL,
-		DNSServer: os.Getenv("FLY_DNS_SERVER"),
+		DNSServer: flyEnv().DNSServer,
 		PeerPort:  opts.HTTPPort,
 		Logger:    log.With("component", "flyaffinity"),
 	}), nil
@@ -266,14 +267,17 @@ func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
 	case "off":
 		return nil
 	case "auto":
-		ip := os.Getenv("FLY_PRIVATE_IP")
-		if !affinityOn || opts.BalancerURL == "" || ip == "" || opts.HTTPPort == 0 {
+		if !affinityOn || opts.BalancerURL == "" || opts.HTTPPort == 0 {
 			return nil
 		}
-		if net.ParseIP(ip) == nil {
-			return usagef("FLY_PRIVATE_IP %q is not an IP address", ip)
+		ip, ok, err := flyEnv().PrivateAddr()
+		if err != nil {
+			return usagef("%v", err)
 		}
-		endpoint = "http://" + net.JoinHostPort(ip, strconv.Itoa(opts.HTTPPort))
+		if !ok {
+			return nil
+		}
+		endpoint = "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(opts.HTTPPort))
 	default:
 		_, ok := wire.ParseHTTPURL(mode)
 		if !ok {
