@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/purrfly/purrfly/wire"
@@ -19,12 +16,12 @@ import (
 // Errors of calls to relays. They stay inside the balancer: handlers answer
 // the sanitized wire errors instead.
 var (
-	// errNotDelivered: the request certainly did not reach the relay
+	// errNotDelivered (wire.ErrNotDelivered): the request certainly did not reach the relay
 	// (dial failure), so another relay may be tried.
-	errNotDelivered = errors.New("request not delivered")
+	errNotDelivered = wire.ErrNotDelivered
 	// errOutcomeUnknown: the request was sent but no complete answer came
 	// back (timeout, connection lost); the relay may have committed.
-	errOutcomeUnknown = errors.New("relay outcome unknown")
+	errOutcomeUnknown = wire.ErrOutcomeUnknown
 )
 
 // relayURL joins a relay endpoint and a path.
@@ -38,21 +35,9 @@ func (s *Server) probe(ctx context.Context, endpoint string, timeout time.Durati
 	defer cancel()
 	start := s.clock.Now()
 	defer func() { s.metrics.relayPing.Observe(s.clock.Now().Sub(start).Seconds()) }()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, relayURL(endpoint, "/ping"), nil)
-	if err != nil {
-		return "", fmt.Errorf("failed to build the ping request: %w", err)
-	}
-	resp, err := s.client.Do(req)
+	body, err := wire.Call{Method: http.MethodGet, URL: relayURL(endpoint, "/ping"), OK: http.StatusOK}.Do(ctx, s.client)
 	if err != nil {
 		return "", fmt.Errorf("failed to ping the relay: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodySize))
-	if err != nil {
-		return "", fmt.Errorf("failed to read the relay's ping: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("failed to ping the relay: status %d", resp.StatusCode)
 	}
 	var p wire.Ping
 	if err := json.Unmarshal(body, &p); err != nil || p.BootID == "" {
@@ -105,32 +90,5 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 func (s *Server) relayCall(ctx context.Context, method, u string, lastAttempt bool, set func(http.Header)) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RelayTimeout)
 	defer cancel()
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
-	if lastAttempt {
-		trace.GetConn = func(string) { wrote.Store(false) }
-	}
-	ctx = httptrace.WithClientTrace(ctx, trace)
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, errNotDelivered
-	}
-	wire.SetInternal(req.Header, s.opts.Secret)
-	set(req.Header)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		if wrote.Load() {
-			return nil, errOutcomeUnknown
-		}
-		return nil, errNotDelivered
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodySize))
-	if err != nil {
-		return nil, errOutcomeUnknown
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, wire.DecodeError(resp.StatusCode, body)
-	}
-	return body, nil
+	return wire.Call{Method: method, URL: u, Secret: s.opts.Secret, Header: set, OK: http.StatusOK, Retryable: lastAttempt}.Do(ctx, s.client)
 }

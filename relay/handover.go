@@ -1,12 +1,10 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -136,29 +134,17 @@ var errHandoverTransport = errors.New("handover answer lost")
 // askHandover is one PathHandover call to the holder.
 func (m *mesh) askHandover(loc wire.RoomLocation, a wire.Auth) (wire.HandoverResponse, error) {
 	var h wire.HandoverResponse
-	body, err := json.Marshal(wire.HandoverRequest{Name: a.RoomName, Secret: a.ClientSecret, BootID: m.s.opts.BootID})
-	if err != nil {
-		return h, fmt.Errorf("failed to encode the request: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(m.s.ctx, handoverAttemptTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, loc.Endpoint+wire.PathHandover, bytes.NewReader(body))
-	if err != nil {
-		return h, fmt.Errorf("failed to build the request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	wire.SetInternal(req.Header, m.s.opts.Secret)
-	resp, err := m.loc.client.Do(req)
-	if err != nil {
-		return h, fmt.Errorf("%w: failed to reach the holder: %w", errHandoverTransport, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxHandoverAnswer))
-	if err != nil {
-		return h, fmt.Errorf("%w: failed to read the holder's answer: %w", errHandoverTransport, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return h, wire.DecodeError(resp.StatusCode, b)
+	b, err := wire.Call{Method: http.MethodPost, URL: loc.Endpoint + wire.PathHandover, Secret: m.s.opts.Secret,
+		Body:      wire.HandoverRequest{Name: a.RoomName, Secret: a.ClientSecret, BootID: m.s.opts.BootID},
+		MaxAnswer: maxHandoverAnswer, OK: http.StatusOK}.Do(ctx, m.loc.client)
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we):
+		return h, err
+	case err != nil:
+		return h, fmt.Errorf("%w: the holder: %w", errHandoverTransport, err)
 	}
 	if err := json.Unmarshal(b, &h); err != nil || h.Name != a.RoomName ||
 		h.HostSecret == "" || h.ClientSecret == "" || h.From.Epoch == "" {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -145,26 +144,15 @@ func (l *locator) fetch(room string) (locEntry, error) {
 
 func (l *locator) get(ctx context.Context, room string) (locEntry, error) {
 	u := l.base + wire.PathRoomLocation + "?name=" + url.QueryEscape(room)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return locEntry{}, fmt.Errorf("%w: failed to build the request: %w", errLocateUnavailable, err)
-	}
-	wire.SetInternal(req.Header, l.secret)
-	resp, err := l.client.Do(req)
-	if err != nil {
+	body, err := wire.Call{Method: http.MethodGet, URL: u, Secret: l.secret, MaxAnswer: 64 << 10, OK: http.StatusOK}.Do(ctx, l.client)
+	var we *wire.Error
+	switch {
+	case errors.Is(err, wire.ErrRoomNotFound):
+		return locEntry{}, nil
+	case errors.As(err, &we):
+		return locEntry{}, fmt.Errorf("%w: the balancer refused: %w", errLocateUnavailable, err)
+	case err != nil:
 		return locEntry{}, fmt.Errorf("%w: failed to ask the balancer: %w", errLocateUnavailable, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return locEntry{}, fmt.Errorf("%w: failed to read the balancer's answer: %w", errLocateUnavailable, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		if e := wire.DecodeError(resp.StatusCode, body); errors.Is(e, wire.ErrRoomNotFound) {
-			return locEntry{}, nil
-		} else {
-			return locEntry{}, fmt.Errorf("%w: the balancer refused: %w", errLocateUnavailable, e)
-		}
 	}
 	var loc wire.RoomLocation
 	if err := json.Unmarshal(body, &loc); err != nil || loc.BootID == "" || loc.Name != room {

@@ -1,11 +1,9 @@
 package relay
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -432,32 +430,15 @@ func (g *registrar) post(ctx context.Context, op, path string, in, out any) (err
 		}
 		g.m.balancerReqs.WithLabelValues(op, result).Inc()
 	}()
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("failed to encode %s request: %w", op, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+path, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("failed to build %s request: %w", op, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	wire.SetInternal(req.Header, g.secret)
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("failed to send %s request: %w", op, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodySize))
-	if err != nil {
-		return fmt.Errorf("failed to read %s answer: %w", op, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("balancer refused %s: %w", op, wire.DecodeError(resp.StatusCode, data))
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("failed to decode %s answer: %w", op, err)
+	err = wire.Call{Method: http.MethodPost, URL: g.base + path, Secret: g.secret, Body: in}.DoJSON(ctx, g.client, out)
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we):
+		return fmt.Errorf("balancer refused %s: %w", op, err)
+	case err != nil:
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return nil
 }
