@@ -2,7 +2,7 @@
 // expires: Real in production, Fake in tests, so a 30 s heartbeat or a 300 s
 // room expiry is driven by Advance instead of sleeping.
 //
-// Only what the components use is here: Now, tickers and timers.
+// Only what the components use is here: Now, tickers, timers and AfterFunc.
 package clock
 
 import (
@@ -16,6 +16,10 @@ type Clock interface {
 	Now() time.Time
 	NewTicker(d time.Duration) Ticker
 	NewTimer(d time.Duration) Timer
+	// AfterFunc calls f in its own goroutine once d has passed, as
+	// time.AfterFunc does; Stop before then prevents the call. The Timer's
+	// C is nil.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Ticker is the subset of *time.Ticker the components use.
@@ -40,6 +44,9 @@ func (Real) NewTicker(d time.Duration) Ticker {
 	return realTicker{time.NewTicker(d)}
 }
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+func (Real) AfterFunc(d time.Duration, f func()) Timer {
+	return realTimer{time.AfterFunc(d, f)}
+}
 
 type realTicker struct{ t *time.Ticker }
 
@@ -63,7 +70,10 @@ func OrReal(c Clock) Clock {
 
 // Fake is a manual clock for tests. Tickers and timers fire (without
 // blocking: a full channel drops the tick, as time.Ticker does) when Advance
-// moves the time past their deadline.
+// moves the time past their deadline. An AfterFunc function that falls due
+// runs in its own goroutine, and Advance returns once it has returned, so a
+// test sees its effect right after Advance (f must not wait for the caller
+// of Advance).
 type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -78,6 +88,7 @@ type fakeWaiter struct {
 	c      chan time.Time
 	at     time.Time
 	period time.Duration // 0 for a timer
+	fn     func()        // AfterFunc's function, nil otherwise (then c is nil)
 	active bool
 }
 
@@ -92,11 +103,16 @@ func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
 	now := f.now
+	var due []func()
 	for _, w := range f.waiters {
 		for w.active && !w.at.After(now) {
-			select {
-			case w.c <- w.at:
-			default:
+			if w.fn != nil {
+				due = append(due, w.fn)
+			} else {
+				select {
+				case w.c <- w.at:
+				default:
+				}
 			}
 			if w.period > 0 {
 				w.at = w.at.Add(w.period)
@@ -106,6 +122,12 @@ func (f *Fake) Advance(d time.Duration) {
 		}
 	}
 	f.mu.Unlock()
+	// Outside the lock: f may use the clock (Now, a new timer, Stop).
+	var wg sync.WaitGroup
+	for _, fn := range due {
+		wg.Go(fn)
+	}
+	wg.Wait()
 }
 
 // Waiters reports how many tickers and timers are active (tests use it to
@@ -122,16 +144,22 @@ func (f *Fake) Waiters() int {
 	return n
 }
 
-func (f *Fake) add(d, period time.Duration) *fakeWaiter {
+func (f *Fake) add(d, period time.Duration, fn func()) *fakeWaiter {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	w := &fakeWaiter{f: f, c: make(chan time.Time, 1), at: f.now.Add(d), period: period, active: true}
+	w := &fakeWaiter{f: f, at: f.now.Add(d), period: period, fn: fn, active: true}
+	if fn == nil {
+		w.c = make(chan time.Time, 1)
+	}
 	f.waiters = append(f.waiters, w)
 	return w
 }
 
-func (f *Fake) NewTicker(d time.Duration) Ticker { return fakeTicker{f.add(d, d)} }
-func (f *Fake) NewTimer(d time.Duration) Timer   { return fakeTimer{f.add(d, 0)} }
+func (f *Fake) NewTicker(d time.Duration) Ticker { return fakeTicker{f.add(d, d, nil)} }
+func (f *Fake) NewTimer(d time.Duration) Timer   { return fakeTimer{f.add(d, 0, nil)} }
+func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
+	return fakeTimer{f.add(d, 0, fn)}
+}
 
 type fakeTicker struct{ w *fakeWaiter }
 

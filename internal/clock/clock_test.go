@@ -2,6 +2,8 @@ package clock
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -100,5 +102,91 @@ func TestEveryRunsOnTheClockUntilCancelled(t *testing.T) {
 	<-done
 	if f.Waiters() != 0 {
 		t.Fatal("the ticker outlived Every")
+	}
+}
+
+func TestFakeAfterFunc(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	var calls atomic.Int32
+	at := make(chan time.Time, 1)
+	timer := f.AfterFunc(10*time.Second, func() {
+		calls.Add(1)
+		at <- f.Now() // the clock is usable from f
+	})
+	if timer.C() != nil {
+		t.Fatal("an AfterFunc timer has a channel")
+	}
+	f.Advance(9 * time.Second)
+	if calls.Load() != 0 {
+		t.Fatal("called before the deadline")
+	}
+	f.Advance(time.Second) // returns once f has returned
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("calls after the deadline = %d, want 1", n)
+	}
+	if got := <-at; !got.Equal(time.Unix(10, 0)) {
+		t.Fatalf("f saw now = %v", got)
+	}
+	f.Advance(time.Minute)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("calls = %d, want 1: AfterFunc fires once", n)
+	}
+	if timer.Stop() {
+		t.Fatal("Stop of a fired AfterFunc reported it active")
+	}
+	if timer.Reset(time.Second) {
+		t.Fatal("Reset of a fired AfterFunc reported it active")
+	}
+	f.Advance(time.Second)
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("calls after Reset = %d, want 2", n)
+	}
+	<-at
+
+	stopped := f.AfterFunc(time.Second, func() { t.Error("a stopped AfterFunc ran") })
+	if f.Waiters() != 1 {
+		t.Fatalf("waiters = %d, want the pending AfterFunc", f.Waiters())
+	}
+	if !stopped.Stop() {
+		t.Fatal("Stop of a pending AfterFunc reported it inactive")
+	}
+	f.Advance(time.Hour)
+}
+
+// Functions run in their own goroutines, concurrently with Stop calls and
+// other goroutines' Advance (run with -race).
+func TestFakeAfterFuncConcurrent(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	var calls atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			tm := f.AfterFunc(time.Duration(i%5+1)*time.Second, func() { calls.Add(1) })
+			if i%2 == 0 {
+				tm.Stop()
+			}
+		})
+		wg.Go(func() { f.Advance(100 * time.Millisecond) })
+	}
+	wg.Wait()
+	f.Advance(10 * time.Second)
+	if n := calls.Load(); n < 25 || n > 50 { // a Stop may come after its deadline
+		t.Fatalf("calls = %d, want the 25 never stopped and at most one a timer", n)
+	}
+	if f.Waiters() != 0 {
+		t.Fatalf("waiters = %d after every deadline passed", f.Waiters())
+	}
+}
+
+func TestRealAfterFunc(t *testing.T) {
+	done := make(chan struct{})
+	Real{}.AfterFunc(time.Millisecond, func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second): // wall clock: the point is the real timer
+		t.Fatal("Real.AfterFunc never called f")
+	}
+	if (Real{}).AfterFunc(time.Hour, func() { t.Error("a stopped AfterFunc ran") }).Stop() != true {
+		t.Fatal("Stop of a pending Real.AfterFunc reported it inactive")
 	}
 }
