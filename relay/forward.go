@@ -67,7 +67,7 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 			return nil
 		}
 		if deadline.IsZero() {
-			deadline = time.Now().Add(m.s.opts.ForwardTimeout)
+			deadline = time.Now().Add(m.s.opts.ForwardTimeout) // wall clock: it is the dial context's deadline
 		}
 		ctx, cancel := context.WithDeadline(m.s.ctx, deadline)
 		up, err := m.dialLink(ctx, loc, f) // the context only bounds the handshake
@@ -79,7 +79,7 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 		m.loc.forget(a.RoomName)
 		m.s.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
 			"holder", loc.MachineID, "endpoint", loc.Endpoint, "attempt", attempt+1, "err", err)
-		if attempt > 0 || !time.Now().Before(deadline) {
+		if attempt > 0 || !time.Now().Before(deadline) { // wall clock: the deadline above
 			m.m.forwards.WithLabelValues("unreachable").Inc()
 			return nil
 		}
@@ -99,12 +99,12 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, f framing) (
 	if f == framingUDP {
 		h.Set(wire.HeaderLinkFraming, wire.LinkFramingUDP)
 	}
-	start := time.Now()
+	start := m.s.clock.Now()
 	up, err := dialUplink(ctx, m.dial, target, h)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial the holder: %w", err)
 	}
-	m.m.dialSeconds.Observe(time.Since(start).Seconds())
+	m.m.dialSeconds.Observe(m.s.clock.Now().Sub(start).Seconds())
 	up.ws.SetReadLimit(wire.MaxMessageSize + headroom)
 	return up, nil
 }

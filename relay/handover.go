@@ -75,7 +75,7 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	if loc.Connections > 0 || !m.sameApp(loc) || m.s.core.draining.Load() || m.s.reg == nil || !m.s.reg.handover.Load() {
 		return false
 	}
-	start := time.Now()
+	start := m.s.clock.Now()
 	var h wire.HandoverResponse
 	var err error
 	for range handoverAttempts {
@@ -123,7 +123,7 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	}
 	m.m.handovers.WithLabelValues("ok").Inc()
 	m.s.log.Info("room handed over to its host's machine", "room", a.RoomName,
-		"from_machine", loc.MachineID, "from_epoch", h.From.Epoch, "took", time.Since(start).Round(time.Microsecond).String())
+		"from_machine", loc.MachineID, "from_epoch", h.From.Epoch, "took", m.s.clock.Now().Sub(start).Round(time.Microsecond).String())
 	return true
 }
 

@@ -435,7 +435,7 @@ func (s *Server) waitSessions(ctx context.Context, graceful bool) {
 	if !graceful {
 		grace = time.Second
 	}
-	t := time.NewTimer(grace)
+	t := time.NewTimer(grace) // wall clock: it bounds TCP close handshakes, and Close must not wait for a Fake clock's Advance
 	defer t.Stop()
 	select {
 	case <-done:
