@@ -6,38 +6,34 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // entry is the cached outcome of the last lookup: a set, the lookup's error
-// and when the next lookup is due. Only due changes after store, once.
+// and whether the next lookup is due. Only due changes after store, once.
 type entry struct {
-	set     *peerSet      // never nil
-	err     error         // the last lookup's error; nil when it succeeded
-	expires time.Duration // offset from Resolver.base at which a lookup is due (Fake clock)
-	due     atomic.Bool   // set by timer when expires passes (wall clock)
-	timer   *time.Timer   // wall clock only: sets due; stopped when replaced or on Close
+	set   *peerSet    // never nil
+	err   error       // the last lookup's error; nil when it succeeded
+	due   atomic.Bool // set by timer when the entry's TTL passes
+	timer clock.Timer // the Resolver clock's AfterFunc: sets due; stopped when replaced or on Close
 }
 
 // sfKey is the one singleflight key: there is one machine set per Resolver.
 const sfKey = "vms"
 
-// isDue reports whether e needs a lookup. On the wall clock it is one atomic
-// load, flipped by a runtime timer: reading the clock costs more than the
-// whole HRW computation on virtual machines without a fast TSC (about 30 ns
-// here). A Fake clock is read every time.
+// isDue reports whether e needs a lookup: one atomic load, flipped by the
+// clock's AfterFunc (a runtime timer on the wall clock, Advance on a Fake).
+// Reading the clock instead costs more than the whole HRW computation on
+// virtual machines without a fast TSC (about 30 ns here).
 func (r *Resolver) isDue(e *entry) bool {
-	if r.realClock {
-		return e.due.Load()
-	}
-	return r.elapsed() >= e.expires
+	return e.due.Load()
 }
 
 // store makes set the current set for ttl and returns its entry.
 func (r *Resolver) store(set *peerSet, err error, ttl time.Duration) *entry {
-	e := &entry{set: set, err: err, expires: r.elapsed() + ttl}
-	if r.realClock {
-		e.timer = time.AfterFunc(ttl, func() { e.due.Store(true) })
-	}
+	e := &entry{set: set, err: err}
+	e.timer = r.clk.AfterFunc(ttl, func() { e.due.Store(true) })
 	if old := r.cur.Swap(e); old != nil && old.timer != nil {
 		old.timer.Stop()
 	}
@@ -70,7 +66,7 @@ func (r *Resolver) routeSet(e *entry) *entry {
 	if r.ctx.Err() != nil {
 		return e
 	}
-	t := time.NewTimer(r.cfg.RouteWait)
+	t := time.NewTimer(r.cfg.RouteWait) // wall clock: it bounds the wait for a DNS answer over a real socket, as LookupTimeout does
 	defer t.Stop()
 	select {
 	case res := <-r.sf.DoChan(sfKey, r.refresh):
@@ -106,9 +102,9 @@ func (r *Resolver) refresh() (any, error) {
 	var err error
 	if r.qname != "" {
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.LookupTimeout)
-		start := time.Now()
+		start := r.clk.Now()
 		ids, skipped, err = r.lookup(ctx)
-		r.m.lookupSeconds.Observe(time.Since(start).Seconds())
+		r.m.lookupSeconds.Observe(r.clk.Now().Sub(start).Seconds())
 		cancel()
 	}
 	if err != nil && r.ctx.Err() != nil {

@@ -32,11 +32,11 @@
 //
 // The parsed set is an immutable value behind an atomic pointer and is cached
 // for Config.TTL. Readers never lock: Route loads the pointer, checks the
-// entry's "due" flag and hashes. The flag is flipped by a runtime timer
-// (time.AfterFunc) when the TTL passes, because reading the clock on every
-// call would cost more than the hashing itself on virtual machines without a
-// fast TSC (about 30 ns on the benchmark machine); with a clock.Fake the
-// clock is read instead. When the set is due, the first caller starts one
+// entry's "due" flag and hashes. The flag is flipped by the clock's AfterFunc
+// (a runtime timer on the wall clock, Advance on a clock.Fake) when the TTL
+// passes, because reading the clock on every call would cost more than the
+// hashing itself on virtual machines without a fast TSC (about 30 ns on the
+// benchmark machine). When the set is due, the first caller starts one
 // lookup that every concurrent caller shares (singleflight); the lookup is
 // bounded by Config.LookupTimeout and is cancelled by Close.
 //

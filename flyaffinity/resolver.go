@@ -67,16 +67,14 @@ type Config struct {
 // or NewWithConfig; all methods may be called concurrently.
 type Resolver struct {
 	// Static after construction.
-	cfg       Config // defaults applied
-	qname     string // "vms.<app>.internal." or "" when App is empty
-	clk       clock.Clock
-	realClock bool          // clk is the wall clock: expiry is a runtime timer (see isDue)
-	base      time.Time     // clk reading at construction; set expiries are offsets from it
-	retry     time.Duration // wait after a failed lookup before the next: min(TTL, 1s)
-	log       *slog.Logger
-	m         *metrics
-	ctx       context.Context // cancelled by Close; parent of every lookup
-	cancel    context.CancelFunc
+	cfg    Config        // defaults applied
+	qname  string        // "vms.<app>.internal." or "" when App is empty
+	clk    clock.Clock   // drives expiry (AfterFunc, see isDue)
+	retry  time.Duration // wait after a failed lookup before the next: min(TTL, 1s)
+	log    *slog.Logger
+	m      *metrics
+	ctx    context.Context // cancelled by Close; parent of every lookup
+	cancel context.CancelFunc
 
 	cur atomic.Pointer[entry] // the current set; replaced by store; nil before the first lookup ends
 	sf  singleflight.Group    // shares one lookup among concurrent callers
@@ -127,8 +125,6 @@ func NewWithConfig(cfg Config) *Resolver {
 	if cfg.App != "" {
 		r.qname = "vms." + cfg.App + ".internal."
 	}
-	_, r.realClock = r.clk.(clock.Real)
-	r.base = r.clk.Now()
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -145,12 +141,4 @@ func (r *Resolver) Close() {
 	if e := r.cur.Load(); e != nil && e.timer != nil {
 		e.timer.Stop()
 	}
-}
-
-// elapsed is the time since r.base on r's clock.
-func (r *Resolver) elapsed() time.Duration {
-	if r.realClock {
-		return time.Since(r.base)
-	}
-	return r.clk.Now().Sub(r.base)
 }
