@@ -92,7 +92,7 @@ func TestManyRoomsConcurrently(t *testing.T) {
 }
 
 func TestAuthTimeout(t *testing.T) {
-	s := startRelay(t, Options{}, func(s *Server) { s.authTimeout = 100 * time.Millisecond })
+	s := startRelay(t, Options{AuthTimeout: 100 * time.Millisecond})
 	p := dial(t, s.WSURL())
 	p.closed()
 	waitFor(t, "auth timeout counted", func() bool { return counterValue(s.m.disconnect[reasonAuthTimeout]) == 1 })

@@ -40,7 +40,7 @@ type core struct {
 	m            *metrics     // static
 	notify       notifier     // static after construction
 	emptyTimeout time.Duration
-	slowTimeout  time.Duration
+	slowTimeout  time.Duration // static: Options.SlowReceiverTimeout (core tests set it directly)
 	closeGrace   time.Duration // static: a graceful close drops the transport if it has not ended by then (tests shorten it)
 	// activationLease and grantLifetime are host migration's lease and
 	// grant lifetime (migration.go); static after construction.

@@ -75,8 +75,9 @@
 // counts its pooled buffer's capacity, not its length, since that is the
 // memory it holds). Once the backlog passes the soft
 // bound (512 frames or 1 MiB) the slow-receiver clock runs; a receiver
-// still above it after the deadline (2 s) is disconnected (slow_receiver),
-// and one that reaches the hard bound is disconnected at once
+// still above it after the deadline (Options.SlowReceiverTimeout, 2 s) is
+// disconnected (slow_receiver), and one that reaches the hard bound is
+// disconnected at once
 // (queue_overflow). Every other connection keeps flowing: no sender ever
 // waits for a receiver. The writer takes up to 64 frames at a time and
 // writes them with one system call per 32 KiB (frameconn.go).

@@ -130,6 +130,10 @@ type Options struct {
 	// AuthTimeout bounds a connection's wait for its authentication
 	// message, WebSocket or UDP (AUTH_TIMEOUT_SECONDS, default 10 s).
 	AuthTimeout time.Duration
+	// SlowReceiverTimeout is how long a connection's backlog may stay above
+	// the soft bound before it is disconnected (slow_receiver; default 2 s,
+	// conn.go).
+	SlowReceiverTimeout time.Duration
 	// HTTP bounds the waits of the HTTP and WebSocket ports (a WebSocket
 	// connection, once upgraded, is bound by the authentication timeout
 	// and the slow-receiver rules instead).
@@ -227,6 +231,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.AuthTimeout <= 0 {
 		o.AuthTimeout = DefaultAuthTimeout
+	}
+	if o.SlowReceiverTimeout <= 0 {
+		o.SlowReceiverTimeout = DefaultSlowReceiverTimeout
 	}
 	if o.MaxRooms <= 0 {
 		o.MaxRooms = DefaultMaxRooms

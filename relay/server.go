@@ -38,7 +38,6 @@ type Server struct {
 	mesh     *mesh         // nil unless Options.MultiMachine
 	udp      *udpTransport // nil when UDP is off; set by Start
 
-	authTimeout     time.Duration // static; tests may shorten it before Start
 	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
 	cleanupInterval time.Duration // static
 
@@ -70,7 +69,6 @@ func New(opts Options) (*Server, error) {
 		opts:            o,
 		log:             o.Logger.With("component", "relay"),
 		clock:           o.Clock,
-		authTimeout:     o.AuthTimeout,
 		cleanupInterval: min(DefaultCleanupInterval, o.EmptyRoomTimeout),
 	}
 	s.gatherer = prometheus.DefaultGatherer
@@ -88,6 +86,7 @@ func New(opts Options) (*Server, error) {
 	s.core.emptyTimeout = o.EmptyRoomTimeout
 	s.core.activationLease, s.core.grantLifetime = o.ActivationLease, o.GrantLifetime
 	s.core.maxRooms = o.MaxRooms
+	s.core.slowTimeout = o.SlowReceiverTimeout
 	if c := o.Capacity.MaxRooms; c > 0 && c < o.MaxRooms {
 		s.core.maxRooms = c
 	}

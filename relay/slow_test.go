@@ -14,7 +14,7 @@ import (
 // disconnect is counted; meanwhile another client of the same room and
 // another room lose nothing.
 func TestSlowReceiverDisconnected(t *testing.T) {
-	s := startRelay(t, Options{}, func(s *Server) { s.core.slowTimeout = 200 * time.Millisecond })
+	s := startRelay(t, Options{SlowReceiverTimeout: 200 * time.Millisecond})
 	hs, cs := mustAllocate(t, s, "room")
 	host := join(t, s, "room", hs)
 	_ = join(t, s, "room", cs) // the slow one: never reads again

@@ -90,7 +90,7 @@ func (s *Server) startUDP() error {
 		Clock:             s.clock,
 		PingInterval:      900 * time.Millisecond, // as PurrLay and PurrNet's client
 		DisconnectTimeout: s.opts.UDPTimeout,
-		PendingTimeout:    s.authTimeout,
+		PendingTimeout:    s.opts.AuthTimeout,
 		MaxMessage:        wire.MaxMessageSize + 1, // a frame and its delivery method, as a WebSocket message
 		FlushDelay:        max(s.opts.UDPFlush, 0),
 		Sockets:           s.opts.UDPSockets,

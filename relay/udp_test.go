@@ -183,7 +183,7 @@ func nextOfType(t testing.TB, h *client.Host, typ byte) wire.ToHostPacket {
 // A UDP peer that never authenticates is dropped after the authentication
 // timeout, and a relay that shuts down disconnects its UDP peers.
 func TestUDPAuthTimeoutAndShutdown(t *testing.T) {
-	s := startRelay(t, Options{DrainTimeout: -1}, func(s *Server) { s.authTimeout = 200 * time.Millisecond })
+	s := startRelay(t, Options{DrainTimeout: -1, AuthTimeout: 200 * time.Millisecond})
 	ctx := tctx(t)
 	silent := &probe{done: make(chan litenet.Reason, 1)}
 	// It pings (so the relay knows it is there) but never authenticates.

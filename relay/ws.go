@@ -290,7 +290,7 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, f fram
 // first message names a room held by another machine (and that is not
 // itself forwarded) is carried to that machine instead (forward.go).
 func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) closeReason {
-	authCtx, cancel := context.WithTimeout(context.Background(), s.authTimeout)
+	authCtx, cancel := context.WithTimeout(context.Background(), s.opts.AuthTimeout)
 	b, reason := wsRead(authCtx, ws)
 	// Authenticated or not, the deadline only covers the first message.
 	cancel()
