@@ -29,7 +29,7 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 	}
 	tg.drained = boot
 	ev(fmt.Sprintf("draining boot %s: no new rooms; waiting up to %s for its rooms to empty", boot, r.t.Drain.Duration), 0, 0)
-	deadline := time.Now().Add(r.t.Drain.Duration)
+	deadline := r.now().Add(r.t.Drain.Duration)
 	for {
 		insts, err := r.bal.Instances(ctx, r.secret)
 		if err != nil {
@@ -48,7 +48,7 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 		case in.Rooms == 0 || in.Connections == 0:
 			ev(fmt.Sprintf("drained: %d room(s), %d connection(s) left", in.Rooms, in.Connections), in.Rooms, in.Connections)
 			return nil
-		case !time.Now().Before(deadline):
+		case !r.now().Before(deadline):
 			tg.res.InterruptedRooms, tg.res.InterruptedConnections = in.Rooms, in.Connections
 			ev(fmt.Sprintf("drain deadline %s passed: the update interrupts %d live room(s) with %d connection(s)",
 				r.t.Drain.Duration, in.Rooms, in.Connections), in.Rooms, in.Connections)
@@ -56,7 +56,7 @@ func (r *run) drain(ctx context.Context, phase Phase, tg *target, boot string) e
 		}
 		r.progress(tg, WaitDrain, deadline, "waiting for the rooms of boot %s to empty: %d room(s), %d connection(s) left",
 			boot, in.Rooms, in.Connections)
-		if err := clock.Sleep(ctx, nil, min(r.t.Poll.Duration, time.Until(deadline)+time.Millisecond)); err != nil {
+		if err := clock.Sleep(ctx, r.clock, min(r.t.Poll.Duration, deadline.Sub(r.now())+time.Millisecond)); err != nil {
 			return failf(stepCause(ctx, err), "interrupted while relay %s was draining", tg.m.ID)
 		}
 	}

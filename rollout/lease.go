@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
+
 	fly "github.com/superfly/fly-go"
 )
 
@@ -61,7 +63,7 @@ type lease struct {
 func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wait time.Duration, cancel context.CancelCauseFunc,
 	say func(wait, msg string, until time.Time)) (*lease, error) {
 	secs := int(ttl / time.Second)
-	deadline := time.Now().Add(wait)
+	deadline := a.now().Add(wait)
 	if say == nil {
 		say = func(string, string, time.Time) {}
 	}
@@ -84,7 +86,7 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 			}
 			break // none held (404), or unknown: let AcquireLease decide
 		}
-		now, until := time.Now(), time.Unix(held.Data.ExpiresAt, 0)
+		now, until := a.now(), time.Unix(held.Data.ExpiresAt, 0)
 		if held.Data.ExpiresAt != expiry {
 			expiry, expirySet = held.Data.ExpiresAt, now
 		}
@@ -92,7 +94,7 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 			// Watched long enough to tell a live holder from a gone one.
 			told, firstSeen, deadline = 1, now, later(deadline, now.Add(ttl/2+time.Second))
 			say("", fmt.Sprintf("lease of machine %s is held by %s until %s: waiting up to %s for it", id, held.Data.Owner,
-				until.UTC().Format(time.TimeOnly), time.Until(deadline).Round(time.Second)), time.Time{})
+				until.UTC().Format(time.TimeOnly), deadline.Sub(a.now()).Round(time.Second)), time.Time{})
 		}
 		if left := until.Sub(now); now.Sub(expirySet) >= ttl/2 && left <= max(ttl, DefaultLeaseTTL) {
 			if told < 2 {
@@ -117,7 +119,7 @@ func (a *machinesAPI) acquireLease(ctx context.Context, app, id string, ttl, wai
 	if err := a.limit.wait(ctx, "acquire_lease/"+id); err != nil {
 		return nil, err
 	}
-	actx, acancel := context.WithTimeout(ctx, max(time.Until(deadline), time.Second))
+	actx, acancel := context.WithTimeout(ctx, max(deadline.Sub(a.now()), time.Second))
 	got, err := a.c.AcquireLease(actx, app, id, &secs)
 	acancel()
 	if err != nil {
@@ -151,13 +153,13 @@ func (l *lease) Nonce() string {
 func (l *lease) refresh(cancel context.CancelCauseFunc) {
 	defer close(l.done)
 	every := time.Duration(l.ttl) * time.Second / 3
-	t := time.NewTicker(every)
+	t := clock.OrReal(l.api.clock).NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		// Retries must end well before the lease would expire.
 		ctx, c := context.WithTimeout(context.Background(), every)

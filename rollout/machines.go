@@ -40,12 +40,15 @@ type machinesAPI struct {
 	limit *limiter      // static; internally locked
 	base  time.Duration // first retry delay; static
 	tries int           // static
-	clock clock.Clock   // static; nil: the real one (retry delays)
+	clock clock.Clock   // static; nil: the real one (retry delays, lease waits and refreshes)
 }
 
 // newMachinesAPI builds a flaps client for base with token. flaps reads its
 // base URL only from FLY_FLAPS_BASE_URL; a transport rewrites its requests
 // to base instead, so callers never need to touch the process environment.
+// now is the time on a's clock.
+func (a *machinesAPI) now() time.Time { return clock.OrReal(a.clock).Now() }
+
 func newMachinesAPI(ctx context.Context, base, token string, tr http.RoundTripper, rate time.Duration, burst int, retryBase time.Duration, tries int) (*machinesAPI, error) {
 	bu, err := url.Parse(base)
 	if err != nil || bu.Host == "" {

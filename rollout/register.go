@@ -42,7 +42,7 @@ func (r *run) registration(ctx context.Context, targets []*target) error {
 		}
 		r.emit(Event{Phase: PhaseRegister, Status: StatusVerifying, Wait: WaitRegister, Until: deadline(ctx),
 			Message: fmt.Sprintf("waiting for the balancer to list exactly the relay boots %s (%s)", strings.Join(want, ", "), last)})
-		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
+		if err := clock.Sleep(ctx, r.clock, r.t.Poll.Duration); err != nil {
 			return failf(stepCause(ctx, err), "the balancer never listed exactly the relay boots %s (%s)", strings.Join(want, ", "), last)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -59,6 +60,9 @@ type Options struct {
 	APIBurst  int
 	RetryBase time.Duration
 	APITries  int
+	// Clock drives every wait, deadline and event time (the Machines API's
+	// rate limit and retries included); nil means the wall clock.
+	Clock clock.Clock
 }
 
 // run is one rollout; owned by Run's goroutine (the lease refreshers touch
@@ -74,6 +78,7 @@ type run struct {
 	bal    *client.Balancer // the balancer's public URL: admin API and smoke
 	log    *slog.Logger
 	res    *Result
+	clock  clock.Clock      // static; nil: the real one (tests that build a run)
 	last   map[string]Event // by machine ID: its last state event (progress repeats it)
 	// observerPanicked: the Observer panicked once and is not called again
 	// (so undrain and fail can still report, to the log).
@@ -138,17 +143,22 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	clk := clock.OrReal(opts.Clock)
+	api.clock, api.limit.clock = clk, clk
 	return &run{
-		opts: opts, env: env, t: env.Timeouts, image: image, secret: secret, api: api, hc: hc,
+		opts: opts, env: env, t: env.Timeouts, image: image, secret: secret, api: api, hc: hc, clock: clk,
 		bal: &client.Balancer{BaseURL: env.Balancer.URL, HTTP: hc, Timeout: pingTimeout},
 		log: log.With("component", "rollout", "env", env.Name),
 		res: &Result{Env: env.Name, Image: image, DryRun: opts.DryRun},
 	}, nil
 }
 
+// now is the time on the run's clock.
+func (r *run) now() time.Time { return clock.OrReal(r.clock).Now() }
+
 func (r *run) emit(ev Event) {
 	if ev.Time.IsZero() {
-		ev.Time = time.Now().UTC()
+		ev.Time = r.now().UTC()
 	}
 	r.log.Debug(ev.Message, "phase", ev.Phase, "app", ev.App, "machine", ev.Machine, "status", ev.Status)
 	r.remember(ev)

@@ -23,7 +23,7 @@ func (r *run) smoke(ctx context.Context, targets []*target) error {
 	}
 	sort.Strings(regions)
 	for _, region := range regions {
-		start := time.Now()
+		start := r.now()
 		r.emit(Event{Phase: PhaseSmoke, Region: region, Status: StatusVerifying, Message: "smoke test in " + region})
 		rep, err := client.Smoke(ctx, client.SmokeOptions{
 			Balancer: r.env.Balancer.URL, Region: region, StrictRegion: true,
@@ -34,7 +34,7 @@ func (r *run) smoke(ctx context.Context, targets []*target) error {
 		}
 		r.res.SmokeRegions = append(r.res.SmokeRegions, region)
 		r.emit(Event{Phase: PhaseSmoke, Region: region, Status: StatusDone,
-			Message: fmt.Sprintf("smoke passed in %s: room %s on %s in %s", region, rep.Room, rep.RelayURL, time.Since(start).Round(time.Millisecond))})
+			Message: fmt.Sprintf("smoke passed in %s: room %s on %s in %s", region, rep.Room, rep.RelayURL, r.now().Sub(start).Round(time.Millisecond))})
 	}
 	return nil
 }

@@ -80,8 +80,8 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 	last := "no answer yet"
 	var m *fly.Machine
 	for {
-		if m == nil || time.Since(lastGet) >= getEvery {
-			lastGet = time.Now()
+		if m == nil || r.now().Sub(lastGet) >= getEvery {
+			lastGet = r.now()
 			if got, err := r.api.get(ctx, tg.app.Name, tg.m.ID); err == nil {
 				m = got
 				if err := r.stillOurs(tg, m, version); err != nil {
@@ -105,7 +105,7 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 			return p.BootID, nil
 		}
 		r.progress(tg, WaitBoot, deadline(ctx), "waiting for a new boot of %s at /ping (%s)", image, last)
-		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
+		if err := clock.Sleep(ctx, r.clock, r.t.Poll.Duration); err != nil {
 			return "", failf(stepCause(ctx, err), "machine %s never proved a new boot (%s)", tg.m.ID, last)
 		}
 	}
@@ -116,18 +116,18 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 // be registered live with the balancer. A failed ping restarts the window;
 // another boot id or a stopped machine fails at once.
 func (r *run) healthy(ctx context.Context, tg *target, version, boot string) error {
-	start := time.Now()
+	start := r.now()
 	last := ""
 	for {
 		p, err := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID)
 		switch {
 		case err != nil:
-			start, last = time.Now(), "no answer at /ping: "+err.Error()
+			start, last = r.now(), "no answer at /ping: "+err.Error()
 			r.progress(tg, WaitHealthy, start.Add(r.t.MinHealthy.Duration),
 				"boot %s must answer /ping for %s in a row (starting over: %s)", boot, r.t.MinHealthy.Duration, last)
 		case p.BootID != boot:
 			return failf(nil, "machine %s restarted during its healthy time: boot %s replaced %s", tg.m.ID, p.BootID, boot)
-		case time.Since(start) >= r.t.MinHealthy.Duration:
+		case r.now().Sub(start) >= r.t.MinHealthy.Duration:
 			ok, why, err := r.settled(ctx, tg, version, boot)
 			if err != nil {
 				return err
@@ -147,7 +147,7 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 			r.progress(tg, WaitHealthy, start.Add(r.t.MinHealthy.Duration),
 				"boot %s must answer /ping for %s in a row", boot, r.t.MinHealthy.Duration)
 		}
-		if err := clock.Sleep(ctx, nil, r.t.Poll.Duration); err != nil {
+		if err := clock.Sleep(ctx, r.clock, r.t.Poll.Duration); err != nil {
 			if last == "" {
 				last = "healthy time not reached"
 			}
