@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -191,7 +192,7 @@ func TestRouteWaitIsBounded(t *testing.T) {
 	if took > time.Second { // DNS answers after 1.5 s
 		t.Fatalf("Route waited %v for DNS, want about RouteWait (50ms)", took)
 	}
-	waitFor(t, 5*time.Second, "the background lookup", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the background lookup", func() bool {
 		return r.Route(sid, upgradeRequest(sid)).Instance == ids[2]
 	})
 }
@@ -320,7 +321,7 @@ func TestWallClockTTLExpiry(t *testing.T) {
 	if got := r.Route(sid, upgradeRequest(sid)); !got.Serve && time.Since(start) < cfg.TTL {
 		t.Fatalf("Route picked up the change before TTL passed: %+v", got)
 	}
-	waitFor(t, 5*time.Second, "the change after TTL", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the change after TTL", func() bool {
 		return r.Route(sid, upgradeRequest(sid)).Instance == ids[1]
 	})
 	if d := time.Since(start); d < cfg.TTL {
@@ -345,7 +346,7 @@ func TestRouteWithDueSetWaitsBounded(t *testing.T) {
 		t.Fatalf("Route = %+v, want hand-off to %s", got, ids[1])
 	}
 	f.setDrop(true)
-	waitFor(t, 5*time.Second, "the set to fall due", func() bool { return r.cur.Load().due.Load() })
+	testutil.Eventually(t, 5*time.Second, "the set to fall due", func() bool { return r.cur.Load().due.Load() })
 	start := time.Now()
 	got := r.Route(sid, upgradeRequest(sid))
 	if d := time.Since(start); d > time.Second { // the lookup gives up after LookupTimeout, 2 s

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // Rule: a lookup cancelled by Close is not a DNS failure: it is not
@@ -24,7 +26,7 @@ func TestCloseDuringFirstLookupIsNoDNSFailure(t *testing.T) {
 	cfg.Metrics, cfg.Logger = reg, slog.New(logs)
 	r := newTestResolver(t, cfg)
 	r.Route("room-1", nil) // starts a lookup that will never be answered
-	waitFor(t, 5*time.Second, "the lookup to reach DNS", func() bool { return f.queries.Load() == 1 })
+	testutil.Eventually(t, 5*time.Second, "the lookup to reach DNS", func() bool { return f.queries.Load() == 1 })
 	r.Close()
 
 	if got := counter(t, reg, "purrfly_flyaffinity_lookups_total", "result", "error"); got != 0 {
@@ -68,7 +70,7 @@ func TestCloseDuringRefreshKeepsTheLastSet(t *testing.T) {
 		o, err := r.Owner(ctx, sid)
 		done <- answer{o, err}
 	}()
-	waitFor(t, 5*time.Second, "the refresh to reach DNS", func() bool { return f.queries.Load() == 2 })
+	testutil.Eventually(t, 5*time.Second, "the refresh to reach DNS", func() bool { return f.queries.Load() == 2 })
 	r.Close()
 	if got := <-done; got.err != nil || got.owner != ids[1] {
 		t.Fatalf("Owner waiting when Close cancelled the refresh = %q, %v; want %s from the last set", got.owner, got.err, ids[1])

@@ -242,18 +242,6 @@ func counter(tb testing.TB, reg prometheus.Gatherer, name, label, value string) 
 	return 0
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // logRecorder is a slog.Handler that keeps every record's level and message.
 type logRecorder struct {
 	mu      sync.Mutex

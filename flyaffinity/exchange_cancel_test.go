@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // Rule: exchange ends when its context is cancelled (miekg/dns honours only
@@ -28,7 +30,7 @@ func TestExchangeReportsCancellation(t *testing.T) {
 		_, err := r.exchange(ctx, "udp", m)
 		done <- err
 	}()
-	waitFor(t, 5*time.Second, "the question to reach DNS", func() bool { return f.queries.Load() == 1 })
+	testutil.Eventually(t, 5*time.Second, "the question to reach DNS", func() bool { return f.queries.Load() == 1 })
 	cancel()
 	select {
 	case err := <-done:
