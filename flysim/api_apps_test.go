@@ -14,6 +14,8 @@ import (
 
 	fly "github.com/superfly/fly-go"
 	"github.com/superfly/fly-go/flaps"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // reservedConfig is udpConfig plus "fresh", a reserved app (primary region
@@ -204,7 +206,7 @@ func TestUDPNeedsDedicatedIPv4(t *testing.T) {
 	if _, err := c.WriteToUDPAddrPort([]byte("too early"), pub); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, udpWait, "the datagram dropped as no_dedicated_ipv4", func() bool { return counterValue(t, dropped) > before })
+	testutil.Eventually(t, udpWait, "the datagram dropped as no_dedicated_ipv4", func() bool { return counterValue(t, dropped) > before })
 
 	if _, err := fc.AssignIP(ctx, "fresh", flaps.AssignIPRequest{Type: IPSharedV4}); err != nil {
 		t.Fatal(err)
@@ -232,5 +234,5 @@ func TestUDPNeedsDedicatedIPv4(t *testing.T) {
 	if _, err := c.WriteToUDPAddrPort([]byte("too late"), pub); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, udpWait, "the datagram dropped again", func() bool { return counterValue(t, dropped) > before })
+	testutil.Eventually(t, udpWait, "the datagram dropped again", func() bool { return counterValue(t, dropped) > before })
 }

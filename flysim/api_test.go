@@ -13,6 +13,8 @@ import (
 	"github.com/miekg/dns"
 	fly "github.com/superfly/fly-go"
 	"github.com/superfly/fly-go/flaps"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // TestFlapsDeployFlow walks through what flyctl and purrctl rollout do, with
@@ -55,7 +57,7 @@ func TestFlapsDeployFlow(t *testing.T) {
 	}
 
 	// Its check passes on the running boot.
-	eventually(t, 10*time.Second, "check passing", func() bool {
+	testutil.Eventually(t, 10*time.Second, "check passing", func() bool {
 		m, err := fc.Get(ctx, "web", ids[0])
 		return err == nil && m.AllHealthChecks().AllPassing() && m.AllHealthChecks().Total == 1
 	})
@@ -117,7 +119,7 @@ func TestFlapsDeployFlow(t *testing.T) {
 		t.Fatalf("Get after update = %+v, %v", got, err)
 	}
 	// Checks restart from critical on the new boot, then pass again.
-	eventually(t, 10*time.Second, "check passing after update", func() bool {
+	testutil.Eventually(t, 10*time.Second, "check passing after update", func() bool {
 		m, err := fc.Get(ctx, "web", ids[0])
 		return err == nil && m.AllHealthChecks().AllPassing()
 	})
@@ -201,7 +203,7 @@ func TestStopKillTimeout(t *testing.T) {
 	if err := fc.Wait(ctx, "web", ids[0], flaps.WithWaitStates("started"), flaps.WithWaitTimeout(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "restarted machine routable", func() bool { return routable(s, "web", ids[0]) })
+	testutil.Eventually(t, 10*time.Second, "restarted machine routable", func() bool { return routable(s, "web", ids[0]) })
 	// The stubborn machine runs again at Close: Close must still end it (the
 	// cleanup of startSim checks that no process survives).
 	if _, err := fc.Start(ctx, "web", ids[1], ""); err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/miekg/dns"
 	fly "github.com/superfly/fly-go"
 	"github.com/superfly/fly-go/flaps"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // lookup asks the Sim's DNS server one question.
@@ -99,7 +101,7 @@ func TestDNS(t *testing.T) {
 	if err := fc.Stop(ctx, "web", fly.StopMachineInput{ID: ids[1]}, ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, DNSTTL*time.Second, "stopped machine out of vms.", func() bool {
+	testutil.Eventually(t, DNSTTL*time.Second, "stopped machine out of vms.", func() bool {
 		return txt(t, s, "vms.web.internal") == ids[0]+" ams"
 	})
 	if started, err := fc.List(ctx, "web", "started"); err != nil || len(started) != 1 || started[0].ID != ids[0] {
@@ -119,7 +121,7 @@ func TestDNS(t *testing.T) {
 	if err := fc.Wait(ctx, "web", m.ID, flaps.WithWaitStates("started"), flaps.WithWaitTimeout(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, DNSTTL*time.Second, "created machine in vms.", func() bool {
+	testutil.Eventually(t, DNSTTL*time.Second, "created machine in vms.", func() bool {
 		return strings.Contains(txt(t, s, "vms.web.internal"), m.ID+" fra")
 	})
 	if _, got := lookup(t, s, "fra.web.internal", dns.TypeA, "udp"); !slices.Equal(got, []string{m.PrivateIP}) {
@@ -129,7 +131,7 @@ func TestDNS(t *testing.T) {
 	if _, err := fc.Start(ctx, "web", ids[1], ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, DNSTTL*time.Second, "restarted machine back in vms.", func() bool {
+	testutil.Eventually(t, DNSTTL*time.Second, "restarted machine back in vms.", func() bool {
 		return strings.Contains(txt(t, s, "vms.web.internal"), ids[1]+" sea")
 	})
 }

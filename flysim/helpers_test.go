@@ -19,6 +19,8 @@ import (
 
 	"github.com/superfly/fly-go/flaps"
 	"github.com/superfly/fly-go/tokens"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 const testToken = "test-token-123"
@@ -177,7 +179,7 @@ func ping(tb testing.TB, s *Sim, app, id string) pingInfo {
 func pingEventually(tb testing.TB, s *Sim, app, id string, what string, cond func(pingInfo) bool) pingInfo {
 	tb.Helper()
 	var last pingInfo
-	eventually(tb, 10*time.Second, what, func() bool {
+	testutil.Eventually(tb, 10*time.Second, what, func() bool {
 		status, body := get(tb, s.AppURL(app)+"/ping", map[string]string{"fly-force-instance-id": id})
 		if status != http.StatusOK {
 			return false
@@ -186,18 +188,6 @@ func pingEventually(tb testing.TB, s *Sim, app, id string, what string, cond fun
 		return json.Unmarshal(body, &last) == nil && cond(last)
 	})
 	return last
-}
-
-// eventually polls cond every 20 ms until it holds or the timeout passes.
-func eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // routable reports whether the proxy would balance onto machine id.

@@ -15,6 +15,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // waitRoutable waits until every machine of app passes its checks.
@@ -22,7 +24,7 @@ func waitRoutable(t *testing.T, s *Sim, app string) []string {
 	t.Helper()
 	ids := machineIDs(s, app)
 	for _, id := range ids {
-		eventually(t, 10*time.Second, "machine "+id+" routable", func() bool { return routable(s, app, id) })
+		testutil.Eventually(t, 10*time.Second, "machine "+id+" routable", func() bool { return routable(s, app, id) })
 	}
 	return ids
 }
@@ -57,7 +59,7 @@ func TestProxyHeadersAndBalancing(t *testing.T) {
 	}
 	// A failing check takes the machine out of the pool.
 	get(t, url+"/sick", map[string]string{"fly-force-instance-id": ids[0]})
-	eventually(t, 10*time.Second, "sick machine out of the pool", func() bool { return !routable(s, "web", ids[0]) })
+	testutil.Eventually(t, 10*time.Second, "sick machine out of the pool", func() bool { return !routable(s, "web", ids[0]) })
 	for i := 0; i < 5; i++ {
 		if p := pingVia(t, url, nil); p.MachineID != ids[1] {
 			t.Fatalf("request reached %s whose check fails", p.MachineID)
