@@ -25,6 +25,7 @@ import (
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -145,19 +146,6 @@ func (f *fleet) ctx(d time.Duration) context.Context {
 	return ctx
 }
 
-// waitFor polls cond every 50 ms until it holds, failing the test after
-// timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // instances lists the relay registrations (admin API).
 func (f *fleet) instances() []wire.Instance {
 	f.t.Helper()
@@ -174,7 +162,7 @@ func (f *fleet) waitMachines(ids []string) map[string]wire.Instance {
 	f.t.Helper()
 	var last []wire.Instance
 	var out map[string]wire.Instance
-	waitFor(f.t, 20*time.Second, fmt.Sprintf("the balancer to list exactly machines %v", ids), func() bool {
+	testutil.Eventually(f.t, 20*time.Second, fmt.Sprintf("the balancer to list exactly machines %v", ids), func() bool {
 		last = f.instances()
 		out = map[string]wire.Instance{}
 		for _, in := range last {
@@ -290,7 +278,7 @@ func (f *fleet) settleHolders(t *testing.T, games []*game, machines []string, ha
 	t.Helper()
 	moved := 0
 	holders := make([]string, len(games))
-	waitFor(t, 10*time.Second, "the balancer to agree with the machines' handovers", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the balancer to agree with the machines' handovers", func() bool {
 		moved = 0
 		for i, g := range games {
 			holders[i] = f.locate(g.name)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -401,7 +402,7 @@ func TestMultiMachineRelayApp(t *testing.T) {
 
 		for _, m := range []string{killed, drained} {
 			for _, g := range byHolder[m] {
-				waitFor(t, 10*time.Second, "room "+g.name+" of a stopped machine to be gone", func() bool {
+				testutil.Eventually(t, 10*time.Second, "room "+g.name+" of a stopped machine to be gone", func() bool {
 					_, err := f.api.Join(f.ctx(5*time.Second), g.name)
 					return errors.Is(err, wire.ErrRoomNotFound) && f.locate(g.name) == ""
 				})

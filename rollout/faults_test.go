@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/rollout"
 )
 
@@ -147,7 +148,7 @@ func TestRolloutFaults(t *testing.T) {
 		// The interrupted run's update of relay-a may still be stopping
 		// the old process: a machine in "stopping" is redeployed, which
 		// this subtest does not count on.
-		eventually(t, 20*time.Second, "relay-a to start after the interrupted run", func() bool {
+		testutil.Eventually(t, 20*time.Second, "relay-a to start after the interrupted run", func() bool {
 			return f.machine(t, "purrfly-relay-a").State == "started"
 		})
 		for _, fault := range []flysim.Fault{

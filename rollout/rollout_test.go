@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/rollout"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -346,13 +347,13 @@ func openRoom(t *testing.T, ctx context.Context, f *fleet, region string) *busyR
 	t.Helper()
 	b := &client.Balancer{BaseURL: f.env.Balancer.URL, HTTP: f.hc}
 	name := "busy-" + region
-	eventually(t, 10*time.Second, "both relays to register", func() bool {
+	testutil.Eventually(t, 10*time.Second, "both relays to register", func() bool {
 		insts, err := b.Instances(ctx, simSecret)
 		return err == nil && len(insts) == 2
 	})
 	var hc wire.Capability
 	var err error
-	eventually(t, 10*time.Second, "a relay in "+region+" to take a room", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a relay in "+region+" to take a room", func() bool {
 		hc, err = b.Allocate(ctx, region, name, client.NewAllocationID())
 		return err == nil
 	})
@@ -378,7 +379,7 @@ func openRoom(t *testing.T, ctx context.Context, f *fleet, region string) *busyR
 	r.id = p.IDs[0]
 	// The balancer counts the room's connections from the relay's
 	// publications: wait until it sees them (drain watches that count).
-	eventually(t, 10*time.Second, "the balancer to count the busy room", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the balancer to count the busy room", func() bool {
 		insts, err := b.Instances(ctx, simSecret)
 		if err != nil {
 			return false
