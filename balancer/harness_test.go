@@ -21,6 +21,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -165,16 +166,11 @@ func noErr(t testing.TB, err *wire.Error) {
 	}
 }
 
-// waitFor polls cond until it holds or 5 s pass.
+// waitFor waits up to 5 s for cond (testutil.Eventually with this
+// package's usual bound).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, what, cond)
 }
 
 // fakeRoom is one room on a fake relay.

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -69,16 +70,11 @@ func startRelay(tb testing.TB, opts Options, tweak ...func(*Server)) *Server {
 	return s
 }
 
-// waitFor polls cond until it holds or 5 s pass.
+// waitFor waits up to 5 s for cond (testutil.Eventually with this
+// package's usual bound).
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(tb, 5*time.Second, what, cond)
 }
 
 // allocate calls the internal allocation endpoint.
