@@ -4,8 +4,6 @@ package flysim
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
+
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // The test binary is also the machine program: with FLYSIM_TEST_CHILD set it
@@ -75,9 +75,7 @@ func childMain() {
 	case "ignore-int":
 		signal.Ignore(syscall.SIGINT)
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	boot := hex.EncodeToString(b[:])
+	boot := testutil.RandomHex(8)
 	var sick atomic.Bool
 	id := os.Getenv("FLY_MACHINE_ID")
 	info := func(r *http.Request) pingInfo {
