@@ -8,6 +8,7 @@ import (
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -64,7 +65,7 @@ func TestAdminFleetOverRealRelays(t *testing.T) {
 	}
 	cl := joinClient(t, st.api, "admin-e2e")
 	expectConnected(t, o.host)
-	waitFor(t, stepTimeout, "the room's two connections", func() bool {
+	testutil.Eventually(t, stepTimeout, "the room's two connections", func() bool {
 		rm, err := admin.Room(tctx(t), "admin-e2e")
 		return err == nil && rm.Connections == 2 && rm.Phase == wire.RoomActive
 	})

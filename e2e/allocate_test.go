@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -168,7 +169,7 @@ func TestAllocateExactReplay(t *testing.T) {
 		t.Fatalf("replay of a room in use = %+v, %v; want the original", redact(again), err)
 	}
 	roundTrip(t, h, cl, id, "after-replay")
-	waitFor(t, 2*time.Second, "replayed to count 2 players", func() bool {
+	testutil.Eventually(t, 2*time.Second, "replayed to count 2 players", func() bool {
 		return listAll(t, s.api)["replayed"].ConnectedPlayers == 2
 	})
 }
@@ -237,7 +238,7 @@ func TestPlacementLeastLoaded(t *testing.T) {
 	}
 	joinClient(t, api, "load-1")
 	expectConnected(t, first.host)
-	waitFor(t, 2*time.Second, "load-1 to count 3", func() bool { return listAll(t, api)["load-1"].ConnectedPlayers == 3 })
+	testutil.Eventually(t, 2*time.Second, "load-1 to count 3", func() bool { return listAll(t, api)["load-1"].ConnectedPlayers == 3 })
 	// Fewest connections first: the idle relay, twice (0 connections, even
 	// with more rooms than the busy one).
 	for i := 2; i <= 3; i++ {
@@ -256,7 +257,7 @@ func TestPlacementLeastLoaded(t *testing.T) {
 	if err := first.host.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "the busy relay to empty", func() bool {
+	testutil.Eventually(t, 2*time.Second, "the busy relay to empty", func() bool {
 		n, err := api.TotalConnections(tctx(t))
 		return err == nil && n == 0
 	})

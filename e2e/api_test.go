@@ -11,6 +11,7 @@ import (
 
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -103,7 +104,7 @@ func TestCountsFollowConnectsAndLeaves(t *testing.T) {
 		t.Helper()
 		var got wire.RoomSummary
 		var tot int
-		waitFor(t, 2*time.Second, "counts "+room, func() bool {
+		testutil.Eventually(t, 2*time.Second, "counts "+room, func() bool {
 			got = listAll(t, s.api)[room]
 			var err error
 			tot, err = s.api.TotalConnections(tctx(t))

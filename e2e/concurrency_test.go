@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -166,7 +167,7 @@ func TestManyClientsManyRooms(t *testing.T) {
 	if err := run.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, stepTimeout, "counts of 220 connections", func() bool {
+	testutil.Eventually(t, stepTimeout, "counts of 220 connections", func() bool {
 		n, err := s.api.TotalConnections(tctx(t))
 		return err == nil && n == rooms*(perRoom+1)
 	})

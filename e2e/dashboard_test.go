@@ -11,6 +11,7 @@ import (
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
 	"github.com/purrfly/purrfly/internal/browser"
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // TestDashboardInABrowser: the balancer's page in a real headless
@@ -32,7 +33,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	until := func(what, js string) {
 		t.Helper()
-		waitFor(t, stepTimeout, what, func() bool {
+		testutil.Eventually(t, stepTimeout, what, func() bool {
 			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
 			return err == nil && ok
 		})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -54,7 +55,7 @@ func TestBalancerRestart(t *testing.T) {
 	if b2.BootID() == b1.BootID() {
 		t.Fatal("the new balancer process reuses the old boot id")
 	}
-	waitFor(t, heartbeat+time.Second, "every room republished after the balancer restart", func() bool {
+	testutil.Eventually(t, heartbeat+time.Second, "every room republished after the balancer restart", func() bool {
 		listed := listAll(t, api)
 		for _, r := range rooms {
 			c, ok := joinable(t, api, r.name)
@@ -93,7 +94,7 @@ func TestRelayRestartSameEndpoint(t *testing.T) {
 	oldJoin, _ := joinable(t, api, "old-room")
 	// Wait for a heartbeat snapshot that carries the room (with the client).
 	var oldPublish []byte
-	waitFor(t, 2*time.Second, "the old boot to publish old-room", func() bool {
+	testutil.Eventually(t, 2*time.Second, "the old boot to publish old-room", func() bool {
 		oldPublish = link.last(wire.PathPublish, `"old-room"`)
 		return oldPublish != nil && strings.Contains(string(oldPublish), `"connections":2`)
 	})
@@ -157,7 +158,7 @@ func TestRelayRestartSameEndpoint(t *testing.T) {
 		t.Fatalf("old-room after a delayed publication: joinable %v, same secret as the old boot %v", ok, c.Secret == oldJoin.Secret)
 	}
 	roundTrip(t, np.host, np.cl, np.id, "new-boot")
-	waitFor(t, 2*time.Second, "old-room to list the new boot's 2 players", func() bool {
+	testutil.Eventually(t, 2*time.Second, "old-room to list the new boot's 2 players", func() bool {
 		return listAll(t, api)["old-room"].ConnectedPlayers == 2
 	})
 	checkRejected() // a delayed count of the old boot does not overwrite it
@@ -184,16 +185,16 @@ func TestUnregisterAfterBalancerReturns(t *testing.T) {
 		if err := closing.host.Close(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 2*time.Second, "the relay to drop the closed room", func() bool { return r.Stats().Rooms == 1 })
+		testutil.Eventually(t, 2*time.Second, "the relay to drop the closed room", func() bool { return r.Stats().Rooms == 1 })
 		// Let the prompt unregister and at least one heartbeat fail.
-		waitFor(t, 3*heartbeat+time.Second, "a failed unregister and heartbeat", func() bool {
+		testutil.Eventually(t, 3*heartbeat+time.Second, "a failed unregister and heartbeat", func() bool {
 			return link.droppedCount(wire.PathUnregister) >= 1 && link.droppedCount(wire.PathRegister) >= 1
 		})
 		if _, ok := joinable(t, api, "closing"); !ok {
 			t.Fatal("the balancer lost the room before the unregister could reach it: the test proves nothing")
 		}
 		link.down.Store(false)
-		waitFor(t, 3*heartbeat+time.Second, "the unregister to reach the balancer", func() bool {
+		testutil.Eventually(t, 3*heartbeat+time.Second, "the unregister to reach the balancer", func() bool {
 			_, listed := listAll(t, api)["closing"]
 			return !listed && notFound(t, api, "closing")
 		})
@@ -218,7 +219,7 @@ func TestUnregisterAfterBalancerReturns(t *testing.T) {
 		if err := old.host.Close(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 2*time.Second, "relay A to drop shared", func() bool { return a.Stats().Rooms == 0 })
+		testutil.Eventually(t, 2*time.Second, "relay A to drop shared", func() bool { return a.Stats().Rooms == 0 })
 		// This time the balancer stops gracefully: Shutdown returns promptly.
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -234,7 +235,7 @@ func TestUnregisterAfterBalancerReturns(t *testing.T) {
 		}
 		sent := link.answeredCount(wire.PathUnregister)
 		link.down.Store(false)
-		waitFor(t, 3*heartbeat+2*time.Second, "relay A's late unregister to be answered", func() bool {
+		testutil.Eventually(t, 3*heartbeat+2*time.Second, "relay A's late unregister to be answered", func() bool {
 			return link.answeredCount(wire.PathUnregister) > sent
 		})
 		if link.last(wire.PathUnregister, `"shared"`) == nil {
@@ -260,9 +261,9 @@ func TestUnregisterAfterBalancerReturns(t *testing.T) {
 		if err := closing.host.Close(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 2*time.Second, "the relay to drop the closed room", func() bool { return r.Stats().Rooms == 1 })
+		testutil.Eventually(t, 2*time.Second, "the relay to drop the closed room", func() bool { return r.Stats().Rooms == 1 })
 		newBalancer(t, port, nil)
-		waitFor(t, heartbeat+time.Second, "staying to be republished", func() bool { _, ok := joinable(t, api, "staying"); return ok })
+		testutil.Eventually(t, heartbeat+time.Second, "staying to be republished", func() bool { _, ok := joinable(t, api, "staying"); return ok })
 		if !notFound(t, api, "closing") {
 			t.Fatal("the closed room came back after the balancer restarted")
 		}

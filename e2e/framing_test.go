@@ -14,6 +14,7 @@ import (
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -271,7 +272,7 @@ func TestHostLeaveDisconnectsClients(t *testing.T) {
 		}
 	}
 	roundTrip(t, bystander.host, bystander.cl, bystander.id, "bystander")
-	waitFor(t, 2*time.Second, "host-leaves at 0 players", func() bool {
+	testutil.Eventually(t, 2*time.Second, "host-leaves at 0 players", func() bool {
 		r, ok := listAll(t, s.api)["host-leaves"]
 		return ok && r.ConnectedPlayers == 0
 	})
@@ -282,7 +283,7 @@ func TestHostLeaveDisconnectsClients(t *testing.T) {
 	if err := alone.host.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "host-alone to vanish", func() bool {
+	testutil.Eventually(t, 2*time.Second, "host-alone to vanish", func() bool {
 		_, listed := listAll(t, s.api)["host-alone"]
 		return !listed && notFound(t, s.api, "host-alone")
 	})
@@ -417,7 +418,7 @@ func TestEmptyRoomExpires(t *testing.T) {
 	if _, err := s.api.Allocate(tctx(t), "eu", "unused", client.NewAllocationID()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "the unused room to expire", func() bool { return notFound(t, s.api, "unused") })
+	testutil.Eventually(t, 3*time.Second, "the unused room to expire", func() bool { return notFound(t, s.api, "unused") })
 	if el := time.Since(allocated); el < timeout {
 		t.Fatalf("the unused room expired after %v, before the %v timeout", el, timeout)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -42,22 +43,6 @@ const (
 )
 
 var discard = slog.New(slog.DiscardHandler)
-
-// waitFor polls cond every few milliseconds until it holds, failing the test
-// when timeout passes first.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // tctx is a context bounded by stepTimeout and the test's life.
 func tctx(t testing.TB) context.Context {
@@ -124,7 +109,7 @@ func newBalancer(t testing.TB, port int, mod func(*balancer.Options)) *balancer.
 	}
 	// A port just released may take a moment to be bindable again.
 	var startErr error
-	waitFor(t, 5*time.Second, "the balancer to bind", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the balancer to bind", func() bool {
 		startErr = b.Start()
 		return startErr == nil || !strings.Contains(startErr.Error(), "address already in use")
 	})
@@ -157,7 +142,7 @@ func newRelay(t testing.TB, balancerURL, region string, mod func(*relay.Options)
 		t.Fatalf("relay.New: %v", err)
 	}
 	var startErr error
-	waitFor(t, 5*time.Second, "the relay to bind", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the relay to bind", func() bool {
 		startErr = r.Start()
 		return startErr == nil || !strings.Contains(startErr.Error(), "address already in use")
 	})
@@ -171,7 +156,7 @@ func newRelay(t testing.TB, balancerURL, region string, mod func(*relay.Options)
 // waitRegistered waits until the balancer's admin list holds every boot.
 func waitRegistered(t testing.TB, api *client.Balancer, boots ...string) {
 	t.Helper()
-	waitFor(t, stepTimeout, "relays "+strings.Join(boots, ",")+" to register", func() bool {
+	testutil.Eventually(t, stepTimeout, "relays "+strings.Join(boots, ",")+" to register", func() bool {
 		list, err := api.Instances(t.Context(), testSecret)
 		if err != nil {
 			return false

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -34,7 +35,7 @@ func TestMigrationAllocateReplayAfterClaimKeepsItsOwnCredential(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st wire.MigrationState
-	waitFor(t, 5*time.Second, "the room vacant", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the room vacant", func() bool {
 		st, err = api.MigrationCurrent(tctx(t), room, jc.Secret)
 		return err == nil && st.HostPhase == wire.HostPhaseVacant
 	})

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -49,7 +50,7 @@ func claimLease(t *testing.T, api *client.Balancer) time.Duration {
 		t.Fatal(err)
 	}
 	var st wire.MigrationState
-	waitFor(t, 5*time.Second, "the room vacant", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the room vacant", func() bool {
 		st, err = api.MigrationCurrent(tctx(t), room, jc.Secret)
 		return err == nil && st.HostPhase == wire.HostPhaseVacant
 	})

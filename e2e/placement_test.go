@@ -9,6 +9,7 @@ import (
 
 	"github.com/purrfly/purrfly/balancer"
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -83,7 +84,7 @@ func TestPlacementRelayEnforcesConnections(t *testing.T) {
 	r := newRelay(t, b.URL(), "eu", func(o *relay.Options) { o.Capacity = wire.Capacity{MaxConnections: 1} })
 	waitRegistered(t, api, r.BootID())
 	o := allocHost(t, api, "eu", "only")
-	waitFor(t, stepTimeout, "the host connected", func() bool { return r.Stats().Connections == 1 })
+	testutil.Eventually(t, stepTimeout, "the host connected", func() bool { return r.Stats().Connections == 1 })
 
 	_, err := api.Allocate(tctx(t), "eu", "second", client.NewAllocationID())
 	var we *wire.Error

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // TestPurrctl builds purrctl once, as a game developer would run it from a
@@ -51,7 +52,7 @@ func TestPurrctl(t *testing.T) {
 		api := newAPI(t, url)
 		// It prints the admin API's base and the stack's generated key, which works there.
 		adminKey := regexp.MustCompile(`Admin key: ([0-9a-f]{64})`)
-		waitFor(t, 5*time.Second, "purrctl dev to print its admin key", func() bool { return adminKey.MatchString(dev.output()) })
+		testutil.Eventually(t, 5*time.Second, "purrctl dev to print its admin key", func() bool { return adminKey.MatchString(dev.output()) })
 		if !strings.Contains(dev.output(), "Admin API: "+url+"/v1") {
 			t.Fatalf("purrctl dev did not print the admin API's base:\n%s", dev.output())
 		}
@@ -73,7 +74,7 @@ func TestPurrctl(t *testing.T) {
 				t.Fatalf("purrctl smoke against purrctl dev did not pass over %s:\n%s", tr, out)
 			}
 		}
-		waitFor(t, 5*time.Second, "the smoke room to leave /list", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the smoke room to leave /list", func() bool {
 			l, err := api.List(t.Context(), 0)
 			return err == nil && l.Total == 0
 		})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -22,7 +23,7 @@ func TestDeadRelayRemoved(t *testing.T) {
 	if err := dead.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 4*healthInterval+2*time.Second, "the dead relay to leave /servers", func() bool {
+	testutil.Eventually(t, 4*healthInterval+2*time.Second, "the dead relay to leave /servers", func() bool {
 		sv, err := s.api.Servers(tctx(t))
 		return err == nil && len(sv) == 1 && sv[0].APIEndpoint == alive.HTTPURL()
 	})
@@ -112,7 +113,7 @@ func TestDelayedPublicationsFenced(t *testing.T) {
 	waitRegistered(t, api, r.BootID())
 	p := newPair(t, api, "eu", "fenced")
 	var at2 []byte
-	waitFor(t, 2*time.Second, "a publication of fenced with 2 players", func() bool {
+	testutil.Eventually(t, 2*time.Second, "a publication of fenced with 2 players", func() bool {
 		at2 = link.last(wire.PathPublish, `"connections":2`)
 		return at2 != nil
 	})
@@ -131,14 +132,14 @@ func TestDelayedPublicationsFenced(t *testing.T) {
 	players := func() int { return listAll(t, api)["fenced"].ConnectedPlayers }
 	// The proxy records a body before forwarding it: wait until the
 	// balancer applied it, so that the next count is really newer.
-	waitFor(t, 2*time.Second, "fenced to count 2", func() bool { return players() == 2 })
+	testutil.Eventually(t, 2*time.Second, "fenced to count 2", func() bool { return players() == 2 })
 
 	// An older count of the live incarnation changes nothing.
 	if err := p.cl.Close(); err != nil {
 		t.Fatal(err)
 	}
 	expectDisconnected(t, p.host, p.id)
-	waitFor(t, 2*time.Second, "fenced to count 1", func() bool { return players() == 1 })
+	testutil.Eventually(t, 2*time.Second, "fenced to count 1", func() bool { return players() == 1 })
 	if st := replay(at2); st == wire.PubApplied || players() != 1 {
 		t.Fatalf("an older count was %s; /list now says %d players, want 1", st, players())
 	}
@@ -148,7 +149,7 @@ func TestDelayedPublicationsFenced(t *testing.T) {
 	if err := p.host.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "fenced to be released", func() bool {
+	testutil.Eventually(t, 2*time.Second, "fenced to be released", func() bool {
 		return link.answeredCount(wire.PathUnregister) > sent && notFound(t, api, "fenced")
 	})
 	removal := link.last(wire.PathUnregister, `"fenced"`)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -30,11 +31,11 @@ func shutdownAsync(t testing.TB, r *relay.Server) (<-chan error, time.Time) {
 
 func waitDraining(t testing.TB, api *client.Balancer, r *relay.Server) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "the relay to report draining", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the relay to report draining", func() bool {
 		p, _, err := api.Ping(tctx(t), r.HTTPURL())
 		return err == nil && p.Draining
 	})
-	waitFor(t, 5*time.Second, "the balancer to mark the relay draining", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the balancer to mark the relay draining", func() bool {
 		ins, err := api.Instances(tctx(t), testSecret)
 		if err != nil {
 			return false
@@ -96,7 +97,7 @@ func TestRelayShutdownDrains(t *testing.T) {
 	if el := time.Since(start); el < drain {
 		t.Fatalf("Shutdown returned after %v with a connection open, before the %v drain deadline", el, drain)
 	}
-	waitFor(t, 2*time.Second, "the drained room to leave the balancer", func() bool { return notFound(t, api, "drained") })
+	testutil.Eventually(t, 2*time.Second, "the drained room to leave the balancer", func() bool { return notFound(t, api, "drained") })
 	if _, err := client.DialClient(tctx(t), c, "placed-elsewhere", &client.DialOptions{URL: eu.WSURL()}); err == nil {
 		t.Fatal("a drained relay still accepts connections")
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -18,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 // testSimCommand runs `purrctl sim` on the shipped fly/sim.toml (moved to a
@@ -26,13 +26,13 @@ import (
 // balancer's proxy in both regions, and after SIGINT finds no machine
 // process left.
 func testSimCommand(t *testing.T, bin string) {
-	mark := randomHex(t, 8)
+	mark := testutil.RandomHex(8)
 	cfgPath, stateURLs := simConfig(t, mark)
 	state := filepath.Join(t.TempDir(), "state.json")
 	sim := startProc(t, bin, localEnv(), regexp.MustCompile(`(Machines API)`),
 		"sim", "--config", cfgPath, "--state", state, "--log-dir", t.TempDir())
 	sim.match(t)
-	waitFor(t, 30*time.Second, "the state file", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the state file", func() bool {
 		_, err := os.Stat(state)
 		return err == nil
 	})
@@ -59,7 +59,7 @@ func testSimCommand(t *testing.T, bin string) {
 	// Relays register within a retry or two of their checks passing.
 	// /servers lists each relay app once per region: relay-a (ams), relay-b
 	// (sea) and the three-machine relay-multi (ams).
-	waitFor(t, 30*time.Second, "every relay registered", func() bool {
+	testutil.Eventually(t, 30*time.Second, "every relay registered", func() bool {
 		s, err := client.NewBalancer(bal).Servers(t.Context())
 		return err == nil && len(s) == 3
 	})
@@ -162,12 +162,4 @@ func processesWith(t *testing.T, kv string) []string {
 		}
 	}
 	return pids
-}
-
-func randomHex(t *testing.T, n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }

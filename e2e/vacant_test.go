@@ -7,6 +7,7 @@ import (
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -37,7 +38,7 @@ func TestVacantRoomReallocated(t *testing.T) {
 	}
 	cl := joinClient(t, s.api, "scene")
 	expectConnected(t, host)
-	waitFor(t, 2*time.Second, "scene to count 2 players", func() bool {
+	testutil.Eventually(t, 2*time.Second, "scene to count 2 players", func() bool {
 		return listAll(t, s.api)["scene"].ConnectedPlayers == 2
 	})
 	if _, err := s.api.Allocate(tctx(t), "eu", "scene", client.NewAllocationID()); err == nil {
@@ -50,7 +51,7 @@ func TestVacantRoomReallocated(t *testing.T) {
 	if st := expectClosed(t, clientRead(cl)); st != client.StatusNormalClosure {
 		t.Fatalf("client closed with %d after its host left, want 1000", st)
 	}
-	waitFor(t, 2*time.Second, "scene at 0 players", func() bool {
+	testutil.Eventually(t, 2*time.Second, "scene at 0 players", func() bool {
 		r, ok := listAll(t, s.api)["scene"]
 		return ok && r.ConnectedPlayers == 0
 	})
@@ -61,7 +62,7 @@ func TestVacantRoomReallocated(t *testing.T) {
 		t.Fatalf("allocation within the recovery window: %v, want room_name_taken", err)
 	}
 	var second wire.Capability
-	waitFor(t, 5*time.Second, "the recovery window to pass", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the recovery window to pass", func() bool {
 		second, err = s.api.Allocate(tctx(t), "eu", "scene", client.NewAllocationID())
 		return err == nil
 	})
