@@ -27,6 +27,7 @@ func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // newMemSetup builds a balancer (not started) whose relay calls reach an
 // in-memory fake relay, registered through the balancer's own handler.
 func newMemSetup(tb testing.TB) (*Server, *fakeRelay) {
+	tb.Helper()
 	f := &fakeRelay{t: tb, rooms: make(map[string]*fakeRoom)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ping", f.handlePing)
@@ -61,6 +62,7 @@ func TestInMemorySetup(t *testing.T) {
 }
 
 func allocateAndJoin(tb testing.TB, h http.Handler, name string) {
+	tb.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/allocate_ws", nil)
 	req.Header.Set(wire.HeaderName, name)
 	req.Header.Set(wire.HeaderRegion, "eu")

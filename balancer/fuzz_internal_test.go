@@ -139,6 +139,7 @@ func newFuzzBalancer(tb testing.TB) (*Server, *fuzzRelay) { return newFuzzBalanc
 
 // newFuzzBalancerWith is newFuzzBalancer with mod applied to the options.
 func newFuzzBalancerWith(tb testing.TB, mod func(*Options)) (*Server, *fuzzRelay) {
+	tb.Helper()
 	fr := &fuzzRelay{}
 	o := Options{Secret: testSecret, BootID: "balancer-boot", Logger: slog.New(slog.DiscardHandler),
 		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1}, HTTPClient: &http.Client{Transport: fr}}

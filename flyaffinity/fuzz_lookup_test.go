@@ -102,6 +102,7 @@ func (d *rawDNS) reply(q []byte) []byte {
 }
 
 func startRawDNS(tb testing.TB) *rawDNS {
+	tb.Helper()
 	d := &rawDNS{}
 	var err error
 	for range 10 {

@@ -24,6 +24,7 @@ func FuzzCoreFrames(f *testing.F) {
 
 // coreFramesBody builds FuzzCoreFrames' body (and its rooms, on tb).
 func coreFramesBody(tb testing.TB) func(t *testing.T, which uint8, fromHost, fromClient []byte) {
+	tb.Helper()
 	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
 	if err != nil {
 		tb.Fatal(err)

@@ -260,12 +260,14 @@ func newRawUDP(tb testing.TB, relay netip.AddrPort, connectTime int64) *rawUDP {
 }
 
 func (r *rawUDP) send(b []byte) {
+	r.tb.Helper()
 	if _, err := r.c.WriteToUDPAddrPort(b, r.relay); err != nil {
 		r.tb.Fatal(err)
 	}
 }
 
 func (r *rawUDP) read() []byte {
+	r.tb.Helper()
 	n, _, err := r.c.ReadFromUDPAddrPort(r.buf)
 	if err != nil {
 		r.tb.Fatal(err)

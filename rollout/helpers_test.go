@@ -70,6 +70,7 @@ func startFleetOf(t *testing.T, tweak func(*flysim.Config), multi bool) *fleet {
 }
 
 func tryFleet(t *testing.T, tweak func(*flysim.Config), multi bool) (*fleet, error) {
+	t.Helper()
 	cfg, err := flysim.LoadConfig("../fly/sim.toml")
 	if err != nil {
 		t.Fatal(err)

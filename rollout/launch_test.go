@@ -26,6 +26,7 @@ func launchFleet(t *testing.T) *fleet { return launchFleetWith(t, "") }
 // launchFleetWith uses relayConfig (a path) as the relay template instead
 // of fly/relay.toml when it is not empty.
 func launchFleetWith(t *testing.T, relayConfig string) *fleet {
+	t.Helper()
 	f := startFleetOf(t, func(c *flysim.Config) { c.Empty() }, true)
 	file, err := rollout.LoadFile("../fly/rollout.toml")
 	if err != nil {
