@@ -89,9 +89,9 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 		grantLifetime:   DefaultGrantLifetime,
 		maxRooms:        DefaultMaxRooms,
 	}
-	c.rooms.init()
-	c.pipes.init()
-	c.conns.init()
+	c.rooms.init(roomShard)
+	c.pipes.init(connShard)
+	c.conns.init(connShard)
 	return c
 }
 
@@ -118,7 +118,7 @@ func (c *core) makeConn(t transport, f framing) *conn {
 }
 
 // publish puts a conn made by makeConn in the connection table.
-func (c *core) publish(cn *conn) { c.conns.add(cn) }
+func (c *core) publish(cn *conn) { c.conns.add(cn.id, cn) }
 
 // newLink returns the upstream queue of a forwarded connection (forward.go):
 // a conn that is in no table and counts in no connection metric.
@@ -344,7 +344,7 @@ func (c *core) auth(cn *conn, b *buf) {
 	}
 	if a.Pipe {
 		cn.role = rolePipe
-		c.pipes.add(cn)
+		c.pipes.add(cn.id, cn)
 		c.m.authOK.Inc()
 		f := getBuf(5)
 		f.end = len(wire.AppendPipeAuthenticated(f.b[:0], cn.id))
@@ -427,7 +427,7 @@ func (c *core) authFail(cn *conn) {
 func (c *core) leave(cn *conn) {
 	switch cn.role {
 	case rolePipe:
-		c.pipes.remove(cn)
+		c.pipes.remove(cn.id, cn)
 	case roleClient:
 		r := cn.room
 		r.mu.Lock()
@@ -449,7 +449,7 @@ func (c *core) leave(cn *conn) {
 		// The holder sees the peer leave: the link closes normally.
 		cn.up.close(reasonClientLeft)
 	}
-	if c.conns.remove(cn) && c.conns.n.Load() == 0 {
+	if c.conns.remove(cn.id, cn) && c.conns.n.Load() == 0 {
 		select {
 		case c.idle <- struct{}{}:
 		default:
@@ -496,7 +496,7 @@ func (c *core) hostLeft(cn *conn) {
 // dropRoom takes a room marked removed out of the table and queues its
 // removal for the balancer.
 func (c *core) dropRoom(r *room, rem wire.Removal) {
-	c.rooms.delete(r)
+	c.rooms.remove(r.name, r)
 	c.notify.roomRemoved(rem)
 	c.log.Debug("room removed", "room", r.name, "epoch", rem.Epoch, "revision", rem.Revision)
 }

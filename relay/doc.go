@@ -140,7 +140,8 @@
 //     is being routed to another machine, that goroutine) the conn's reader.
 //   - room: everything but the name is guarded by room.mu, which is never
 //     held across I/O.
-//   - roomTable/connTable: sharded maps, each shard under its own mutex.
+//   - roomTable/connTable: one generic sharded map (shardMap), each shard
+//     under its own lock.
 //   - registrar: dirty set and outbox guarded by registrar.mu; everything
 //     that talks to the balancer runs on the registrar goroutine.
 //

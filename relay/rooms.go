@@ -81,116 +81,89 @@ const numShards = 32
 
 var shardSeed = maphash.MakeSeed()
 
-// roomTable maps names to live rooms, sharded so that allocations and
-// logins of different rooms do not meet on one lock. It is not on the
-// forwarding path: a connection keeps its *room.
-type roomTable struct {
+// shardMap is a map split numShards ways by a hash of the key, each shard
+// under its own lock, with a count of its entries: the relay's room table
+// and its two connection tables. A compound change (an allocation that
+// replaces a room) takes one shard's lock through shard and keeps n itself.
+type shardMap[K comparable, V comparable] struct {
+	hash   func(K) uint64 // static after init
 	shards [numShards]struct {
-		mu sync.Mutex
-		m  map[string]*room // guarded by mu
+		mu sync.RWMutex
+		m  map[K]V // guarded by mu
 	}
-	n atomic.Int64 // rooms in the table
+	n atomic.Int64 // entries in the map
 }
 
-func (t *roomTable) shard(name string) (*sync.Mutex, map[string]*room) {
-	s := &t.shards[maphash.String(shardSeed, name)%numShards]
+func (t *shardMap[K, V]) init(hash func(K) uint64) {
+	t.hash = hash
+	for i := range t.shards {
+		t.shards[i].m = make(map[K]V)
+	}
+}
+
+// shard is k's shard: its lock, and its map (read or change it only under
+// that lock).
+func (t *shardMap[K, V]) shard(k K) (*sync.RWMutex, map[K]V) {
+	s := &t.shards[t.hash(k)%numShards]
 	return &s.mu, s.m
 }
 
-func (t *roomTable) init() {
-	for i := range t.shards {
-		t.shards[i].m = make(map[string]*room)
-	}
+func (t *shardMap[K, V]) get(k K) V {
+	mu, m := t.shard(k)
+	mu.RLock()
+	v := m[k]
+	mu.RUnlock()
+	return v
 }
 
-func (t *roomTable) get(name string) *room {
-	mu, m := t.shard(name)
+// add puts v at k, which must not be in the map.
+func (t *shardMap[K, V]) add(k K, v V) {
+	mu, m := t.shard(k)
 	mu.Lock()
-	defer mu.Unlock()
-	return m[name]
-}
-
-// delete drops r from the table if it is still the entry for its name.
-func (t *roomTable) delete(r *room) {
-	mu, m := t.shard(r.name)
-	mu.Lock()
-	if m[r.name] == r {
-		delete(m, r.name)
-		t.n.Add(-1)
-	}
+	m[k] = v
 	mu.Unlock()
-}
-
-// all returns every room in the table (a snapshot).
-func (t *roomTable) all() []*room {
-	out := make([]*room, 0, t.n.Load())
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		for _, r := range s.m {
-			out = append(out, r)
-		}
-		s.mu.Unlock()
-	}
-	return out
-}
-
-// connTable maps connection ids to connections, sharded by id. The core
-// keeps two: every open connection (shutdown, consistency) and the pipe
-// peers (pipe routing: that lookup is on the hot path).
-type connTable struct {
-	shards [numShards]struct {
-		mu sync.RWMutex
-		m  map[wire.ConnID]*conn // guarded by mu
-	}
-	n atomic.Int64
-}
-
-func (t *connTable) init() {
-	for i := range t.shards {
-		t.shards[i].m = make(map[wire.ConnID]*conn)
-	}
-}
-
-func (t *connTable) add(c *conn) {
-	s := &t.shards[uint32(c.id)%numShards]
-	s.mu.Lock()
-	s.m[c.id] = c
-	s.mu.Unlock()
 	t.n.Add(1)
 }
 
-func (t *connTable) remove(c *conn) bool {
-	s := &t.shards[uint32(c.id)%numShards]
-	s.mu.Lock()
-	ok := s.m[c.id] == c
+// remove drops k if v is still its entry, and reports whether it did.
+func (t *shardMap[K, V]) remove(k K, v V) bool {
+	mu, m := t.shard(k)
+	mu.Lock()
+	ok := m[k] == v
 	if ok {
-		delete(s.m, c.id)
+		delete(m, k)
 	}
-	s.mu.Unlock()
+	mu.Unlock()
 	if ok {
 		t.n.Add(-1)
 	}
 	return ok
 }
 
-func (t *connTable) get(id wire.ConnID) *conn {
-	s := &t.shards[uint32(id)%numShards]
-	s.mu.RLock()
-	c := s.m[id]
-	s.mu.RUnlock()
-	return c
-}
-
-func (t *connTable) all() []*conn {
-	out := make([]*conn, 0, t.n.Load())
+// all returns every entry (a snapshot).
+func (t *shardMap[K, V]) all() []V {
+	out := make([]V, 0, t.n.Load())
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.RLock()
-		for _, c := range s.m {
-			out = append(out, c)
+		for _, v := range s.m {
+			out = append(out, v)
 		}
 		s.mu.RUnlock()
 	}
 	return out
 }
+
+// roomTable maps names to live rooms, sharded so that allocations and
+// logins of different rooms do not meet on one lock. It is not on the
+// forwarding path: a connection keeps its *room.
+type roomTable = shardMap[string, *room]
+
+func roomShard(name string) uint64 { return maphash.String(shardSeed, name) }
+
+// connTable maps connection ids to connections, sharded by id. The core
+// keeps two: every open connection (shutdown, consistency) and the pipe
+// peers (pipe routing: that lookup is on the hot path).
+type connTable = shardMap[wire.ConnID, *conn]
+
+func connShard(id wire.ConnID) uint64 { return uint64(uint32(id)) }
