@@ -1,7 +1,8 @@
-// Package rollout deploys one image to a purrfly fleet on Fly.io: the relay
-// apps one machine at a time, then the balancer, then it proves the result.
-// It is the logic of `purrctl rollout ENV --image REF` and what CI runs on
-// every release. It talks to Fly only through fly-go's flaps client (the
+// Package rollout deploys one image, and each app's fly.toml, to a purrfly
+// fleet on Fly.io: the relay apps one machine at a time, then the
+// balancer, then it proves the result. It is the logic of `purrctl rollout
+// ENV --image REF` (Run) and what CI runs on every release, and of
+// `purrctl launch ENV` (Launch), which first creates what the fleet lacks. It talks to Fly only through fly-go's flaps client (the
 // Machines API) and to the fleet only through its public URLs with the
 // purrfly client package (/ping, the balancer's admin API, the smoke test)
 // and the wire types client answers with; it never imports the relay or the
@@ -9,10 +10,17 @@
 //
 // # Phases
 //
-//  1. Plan: list every machine of every app of the environment
-//     (fly/rollout.toml) and read its live boot at /ping. A machine whose
-//     config already names the image and which is started will be verified,
-//     not redeployed; every other one updated. --dry-run stops here: only
+//  1. Plan: check that the balancer app has its ADMIN_KEY secret (it does
+//     not start on Fly without one), list every machine of every app of the
+//     environment (fly/rollout.toml) and read its live boot at /ping. Each
+//     app's wanted config is built from its fly.toml (package flyconfig;
+//     appconfig.go: one relay template, each app's name, region, URL-derived
+//     env and own env) on the image. A machine whose config already has the
+//     image and every managed field, and which is started, will be verified,
+//     not redeployed; every other one updated, and the changed fields are
+//     listed (never a credential's value). An environment without tomls
+//     keeps each machine's config and changes only the image. A balancer app
+//     with more than one machine stops the plan. --dry-run stops here: only
 //     reads were made.
 //  2. Relays, in the configured app order, one machine at a time; a relay
 //     that does not answer at plan time goes first. For each machine:
@@ -36,6 +44,18 @@
 //     relay boots, all live: no old boot left, none missing.
 //  5. Smoke: client.Smoke (the code of `purrctl smoke`) through the
 //     balancer's public URL once per relay region, pinned to the region.
+//
+// # Launch
+//
+// Launch creates, balancer first, what each app lacks: the app, its
+// public addresses (a dedicated IPv4 alone for a relay app serving UDP,
+// shared IPv4 and IPv6 otherwise), its secrets (SECRET; ADMIN_KEY on the
+// balancer), and machines up to the app's count in its region, each from
+// its toml, at the secrets version it just set. A new balancer is proven
+// up before any relay is created. Creates are sent once and read back
+// after a failure, so a re-run creates only what is still missing; nothing
+// existing is changed or removed. Then it is Run on the same image, which
+// verifies every machine, the registration and the smoke test.
 //
 // # Why never two relays are down at once
 //
