@@ -1,7 +1,6 @@
 package balancer
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -56,11 +56,7 @@ func ParseAdminKeys(v string) []string {
 }
 
 // generateAdminKey is a random 32-byte key, hex (64 characters).
-func generateAdminKey() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func generateAdminKey() string { return randid.Hex(32) }
 
 // Fingerprint names a key in logs: the first 8 hex digits of its SHA-256.
 func Fingerprint(key string) string {

@@ -2,14 +2,13 @@ package balancer
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -97,11 +96,7 @@ func placementQuery(r *http.Request) (p Placement, explicit bool, err error) {
 	return p, explicit, nil
 }
 
-func newAllocationID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func newAllocationID() string { return randid.Hex(16) }
 
 // allocate places (or replays) the allocation of name under the room's
 // lease, which it holds across the relay call so that concurrent

@@ -1,8 +1,6 @@
 package balancer
 
 import (
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +13,7 @@ import (
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/internal/promreg"
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -185,9 +184,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("port %d is out of range", o.Port)
 	}
 	if o.BootID == "" {
-		var b [16]byte
-		_, _ = crand.Read(b[:])
-		o.BootID = hex.EncodeToString(b[:])
+		o.BootID = randid.Hex(16)
 	}
 	if len(o.BootID) > maxIDLen {
 		return o, errors.New("boot id is too long")

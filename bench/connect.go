@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -299,8 +298,4 @@ func closeRooms(rooms []*room) {
 	}
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func randomHex(n int) string { return randid.Hex(n) }

@@ -3,8 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -344,8 +343,4 @@ func (s *smoke) hostClose(ctx context.Context) error {
 	return err
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+func randHex(n int) string { return randid.Hex(n) }

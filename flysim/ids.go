@@ -1,26 +1,19 @@
 package flysim
 
 import (
+	"github.com/purrfly/purrfly/internal/randid"
+
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"time"
 )
 
 // newMachineID returns 14 lower-case hex characters, the shape of a Fly
 // machine id (e.g. 148e21dad76789).
-func newMachineID() string {
-	var b [7]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func newMachineID() string { return randid.Hex(7) }
 
 // newNonce returns a lease nonce (Fly's are 12 hex bytes; the value is opaque).
-func newNonce() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func newNonce() string { return randid.Hex(12) }
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 

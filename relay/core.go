@@ -1,9 +1,7 @@
 package relay
 
 import (
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -631,11 +630,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 var errConnsFull = wire.ErrRelayFull.WithMessage("this relay holds as many connections as it may take")
 
 // randomHex returns n random bytes as lower-case hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b)
-}
+func randomHex(n int) string { return randid.Hex(n) }
 
 // introduceLocked starts a NAT introduction between r's host and a client
 // that just joined when both asked for it ({"nat":true}) and both are UDP

@@ -4,8 +4,8 @@
 package testutil
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"github.com/purrfly/purrfly/internal/randid"
+
 	"testing"
 	"time"
 )
@@ -40,8 +40,4 @@ func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() b
 
 // RandomHex returns 2n hex digits from n bytes of crypto/rand, for ids
 // that must not collide between tests (or runs) sharing a machine.
-func RandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b)
-}
+func RandomHex(n int) string { return randid.Hex(n) }
