@@ -209,9 +209,6 @@ func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn) {
 // It is served as an ordinary connection that is never routed or
 // forwarded again.
 func (s *Server) handleForward(w http.ResponseWriter, r *http.Request) error {
-	if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
-		return err
-	}
 	if !isUpgrade(r) {
 		return errUpgradeRequired
 	}

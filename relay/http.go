@@ -2,6 +2,7 @@ package relay
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/purrfly/purrfly/wire"
@@ -18,17 +19,33 @@ var errReplayed = &wire.Error{Code: "fly_replay", Message: "this session is serv
 var errNoOwner = &wire.Error{Code: "no_owner", Message: "no machine can serve this session right now",
 	Retryable: true, Status: http.StatusServiceUnavailable}
 
+// internal guards a route the balancer or another machine of the app
+// calls: one of methods (nil: any), then the internal secret (wire.Call's
+// other side). The handler starts at its own work.
+func (s *Server) internal(methods []string, h wire.Handler) wire.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if methods != nil && !slices.Contains(methods, r.Method) {
+			return wire.ErrMethodNotAllowed
+		}
+		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
 // mainHandler is the HTTP port: /ping, internal allocation, /metrics, the
 // WebSocket upgrade at /, and JSON 404s for everything else.
 func (s *Server) mainHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/ping", wire.Handler(s.handlePing))
 	mux.Handle(wire.PathReady, wire.Handler(s.handleReady))
-	mux.Handle(wire.PathRelayAllocate, wire.Handler(s.handleAllocate))
-	mux.Handle(wire.PathForward, wire.Handler(s.handleForward))
-	mux.Handle(wire.PathHandover, wire.Handler(s.handleHandover))
-	mux.Handle(wire.PathRelayRooms, wire.Handler(s.handleRooms))
-	mux.Handle(wire.PathRelayRoomClose, wire.Handler(s.handleRoomClose))
+	get, post := []string{http.MethodGet, http.MethodHead}, []string{http.MethodPost}
+	mux.Handle(wire.PathRelayAllocate, s.internal(post, s.handleAllocate))
+	mux.Handle(wire.PathForward, s.internal(nil, s.handleForward)) // a WebSocket upgrade: its own check
+	mux.Handle(wire.PathHandover, s.internal(post, s.handleHandover))
+	mux.Handle(wire.PathRelayRooms, s.internal(get, s.handleRooms))
+	mux.Handle(wire.PathRelayRoomClose, s.internal(post, s.handleRoomClose))
 	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
 		mux.Handle(op.RelayPath(), s.migrationHandler(op))
 	}
@@ -75,12 +92,6 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 // replay the allocation that created it) and answer the host capability and
 // the room's publication.
 func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodPost {
-		return wire.ErrMethodNotAllowed
-	}
-	if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
-		return err
-	}
 	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
 	if err != nil {
 		return err

@@ -10,12 +10,6 @@ import (
 // for an operator. Idempotent: a room that is not here (or is another
 // incarnation than HeaderRoomEpoch names) answers Closed false.
 func (s *Server) handleRoomClose(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodPost {
-		return wire.ErrMethodNotAllowed
-	}
-	if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
-		return err
-	}
 	name, err := wire.HeaderValue(r, wire.HeaderName, wire.MaxSessionIDLen)
 	if err != nil {
 		return err
