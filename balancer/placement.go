@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -111,7 +110,7 @@ func validValue(what, v string, max int) error {
 	if v == "" || len(v) > max {
 		return wire.ErrBadRequest.WithMessage(what + " must be 1 to " + strconv.Itoa(max) + " bytes")
 	}
-	if !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+	if !validText(v) {
 		return wire.ErrBadRequest.WithMessage(what + " must be valid UTF-8 without control characters")
 	}
 	return nil

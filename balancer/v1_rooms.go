@@ -36,7 +36,7 @@ func parseRoomQuery(r *http.Request, filters bool) (roomQuery, error) {
 	for k, v := range vals {
 		known := k == "limit" || k == "after" || filters && (k == "region" || k == "instance" || k == "label" || k == "phase")
 		if !known {
-			return q, wire.ErrBadRequest.WithMessage("unknown query parameter " + strconv.Quote(truncate(k, 32)))
+			return q, wire.ErrBadRequest.WithMessage("unknown query parameter " + strconv.Quote(cut(k, 32)))
 		}
 		if k != "label" && len(v) != 1 {
 			return q, wire.ErrBadRequest.WithMessage("query parameter " + k + " is repeated")
@@ -75,13 +75,6 @@ func parseRoomQuery(r *http.Request, filters bool) (roomQuery, error) {
 		q.limit = n
 	}
 	return q, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // validText reports whether s is UTF-8 without control characters.
