@@ -87,7 +87,7 @@ func (e *Env) relayEnv(a *App) map[string]string {
 // fly.toml (else a rollout changes only their image).
 func (a *App) Managed() bool { return a.file != nil }
 
-// Region is where launch creates the app's machines.
+// region is where launch creates the app's machines.
 func (a *App) region() string {
 	if a.file != nil {
 		return a.file.PrimaryRegion

@@ -217,8 +217,7 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		}
 		ms = live(ms)
 		if role == RoleBalancer && len(ms) > 1 {
-			return failf(nil, "app %s has %d machines (%s); the balancer keeps its state in memory and must run exactly one: "+
-				"destroy all but one (fly machine destroy ID -a %s --force) and run again", a.Name, len(ms), machineIDs(ms), a.Name)
+			return tooManyBalancers(a.Name, ms, "")
 		}
 		if role == RoleBalancer {
 			n = len(ms) // one balancer, wherever it runs
@@ -248,12 +247,10 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		}
 		// Two launches at once could each have created one: look again.
 		if ms, err := r.api.list(ctx, a.Name); err == nil && len(live(ms)) > 1 {
-			ms = live(ms)
-			return failf(nil, "app %s now has %d machines (%s): another launch ran at the same time; the balancer must run exactly one: "+
-				"destroy all but one (fly machine destroy ID -a %s --force) and run again", a.Name, len(ms), machineIDs(ms), a.Name)
+			return tooManyBalancers(a.Name, live(ms), "another launch ran at the same time")
 		}
 		tg := &target{role: role, app: *a, m: m, res: &MachineResult{Role: role, App: a.Name, Machine: m.ID, Region: region, Image: r.image}}
-		vctx, cancel := context.WithTimeoutCause(ctx, r.t.Phase.Duration, fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+		vctx, cancel := r.withPhase(ctx)
 		_, err = r.verify(vctx, tg, m.Version, "", r.image)
 		cancel()
 		if err != nil {

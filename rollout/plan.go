@@ -51,8 +51,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			}
 		}
 		if role == RoleBalancer && len(ms) > 1 {
-			return nil, failf(nil, "app %s has %d machines (%s); the balancer keeps its state in memory and must run exactly one: "+
-				"destroy all but one (fly machine destroy ID -a %s --force) and run again", app.Name, len(ms), machineIDs(ms), app.Name)
+			return nil, tooManyBalancers(app.Name, ms, "")
 		}
 		for _, m := range ms {
 			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image)}
@@ -132,6 +131,17 @@ func (r *run) balancerHasAdminKey(ctx context.Context, app string) error {
 			"fly secrets set ADMIN_KEY=$(openssl rand -hex 32) -a %s --stage (or purrctl launch %s with ADMIN_KEY set), then run again", app, app, r.env.Name)
 	}
 	return nil
+}
+
+// tooManyBalancers refuses a balancer app with more than one live machine
+// (ms): the balancer keeps its state in memory. why, if not empty, says how
+// it came to be.
+func tooManyBalancers(app string, ms []*fly.Machine, why string) error {
+	if why != "" {
+		why = ": " + why
+	}
+	return failf(nil, "app %s has %d machines (%s)%s; the balancer keeps its state in memory and must run exactly one: "+
+		"destroy all but one (fly machine destroy ID -a %s --force) and run again", app, len(ms), machineIDs(ms), why, app)
 }
 
 // live drops destroyed and destroying machines.

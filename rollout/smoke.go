@@ -13,7 +13,7 @@ import (
 // smoke runs client.Smoke (the code of `purrctl smoke`) through the
 // balancer's public URL once per relay region, pinned to that region.
 func (r *run) smoke(ctx context.Context, targets []*target) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, r.t.Phase.Duration, fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+	ctx, cancel := r.withPhase(ctx)
 	defer cancel()
 	var regions []string
 	for _, tg := range targets {

@@ -13,6 +13,11 @@ import (
 // errPhaseDeadline is the cause of a step that ran past Timeouts.Phase.
 var errPhaseDeadline = errors.New("step ran past its phase deadline")
 
+// withPhase bounds ctx by Timeouts.Phase, ending it with errPhaseDeadline.
+func (r *run) withPhase(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, r.t.Phase.Duration, fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+}
+
 // deploy is one machine's step, under its lease: prove the live boot,
 // verify-only when it already runs the image, else drain (relays), update
 // with the full config, wait for started at the new version, prove the new
@@ -20,8 +25,7 @@ var errPhaseDeadline = errors.New("step ran past its phase deadline")
 // it registered with the balancer. With --rollback, a failure after the
 // update restores the previous config under the same lease.
 func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target) (err error) {
-	sctx, cancelStep := context.WithTimeoutCause(ctx, r.t.Phase.Duration,
-		fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+	sctx, cancelStep := r.withPhase(ctx)
 	defer cancelStep()
 	sctx, cancel := context.WithCancelCause(sctx)
 	defer cancel(nil)
@@ -126,7 +130,7 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 // rollback puts the machine back on its previous config (under the same
 // lease, with a fresh phase deadline) and verifies it like an update.
 func (r *run) rollback(ctx context.Context, phase Phase, tg *target, l *lease, prev *fly.MachineConfig) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, r.t.Phase.Duration, fmt.Errorf("%w (%s)", errPhaseDeadline, r.t.Phase.Duration))
+	ctx, cancel := r.withPhase(ctx)
 	defer cancel()
 	failedBoot := tg.res.Boot
 	r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusRollingBack,
