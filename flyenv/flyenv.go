@@ -17,7 +17,7 @@ import (
 // from (Fly routes the replies of that one back through its edge).
 const GlobalServices = "fly-global-services"
 
-// Environment is the machine's Fly facts (FLY.md, "Machine environment").
+// Environment is the machine's Fly facts (Fly's documented machine runtime environment).
 type Environment struct {
 	AppName   string // FLY_APP_NAME: set on every Fly machine
 	MachineID string // FLY_MACHINE_ID (= FLY_ALLOC_ID)
