@@ -22,7 +22,8 @@ import (
 // whose room then answers /join with the relay's client credential; a
 // migration answer is forwarded only when it is about the room and claim
 // asked for (with a credential, ports and TLS mode for a claim), on the
-// registered host; a ping proves a boot only from a 200 naming one.
+// registered host; a ping proves a boot only from a 200 naming one; an
+// operator's DELETE /v1/rooms/{name} answers closed only as the relay says.
 func FuzzRelayAnswers(f *testing.F) {
 	alloc, _ := json.Marshal(wire.RelayAllocation{
 		Capability:  wire.Capability{Host: "x", Secret: "host-secret", Port: 443, UDPPortV2: 7778},
@@ -49,6 +50,9 @@ func FuzzRelayAnswers(f *testing.F) {
 	f.Add(uint8(4), 409, []byte(`{"code":"something_else","error":"secret 12345"}`))
 	f.Add(uint8(5), 200, []byte(`{"role":"relay","bootId":"relay-boot"}`))
 	f.Add(uint8(5), 200, []byte(`{"bootId":""}`))
+	f.Add(uint8(6), 200, []byte(`{"name":"@room@","closed":true,"connections":2,"bootId":"relay-boot"}`))
+	f.Add(uint8(6), 200, []byte(`{"name":"@room@","closed":false}`))
+	f.Add(uint8(6), 404, []byte(`{"code":"not_found","error":"no"}`))
 
 	s, fr := newFuzzBalancer(f)
 	h := s.Handler()
@@ -68,7 +72,7 @@ func FuzzRelayAnswers(f *testing.F) {
 			return serveFuzz(t, h, req)
 		}
 		defer func() { fr.mu.Lock(); fr.answer = nil; fr.mu.Unlock() }()
-		switch k := kind % 6; k {
+		switch k := kind % 7; k {
 		case 0:
 			fr.mu.Lock()
 			fr.answer = answer
@@ -130,6 +134,22 @@ func FuzzRelayAnswers(f *testing.F) {
 			if json.Unmarshal(out, &ms) != nil || ms.RoomName != room || ms.Incarnation == "" || ms.HostPhase == "" || ms.Host != fuzzRelayInfo.Host ||
 				op != wire.OpCurrent && ids.ClaimID != "c1" {
 				t.Fatalf("%s answer %s from %s", op, out, body)
+			}
+		case 6:
+			if code, out := allocate(); code != http.StatusOK {
+				t.Fatalf("allocation: %d %s", code, out)
+			}
+			fr.mu.Lock()
+			fr.answer = answer
+			fr.mu.Unlock()
+			req := httptest.NewRequest(http.MethodDelete, "/v1/rooms/"+room, nil)
+			req.Header.Set("Authorization", "Bearer "+s.GeneratedAdminKey())
+			code, out := serveFuzz(t, h, req)
+			var rc wire.RelayRoomClosed
+			var got wire.RoomClosed
+			if code == http.StatusOK && (status != http.StatusOK || json.Unmarshal(body, &rc) != nil ||
+				json.Unmarshal(out, &got) != nil || got.Name != room || got.Closed != rc.Closed) {
+				t.Fatalf("relay close answer %d %s gave %s", status, body, out)
 			}
 		case 5:
 			fr.mu.Lock()
