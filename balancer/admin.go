@@ -2,7 +2,6 @@ package balancer
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -11,46 +10,9 @@ import (
 // /v1/instances/{id}/drain and /undrain) take an admin key or the shared
 // SECRET (adminRoute.legacySecret); v1_instances.go has the operator's.
 
-// staleAfter is how long without a heartbeat marks a relay stale: two
-// thirds of its expiry (two of three missed heartbeats).
-func (s *Server) staleAfter(sn relaySnap) time.Duration {
-	return max(s.opts.RelayExpiry, sn.expiry) * 2 / 3
-}
-
-func (s *Server) instanceOf(sn relaySnap, now time.Time) wire.Instance {
-	i := sn.entry.info
-	status := wire.InstanceLive
-	if sn.draining {
-		status = wire.InstanceDraining
-	}
-	return wire.Instance{
-		BootID:        i.BootID,
-		MachineID:     i.MachineID,
-		Region:        i.Region,
-		Endpoint:      i.Endpoint,
-		Host:          i.Host,
-		Status:        status,
-		Stale:         now.Sub(sn.lastHeartbeat) > s.staleAfter(sn),
-		Rooms:         sn.entry.rooms.Load(),
-		Connections:   sn.entry.conns.Load(),
-		LastHeartbeat: sn.lastHeartbeat.UTC().Format(time.RFC3339Nano),
-		Image:         i.ImageRef,
-		Labels:        i.Labels,
-		Capacity:      i.Capacity,
-	}
-}
-
 // Instances lists the registered relays, ordered by endpoint, as GET
 // /v1/instances does (for embedding callers such as a local dev stack).
-func (s *Server) Instances() []wire.Instance {
-	snaps := s.reg.snapshot()
-	now := s.clock.Now()
-	out := make([]wire.Instance, 0, len(snaps))
-	for _, sn := range snaps {
-		out = append(out, s.instanceOf(sn, now))
-	}
-	return out
-}
+func (s *Server) Instances() []wire.Instance { return s.st.instances() }
 
 // semanticInstances drops what changes with every heartbeat (the ETag
 // covers the rest).
@@ -64,7 +26,7 @@ func semanticInstances(l []wire.Instance) []wire.Instance {
 }
 
 func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) error {
-	l := s.Instances()
+	l := s.st.instances()
 	return writeTagged(w, r, wire.InstancesResponse{Instances: l}, semanticInstances(l))
 }
 
@@ -88,16 +50,11 @@ func (s *Server) setDrain(w http.ResponseWriter, r *http.Request, on bool) error
 	if id == "" || len(id) > maxIDLen {
 		return wire.ErrBadRequest.WithMessage("instance id is missing or too long")
 	}
-	sn, ok := s.reg.setAdminDrain(id, on)
-	if !ok {
-		return wire.ErrInstanceNotFound
+	sn, err := s.st.setDrain(id, on)
+	if err != nil {
+		return err
 	}
-	what := "relay drained by admin"
-	if !on {
-		what = "relay undrained by admin"
-	}
-	s.log.Info(what, "endpoint", sn.entry.info.Endpoint, "boot", sn.entry.info.BootID)
 	s.events.poke()
-	wire.WriteJSON(w, http.StatusOK, s.instanceOf(sn, s.clock.Now()))
+	wire.WriteJSON(w, http.StatusOK, s.st.instanceOf(sn, s.clock.Now()))
 	return nil
 }

@@ -217,7 +217,7 @@ func TestPlacement(t *testing.T) {
 		j, err := h.join(name)
 		noErr(t, err)
 		_ = j
-		e := h.s.rooms.get(name)
+		e := h.s.st.rooms.get(name)
 		return e.live.Load().relay.info.Endpoint
 	}
 	if got := placedOn("r1", "us"); got != us.info.Endpoint {

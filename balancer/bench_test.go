@@ -33,7 +33,7 @@ func newMemSetup(tb testing.TB) (*Server, *fakeRelay) {
 	mux.HandleFunc("/ping", f.handlePing)
 	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
 	f.info = wire.RelayInfo{BootID: "bench-boot", Endpoint: "http://relay.mem:8081", Host: "relay.mem", Region: "eu", Port: 6942, UDPPort: 7777, UDPPortV2: 7778}
-	s, err := New(Options{
+	s := newChecked(tb, Options{
 		Secret:     testSecret,
 		Logger:     slog.New(slog.DiscardHandler),
 		HTTPClient: &http.Client{Transport: memTransport{mux}},
@@ -42,9 +42,6 @@ func newMemSetup(tb testing.TB) (*Server, *fakeRelay) {
 		AllocateRate: limit.Rate{Every: -1},
 		JoinRate:     limit.Rate{Every: -1},
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	body, _ := json.Marshal(wire.RegisterRequest{Relay: f.info})
 	req := httptest.NewRequest(http.MethodPost, wire.PathRegister, bytes.NewReader(body))
 	req.Header.Set(wire.HeaderInternalSecret, testSecret)

@@ -12,7 +12,7 @@ import (
 // failHealth runs n health rounds against relays that fail their probes.
 func failHealth(h *harness, n int) {
 	for range n {
-		h.s.checkRelays(context.Background())
+		h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	}
 }
 
@@ -30,7 +30,7 @@ func TestServersHideDrainingRelayWhenRegionServed(t *testing.T) {
 		t.Fatalf("/servers lists %d relays, want 3", n)
 	}
 	for _, r := range []*fakeRelay{euOld, us} {
-		if _, ok := h.s.reg.setAdminDrain(r.boot(), true); !ok {
+		if _, ok := h.s.st.reg.setAdminDrain(r.boot(), true); !ok {
 			t.Fatal("drain failed")
 		}
 	}
@@ -162,17 +162,17 @@ func TestRelayExpiryFollowsItsHeartbeat(t *testing.T) {
 		return out
 	}
 	h.clk.Advance(91 * time.Second)
-	h.s.checkRelays(context.Background())
+	h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	if got := registered(); !got["eu"] || got["us"] || got["ap"] {
 		t.Fatalf("after 91 s registered %v, want only the 60 s-heartbeat relay", got)
 	}
 	h.clk.Advance(88 * time.Second) // 179 s
-	h.s.checkRelays(context.Background())
+	h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	if !registered()["eu"] {
 		t.Fatal("a 60 s-heartbeat relay expired before 180 s")
 	}
 	h.clk.Advance(2 * time.Second) // 181 s
-	h.s.checkRelays(context.Background())
+	h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	if registered()["eu"] {
 		t.Fatal("a 60 s-heartbeat relay did not expire after 180 s")
 	}

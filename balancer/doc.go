@@ -251,12 +251,12 @@
 // tool's. Keys appear in logs only as Fingerprint; POST and DELETE calls are
 // audit-logged with the route, target, key fingerprint, source and outcome.
 //
-// Reads take no lease: v1_instances.go and v1_rooms.go build views from
+// Reads take no lease: the state's views (state_views.go) are built from
 // registry.snapshot and the room table's live pointers (routes of current
 // registrations only), and the list routes carry a weak ETag over those
 // views without heartbeat timestamps (etag.go). POST /v1/rooms
-// (v1_reserve.go) is Server.allocate, the /allocate_ws path unchanged.
-// DELETE /v1/rooms/{name} (v1_close.go) holds the room's lease across one
+// (v1_reserve.go) is state.allocate, the /allocate_ws path unchanged.
+// DELETE /v1/rooms/{name} (state.closeRoom) holds the room's lease across one
 // call to the relay (wire.PathRelayRoomClose, the route's epoch), and only
 // once the relay answers tombstones the incarnation and drops the route,
 // so the name is free here and there at once; the relay's own removal
@@ -270,11 +270,26 @@
 // per-stream queues; a stream that falls behind is closed, Shutdown closes
 // them all first. Pings use the injected clock.
 //
+// # Code map: handlers, state, calls
+//
+// The HTTP Server decodes a request, calls one method of its state and
+// encodes the answer (counting metrics by the outcome). The state type
+// (state.go) owns the registry and the room table and every rule above:
+// registration and health (state_relays.go), publications, removals and
+// closes (state_rooms.go), allocation (state_allocate.go) and the views
+// the API reads (state_views.go). It takes the leases, gates and locks
+// itself and reaches relays only through relayClient (relaycall.go), the
+// one place the balancer's internal calls are made. state_check.go's
+// ConsistencyCheck verifies the invariants (registrations filed once, a
+// live route's incarnation never tombstoned, per-relay room and
+// connection counts equal to their routes) and runs after every balancer
+// test.
+//
 // # Files
 //
 // server.go (life cycle), options.go, routes.go (mux and public reads),
 // allocate.go, placement.go (Placement, strategies, why nothing fits),
-// internal.go (relay routes), publish.go (the compare-and-sets),
+// internal.go (relay routes), state*.go (the data's rules),
 // registry.go (relays), rooms.go (room table and leases), health.go (health
 // and cleanup loops), relaycall.go (calls to relays), locate.go (room
 // location for multi-machine apps), migration.go (host migration),

@@ -3,7 +3,6 @@ package balancer
 import (
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -15,25 +14,6 @@ type fleetView struct {
 	instances map[string]wire.Instance // by boot id, LastHeartbeat cleared
 	rooms     map[string]wire.Room     // by name
 	stats     wire.Stats
-}
-
-// fleetView takes the current state.
-func (s *Server) fleetView() fleetView {
-	now := s.clock.Now()
-	snaps := s.reg.snapshot()
-	v := fleetView{at: now.UTC().Format(time.RFC3339Nano), instances: make(map[string]wire.Instance, len(snaps)),
-		stats: s.stats(snaps)}
-	for _, sn := range snaps {
-		in := s.instanceOf(sn, now)
-		in.LastHeartbeat = ""
-		v.instances[in.BootID] = in
-	}
-	rooms := s.roomsView(roomQuery{})
-	v.rooms = make(map[string]wire.Room, len(rooms))
-	for _, rm := range rooms {
-		v.rooms[rm.Name] = rm
-	}
-	return v
 }
 
 // diffFleet lists the events that lead from a to b: instances first

@@ -155,7 +155,7 @@ func FuzzRelayAnswers(f *testing.F) {
 			fr.mu.Lock()
 			fr.answer = answer
 			fr.mu.Unlock()
-			boot, err := s.probe(context.Background(), fuzzRelayInfo.Endpoint, time.Second)
+			boot, err := s.relays.probe(context.Background(), fuzzRelayInfo.Endpoint, time.Second)
 			var p wire.Ping
 			if err == nil && (status != http.StatusOK || boot == "" || json.Unmarshal(body, &p) != nil || p.BootID != boot) {
 				t.Fatalf("ping %d %s proved %q", status, body, boot)

@@ -146,10 +146,7 @@ func newFuzzBalancerWith(tb testing.TB, mod func(*Options)) (*Server, *fuzzRelay
 	if mod != nil {
 		mod(&o)
 	}
-	s, err := New(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	s := newChecked(tb, o)
 	body, _ := json.Marshal(wire.RegisterRequest{Relay: fuzzRelayInfo})
 	req := httptest.NewRequest(http.MethodPost, wire.PathRegister, bytes.NewReader(body))
 	wire.SetInternal(req.Header, testSecret)

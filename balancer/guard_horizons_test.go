@@ -44,11 +44,11 @@ func TestRelayExpiryBoundary(t *testing.T) {
 	noErr(t, slow.post(h, wire.PathRegister, wire.RegisterRequest{Relay: slow.info, HeartbeatSeconds: 40}, &resp)) // expiry 120 s
 	check := func(at string, wantPlain, wantSlow bool) {
 		t.Helper()
-		h.s.checkRelays(context.Background())
-		if got := h.s.reg.current(plain.info.Endpoint) != nil; got != wantPlain {
+		h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
+		if got := h.s.st.reg.current(plain.info.Endpoint) != nil; got != wantPlain {
 			t.Fatalf("%s: relay with the 60 s expiry registered=%v, want %v", at, got, wantPlain)
 		}
-		if got := h.s.reg.current(slow.info.Endpoint) != nil; got != wantSlow {
+		if got := h.s.st.reg.current(slow.info.Endpoint) != nil; got != wantSlow {
 			t.Fatalf("%s: relay with the 120 s expiry registered=%v, want %v", at, got, wantSlow)
 		}
 	}
@@ -92,7 +92,7 @@ func TestPendingAllocationPinsForFiveMinutes(t *testing.T) {
 	}
 
 	h.clk.Advance(time.Minute)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	retry("r-cleanup", true)
 	h.clk.Advance(4*time.Minute - time.Nanosecond)
 	retry("r-before", true)
@@ -164,7 +164,7 @@ func TestGoneEndpointForgottenAtTheRetention(t *testing.T) {
 		r.set(func(f *fakeRelay) { f.pingFail = true })
 	}
 	failHealth(h, DefaultHealthFailures)
-	if h.s.reg.current(a.info.Endpoint) != nil || h.s.reg.current(b.info.Endpoint) != nil {
+	if h.s.st.reg.current(a.info.Endpoint) != nil || h.s.st.reg.current(b.info.Endpoint) != nil {
 		t.Fatal("the failed relays were not removed")
 	}
 	back := func(r *fakeRelay) string {
@@ -174,12 +174,12 @@ func TestGoneEndpointForgottenAtTheRetention(t *testing.T) {
 		return guardStatus(h, r.boot())
 	}
 	h.clk.Advance(retention - time.Nanosecond)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	if st := back(a); st != wire.InstanceDraining {
 		t.Fatalf("back just before the retention: %q, want draining", st)
 	}
 	h.clk.Advance(time.Nanosecond)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	if st := back(b); st != wire.InstanceLive {
 		t.Fatalf("back at the retention: %q, want live", st)
 	}

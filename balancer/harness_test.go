@@ -56,10 +56,7 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 	if mod != nil {
 		mod(&opts)
 	}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	s := newChecked(t, opts)
 	if err := s.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -76,6 +73,23 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 		}
 	})
 	return h
+}
+
+// newChecked is New for a test: the balancer's ConsistencyCheck runs when
+// the test ends, after every cleanup the test registers later (those run
+// first: a Shutdown, a Close) and after its deferred calls.
+func newChecked(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.ConsistencyCheck(); err != nil {
+			t.Errorf("balancer state inconsistent after the test: %v", err)
+		}
+	})
+	return s
 }
 
 // do sends a request to the balancer and returns status, body and headers.

@@ -29,7 +29,7 @@ func TestStaleFailedProbeNeverCountsTowardRemoval(t *testing.T) {
 				f.pingFail = true
 			})
 			done := make(chan struct{})
-			go func() { defer close(done); h.s.checkRelays(context.Background()) }()
+			go func() { defer close(done); h.s.st.checkRelays(context.Background(), h.s.relayRemoved) }()
 			select {
 			case <-entered:
 			case <-time.After(time.Minute):

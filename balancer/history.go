@@ -46,7 +46,7 @@ func (h *statsHistory) samples() []wire.StatsSample {
 // historyLoop samples the fleet at once and then every historyEvery
 // until ctx ends.
 func (s *Server) historyLoop(ctx context.Context) {
-	sample := func() { s.history.record(s.clock.Now(), s.stats(s.reg.snapshot())) }
+	sample := func() { s.history.record(s.clock.Now(), s.st.stats()) }
 	sample()
 	clock.Every(ctx, s.clock, historyEvery, sample)
 }

@@ -1,7 +1,6 @@
 package balancer
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -54,7 +53,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 		return wire.ErrBadRequest.WithMessage("heartbeatSeconds must not be negative")
 	}
 	req.HeartbeatSeconds = min(req.HeartbeatSeconds, maxHeartbeatSeconds)
-	resp, err := s.register(r.Context(), req)
+	reg, err := s.st.register(r.Context(), req)
 	if err != nil {
 		var we *wire.Error
 		if errors.As(err, &we) {
@@ -62,61 +61,13 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	s.metrics.registrations.WithLabelValues(reg.outcome).Inc()
+	resp := wire.RegisterResponse{BalancerBoot: s.opts.BootID, Handover: true, LivenessVersion: reg.liveness}
+	if reg.outcome != "heartbeat" {
+		resp.New, resp.Republish = true, true
+	}
 	wire.WriteJSON(w, http.StatusOK, resp)
 	return nil
-}
-
-// register applies a heartbeat. The current boot is refreshed at once. A new
-// endpoint or a different boot is accepted only after the endpoint's own
-// /ping reports that boot; proofs of one endpoint are serialized by its gate
-// and the state is re-read once the gate is held. Accepting a different
-// boot replaces the registration, which invalidates every route of the old
-// boot in one step.
-func (s *Server) register(ctx context.Context, req wire.RegisterRequest) (wire.RegisterResponse, error) {
-	resp := wire.RegisterResponse{BalancerBoot: s.opts.BootID, Handover: true}
-	endpoint, boot := req.Relay.Endpoint, req.Relay.BootID
-	v, out, err := s.reg.refresh(req, s.clock.Now())
-	if err != nil {
-		return resp, err
-	}
-	if out == hbRefreshed {
-		s.metrics.registrations.WithLabelValues("heartbeat").Inc()
-		resp.LivenessVersion = v
-		return resp, nil
-	}
-	release, err := s.reg.acquireGate(ctx, endpoint)
-	if err != nil {
-		return resp, wire.ErrBootNotProven
-	}
-	defer release()
-	if v, out, err = s.reg.refresh(req, s.clock.Now()); err != nil {
-		return resp, err
-	} else if out == hbRefreshed { // proven by a concurrent heartbeat
-		s.metrics.registrations.WithLabelValues("heartbeat").Inc()
-		resp.LivenessVersion = v
-		return resp, nil
-	}
-	live, err := s.probe(ctx, endpoint, s.opts.RelayTimeout)
-	if err != nil {
-		s.log.Info("relay boot not proven", "endpoint", endpoint, "boot", boot, "err", err)
-		return resp, wire.ErrBootNotProven
-	}
-	if live != boot {
-		if cur := s.reg.current(endpoint); (cur != nil && cur.info.BootID == live) || s.reg.isRetired(endpoint, boot) {
-			return resp, wire.ErrStaleBoot
-		}
-		return resp, wire.ErrBootNotProven
-	}
-	v, replaced := s.reg.install(req, s.clock.Now())
-	if replaced != "" {
-		s.metrics.registrations.WithLabelValues("replaced").Inc()
-		s.log.Info("relay boot replaced", "endpoint", endpoint, "boot", boot, "old_boot", replaced)
-	} else {
-		s.metrics.registrations.WithLabelValues("new").Inc()
-		s.log.Info("relay registered", "endpoint", endpoint, "boot", boot, "region", req.Relay.Region)
-	}
-	resp.New, resp.Republish, resp.LivenessVersion = true, true, v
-	return resp, nil
 }
 
 func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) error {
@@ -129,29 +80,14 @@ func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	rel := s.reg.current(req.Endpoint)
-	if rel != nil && rel.info.BootID != req.BootID {
-		rel = nil
+	results, err := s.st.publish(r.Context(), req)
+	if err != nil {
+		return err
 	}
-	resp := wire.PublishResponse{Results: make([]wire.PublicationResult, 0, len(req.Rooms))}
-	for _, p := range req.Rooms {
-		st := wire.PubRejected
-		if rel != nil {
-			e, err := s.leaseForRelay(r.Context(), p.Name)
-			if err != nil {
-				return err
-			}
-			// Re-read under the lease: a replacement may have happened.
-			if !s.reg.isCurrent(rel) {
-				rel = nil
-			}
-			st = s.applyPublication(e, rel, p)
-			s.rooms.release(e)
-		}
-		s.metrics.publications.WithLabelValues(string(st)).Inc()
-		resp.Results = append(resp.Results, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: st})
+	for _, res := range results {
+		s.metrics.publications.WithLabelValues(string(res.Status)).Inc()
 	}
-	wire.WriteJSON(w, http.StatusOK, resp)
+	wire.WriteJSON(w, http.StatusOK, wire.PublishResponse{Results: results})
 	return nil
 }
 
@@ -168,32 +104,15 @@ func (s *Server) handleUnregister(w http.ResponseWriter, r *http.Request) error 
 			return wire.ErrBadRequest.WithMessage("a removal needs a name and an epoch")
 		}
 	}
-	resp := wire.UnregisterResponse{Results: make([]wire.RemovalResult, 0, len(req.Rooms))}
-	for _, rm := range req.Rooms {
-		st := wire.RemRetry
-		if e, err := s.leaseForRelay(r.Context(), rm.Name); err == nil {
-			st = s.applyRemoval(e, req.Endpoint, req.BootID, rm)
-			s.rooms.release(e)
-		} else if r.Context().Err() != nil {
-			return wire.ErrAllocationBusy
-		}
-		s.metrics.removals.WithLabelValues(string(st)).Inc()
-		resp.Results = append(resp.Results, wire.RemovalResult{Name: rm.Name, Epoch: rm.Epoch, Status: st})
-	}
-	wire.WriteJSON(w, http.StatusOK, resp)
-	return nil
-}
-
-// leaseForRelay takes a room's lease for a relay request, waiting at most
-// twice RelayTimeout (an allocation holds it for about one).
-func (s *Server) leaseForRelay(ctx context.Context, name string) (*roomEntry, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.RelayTimeout)
-	defer cancel()
-	e, err := s.rooms.acquire(ctx, name)
+	results, err := s.st.unregister(r.Context(), req)
 	if err != nil {
-		return nil, wire.ErrAllocationBusy.WithMessage("the room is busy; retry later")
+		return err
 	}
-	return e, nil
+	for _, res := range results {
+		s.metrics.removals.WithLabelValues(string(res.Status)).Inc()
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.UnregisterResponse{Results: results})
+	return nil
 }
 
 func validRelayInfo(i wire.RelayInfo) error {

@@ -17,7 +17,7 @@ func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) erro
 	if name == "" || len(name) > wire.MaxSessionIDLen {
 		return wire.ErrBadRequest.WithMessage("name must be a room name of 1 to 128 bytes")
 	}
-	rec, err := s.liveRoom(name)
+	rec, err := s.st.liveRoom(name)
 	if err != nil {
 		return err
 	}
@@ -34,19 +34,4 @@ func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) erro
 		Connections: rec.connections,
 	})
 	return nil
-}
-
-// liveRoom is the room's current route, or room_not_found when there is
-// none or its registration was replaced or removed (join and location
-// answer alike: such a room is gone, not half-alive).
-func (s *Server) liveRoom(name string) (*roomRecord, error) {
-	e := s.rooms.get(name)
-	if e == nil {
-		return nil, wire.ErrRoomNotFound
-	}
-	rec := e.live.Load()
-	if rec == nil || !s.reg.isCurrent(rec.relay) {
-		return nil, wire.ErrRoomNotFound
-	}
-	return rec, nil
 }

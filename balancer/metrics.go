@@ -77,15 +77,12 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	relays := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "purrfly_balancer_relays",
 		Help: "Relays currently registered.",
-	}, func() float64 { return float64(len(s.reg.snapshot())) })
+	}, func() float64 { n, _, _ := s.st.totals(); return float64(n) })
 	rooms := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "purrfly_balancer_rooms",
 		Help: "Live room routes on registered relays.",
 	}, func() float64 {
-		var n int64
-		for _, r := range s.reg.snapshot() {
-			n += r.entry.rooms.Load()
-		}
+		_, n, _ := s.st.totals()
 		return float64(n)
 	})
 	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms,

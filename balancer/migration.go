@@ -44,9 +44,6 @@ func init() {
 	}
 }
 
-// maxRouteReads bounds current's optimistic reads of a changing route.
-const maxRouteReads = 2
-
 // handleMigration serves one public migration call.
 func (s *Server) handleMigration(op wire.MigrationOp) wire.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
@@ -54,11 +51,12 @@ func (s *Server) handleMigration(op wire.MigrationOp) wire.Handler {
 		if err != nil {
 			return s.migrationDone(op, err)
 		}
+		call := func(rec *roomRecord) (any, error) { return s.migrateOn(r.Context(), rec, req) }
 		var out any
 		if op.Mutating() {
-			out, err = s.migrateLeased(r.Context(), req)
+			out, err = s.st.withRoute(r.Context(), req.Name, call) // the route is fixed until the relay answers
 		} else {
-			out, err = s.migrateCurrent(r.Context(), req)
+			out, err = s.st.onRoute(req.Name, call) // optimistic, checked after the answer
 		}
 		if err != nil {
 			return s.migrationDone(op, err)
@@ -79,46 +77,6 @@ func (s *Server) migrationDone(op wire.MigrationOp, err error) error {
 	return we
 }
 
-// migrateLeased forwards a mutating call under the room's route lease.
-func (s *Server) migrateLeased(ctx context.Context, req wire.MigrationRequest) (any, error) {
-	if s.rooms.get(req.Name) == nil {
-		return nil, wire.ErrRoomNotFound // never create an entry for a name nobody holds
-	}
-	e, err := s.rooms.acquire(ctx, req.Name)
-	if err != nil {
-		return nil, wire.ErrAllocationBusy.WithMessage("another change of this room is in progress; retry")
-	}
-	defer s.rooms.release(e)
-	rec := e.live.Load()
-	if rec == nil || !s.reg.isCurrent(rec.relay) {
-		return nil, wire.ErrRoomNotFound
-	}
-	return s.migrateOn(ctx, rec, req)
-}
-
-// migrateCurrent forwards current on an optimistic snapshot of the route
-// and answers only if the route is still that one afterwards.
-func (s *Server) migrateCurrent(ctx context.Context, req wire.MigrationRequest) (any, error) {
-	for range maxRouteReads {
-		rec, err := s.liveRoom(req.Name)
-		if err != nil {
-			return nil, err
-		}
-		out, err := s.migrateOn(ctx, rec, req)
-		if now, _ := s.liveRoom(req.Name); !sameRoute(now, rec) {
-			continue // the route changed meanwhile: read the new one
-		}
-		return out, err
-	}
-	return nil, wire.ErrRouteChanged
-}
-
-// sameRoute reports whether b is the incarnation a routed to, at the same
-// relay registration (a newer count of it is the same route).
-func sameRoute(a, b *roomRecord) bool {
-	return a != nil && b != nil && a.relay == b.relay && a.epoch == b.epoch
-}
-
 // migrateOn makes the call at rec's relay and checks its answer.
 func (s *Server) migrateOn(ctx context.Context, rec *roomRecord, req wire.MigrationRequest) (any, error) {
 	info := rec.relay.info
@@ -126,7 +84,7 @@ func (s *Server) migrateOn(ctx context.Context, rec *roomRecord, req wire.Migrat
 	// No Idempotency-Key: the transport must not retry a change on its
 	// own, or a written first attempt could hide behind a retry that failed
 	// to dial (the caller retries the exact call instead).
-	body, err := s.relayCall(ctx, req.Op.Method(), relayURL(info.Endpoint, req.Op.RelayPath()), false, func(h http.Header) {
+	body, err := s.relays.call(ctx, req.Op.Method(), relayURL(info.Endpoint, req.Op.RelayPath()), false, func(h http.Header) {
 		h.Set(wire.HeaderTargetBoot, info.BootID)
 		h.Set(wire.HeaderRoomEpoch, rec.epoch)
 		h.Set(wire.HeaderRoomRevision, strconv.FormatUint(rec.revision, 10))

@@ -17,7 +17,7 @@ func placedOn(t *testing.T, h *harness, name string, p Placement) string {
 	if _, err := h.s.Allocate(context.Background(), name, "id-"+name, p); err != nil {
 		t.Fatalf("allocate %s with %+v: %v", name, p, err)
 	}
-	return h.s.rooms.get(name).live.Load().relay.info.Endpoint
+	return h.s.st.rooms.get(name).live.Load().relay.info.Endpoint
 }
 
 // allocateQuery is POST /allocate_ws?query (region eu).
@@ -27,7 +27,7 @@ func allocateQuery(h *harness, name, query string) (string, *wire.Error) {
 	if err := decodeAnswer(h.t, st, b, nil); err != nil {
 		return "", err
 	}
-	return h.s.rooms.get(name).live.Load().relay.info.Endpoint, nil
+	return h.s.st.rooms.get(name).live.Load().relay.info.Endpoint, nil
 }
 
 // loaded registers a fake relay of region with labels and capacity and

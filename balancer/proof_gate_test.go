@@ -66,7 +66,7 @@ func TestEndpointProofsAreSerialized(t *testing.T) {
 		if len(nextDone) > 0 {
 			return true
 		}
-		g := h.s.reg
+		g := h.s.st.reg
 		g.mu.RLock()
 		defer g.mu.RUnlock()
 		pg := g.gates[prior.Endpoint]

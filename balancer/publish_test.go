@@ -111,13 +111,13 @@ func TestTombstoneFencesThenExpires(t *testing.T) {
 
 	// Within the horizon the cleanup keeps the tombstone and it fences.
 	h.clk.Advance(retention - time.Minute)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	wantStatuses(t, a.publish(h, pub("room", "e1", 2, 0)), wire.PubFenced)
 
 	// Past it, the cleanup tick deletes it (rechecked under the lease) and
 	// a very late publication of that incarnation is accepted again.
 	h.clk.Advance(2 * time.Minute)
-	waitFor(t, "the cleanup tick to delete the tombstone", func() bool { return h.s.rooms.get("room") == nil })
+	waitFor(t, "the cleanup tick to delete the tombstone", func() bool { return h.s.st.rooms.get("room") == nil })
 	wantStatuses(t, a.publish(h, pub("room", "e1", 2, 0)), wire.PubApplied)
 }
 
@@ -139,8 +139,8 @@ func TestCleanupDropsRoutesOfReplacedBoots(t *testing.T) {
 	if _, err := a.registerAs(h, a.restart()); err != nil {
 		t.Fatal(err)
 	}
-	h.s.cleanup()
-	if h.s.rooms.get("room") != nil {
+	h.s.st.cleanup()
+	if h.s.st.rooms.get("room") != nil {
 		t.Fatal("the replaced boot's route survived the cleanup")
 	}
 }

@@ -145,7 +145,7 @@ func TestHealthProbeCapturedBeforeHeartbeatDoesNotRemove(t *testing.T) {
 		f.pingFail = true
 	})
 	done := make(chan struct{})
-	go func() { defer close(done); h.s.checkRelays(context.Background()) }()
+	go func() { defer close(done); h.s.st.checkRelays(context.Background(), h.s.relayRemoved) }()
 	select {
 	case <-entered:
 	case <-time.After(5 * time.Second):
@@ -196,7 +196,7 @@ func TestHealthProbeOfAnotherBootRemoves(t *testing.T) {
 	r := newFakeRelay(t, "eu")
 	r.register(h)
 	r.set(func(f *fakeRelay) { f.pingBoot = "replaced-process" })
-	h.s.checkRelays(context.Background())
+	h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	if len(h.servers()) != 0 {
 		t.Fatal("a relay whose endpoint reports another boot stayed registered")
 	}
@@ -207,12 +207,12 @@ func TestRelayExpiresWithoutHeartbeat(t *testing.T) {
 	r := newFakeRelay(t, "eu")
 	r.register(h)
 	h.clk.Advance(30 * time.Second)
-	h.s.checkRelays(context.Background())
+	h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	if len(h.servers()) != 1 {
 		t.Fatal("a relay within its expiry was removed")
 	}
 	h.clk.Advance(31 * time.Second)
-	h.s.checkRelays(context.Background())
+	h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	if len(h.servers()) != 0 {
 		t.Fatal("a relay past its expiry stayed registered")
 	}
@@ -276,7 +276,7 @@ func TestRegistryForgetsEndpointsThatWentAway(t *testing.T) {
 		t.Fatalf("drain: %d", st)
 	}
 	sizes := func() (retired, drained, gates, gone int) {
-		g := h.s.reg
+		g := h.s.st.reg
 		g.mu.RLock()
 		defer g.mu.RUnlock()
 		return len(g.retired), len(g.drained), len(g.gates), len(g.gone)
@@ -288,13 +288,13 @@ func TestRegistryForgetsEndpointsThatWentAway(t *testing.T) {
 	// Removed by failed probes, then back within the retention: still drained.
 	a.set(func(f *fakeRelay) { f.pingFail = true })
 	for range h.s.opts.HealthFailures {
-		h.s.checkRelays(context.Background())
+		h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	}
-	if h.s.reg.current(a.info.Endpoint) != nil {
+	if h.s.st.reg.current(a.info.Endpoint) != nil {
 		t.Fatal("the relay was not removed")
 	}
 	h.clk.Advance(retention / 2)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	if r, d, _, gone := sizes(); r != 1 || d != 1 || gone != 1 {
 		t.Fatalf("within the retention: retired %d, drained %d, gone %d; want all kept", r, d, gone)
 	}
@@ -310,15 +310,15 @@ func TestRegistryForgetsEndpointsThatWentAway(t *testing.T) {
 	// Gone for good: forgotten after the retention.
 	a.set(func(f *fakeRelay) { f.pingFail = true })
 	for range h.s.opts.HealthFailures {
-		h.s.checkRelays(context.Background())
+		h.s.st.checkRelays(context.Background(), h.s.relayRemoved)
 	}
 	h.clk.Advance(retention - time.Minute)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	if r, _, _, _ := sizes(); r != 1 {
 		t.Fatal("forgotten before the retention")
 	}
 	h.clk.Advance(2 * time.Minute)
-	h.s.cleanup()
+	h.s.st.cleanup()
 	if r, d, g, gone := sizes(); r+d+g+gone != 0 {
 		t.Fatalf("after the retention: retired %d, drained %d, gates %d, gone %d; want nothing", r, d, g, gone)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -24,18 +25,29 @@ var (
 	errOutcomeUnknown = wire.ErrOutcomeUnknown
 )
 
+// relayClient makes the balancer's calls to relays: every network call
+// the state's rules need (a boot proof, an allocation, a room close) and
+// the migration calls the handlers forward. It holds no state of its own.
+type relayClient struct {
+	client  *http.Client  // static
+	secret  string        // static: the shared SECRET
+	timeout time.Duration // static: RelayTimeout
+	clock   clock.Clock   // static
+	m       *metrics      // static
+}
+
 // relayURL joins a relay endpoint and a path.
 func relayURL(endpoint, path string) string {
 	return strings.TrimSuffix(endpoint, "/") + path
 }
 
 // probe GETs {endpoint}/ping and returns the boot id it reports.
-func (s *Server) probe(ctx context.Context, endpoint string, timeout time.Duration) (string, error) {
+func (c *relayClient) probe(ctx context.Context, endpoint string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := s.clock.Now()
-	defer func() { s.metrics.relayPing.Observe(s.clock.Now().Sub(start).Seconds()) }()
-	body, err := wire.Call{Method: http.MethodGet, URL: relayURL(endpoint, "/ping"), OK: http.StatusOK}.Do(ctx, s.client)
+	start := c.clock.Now()
+	defer func() { c.m.relayPing.Observe(c.clock.Now().Sub(start).Seconds()) }()
+	body, err := wire.Call{Method: http.MethodGet, URL: relayURL(endpoint, "/ping"), OK: http.StatusOK}.Do(ctx, c.client)
 	if err != nil {
 		return "", fmt.Errorf("failed to ping the relay: %w", err)
 	}
@@ -51,12 +63,12 @@ func (s *Server) probe(ctx context.Context, endpoint string, timeout time.Durati
 // multi-machine app creates the room on itself). Its errors are
 // errNotDelivered, errOutcomeUnknown, a *wire.Error the relay answered, or
 // wire.ErrRelayBadAnswer for an answer that is not a RelayAllocation.
-func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region, allocationID string) (wire.RelayAllocation, error) {
+func (c *relayClient) callAllocate(ctx context.Context, endpoint, boot, name, region, allocationID string) (wire.RelayAllocation, error) {
 	var out wire.RelayAllocation
-	start := s.clock.Now()
-	defer func() { s.metrics.relayAllocate.Observe(s.clock.Now().Sub(start).Seconds()) }()
+	start := c.clock.Now()
+	defer func() { c.m.relayAllocate.Observe(c.clock.Now().Sub(start).Seconds()) }()
 	u := relayURL(endpoint, wire.PathRelayAllocate) + "?" + wire.SessionQueryParam + "=" + url.QueryEscape(wire.SessionID(name).Hint())
-	body, err := s.relayCall(ctx, http.MethodPost, u, true, func(h http.Header) {
+	body, err := c.call(ctx, http.MethodPost, u, true, func(h http.Header) {
 		h.Set(wire.HeaderName, name)
 		h.Set(wire.HeaderRegion, region)
 		h.Set(wire.HeaderAllocationID, allocationID)
@@ -72,7 +84,7 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 	return out, nil
 }
 
-// relayCall makes one internal request to a relay (the shared secret and
+// call makes one internal request to a relay (the shared secret and
 // protocol version, then set's headers) within RelayTimeout, and returns
 // a 200 answer's body. It is not cut short by ctx's cancellation (a
 // client giving up must not turn a committed change into an unknown one).
@@ -87,8 +99,24 @@ func (s *Server) callAllocate(ctx context.Context, endpoint, boot, name, region,
 // first attempt finds its publication refused and ends the room. Every
 // other call (migration's) has no retry of the transport's: once it was
 // written at all, a lost answer is an unknown outcome.
-func (s *Server) relayCall(ctx context.Context, method, u string, lastAttempt bool, set func(http.Header)) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.RelayTimeout)
+func (c *relayClient) call(ctx context.Context, method, u string, lastAttempt bool, set func(http.Header)) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
-	return wire.Call{Method: method, URL: u, Secret: s.opts.Secret, Header: set, OK: http.StatusOK, Retryable: lastAttempt}.Do(ctx, s.client)
+	return wire.Call{Method: method, URL: u, Secret: c.secret, Header: set, OK: http.StatusOK, Retryable: lastAttempt}.Do(ctx, c.client)
+}
+
+// closeRoom POSTs wire.PathRelayRoomClose for one incarnation.
+func (c *relayClient) closeRoom(ctx context.Context, endpoint, name, epoch string) (wire.RelayRoomClosed, error) {
+	var out wire.RelayRoomClosed
+	body, err := c.call(ctx, http.MethodPost, relayURL(endpoint, wire.PathRelayRoomClose), false, func(h http.Header) {
+		h.Set(wire.HeaderName, name)
+		h.Set(wire.HeaderRoomEpoch, epoch)
+	})
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return out, wire.ErrRelayBadAnswer
+	}
+	return out, nil
 }

@@ -174,14 +174,31 @@ func (t *roomTable) acquire(ctx context.Context, name string) (*roomEntry, error
 func (t *roomTable) tryAcquire(e *roomEntry) bool {
 	select {
 	case e.lease <- struct{}{}:
-		if e.dead {
-			<-e.lease
-			return false
-		}
-		return true
+		return t.leased(e)
 	default:
 		return false
 	}
+}
+
+// acquireEntry takes the lease of an existing entry, waiting until ctx
+// ends. It reports false when ctx ended or the entry left the table.
+func (t *roomTable) acquireEntry(ctx context.Context, e *roomEntry) bool {
+	select {
+	case e.lease <- struct{}{}:
+		return t.leased(e)
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// leased checks an entry whose lease was just taken: a dead one (dropped
+// meanwhile) is given back at once.
+func (t *roomTable) leased(e *roomEntry) bool {
+	if e.dead {
+		<-e.lease
+		return false
+	}
+	return true
 }
 
 // release gives the lease back, dropping the entry first if it is empty.

@@ -121,33 +121,7 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 // client pings the app, whose proxy picks a machine), with the public
 // endpoint as apiEndpoint.
 func (s *Server) handleServers(w http.ResponseWriter, r *http.Request) error {
-	snaps := s.reg.snapshot()
-	resp := wire.ServersResponse{Servers: make([]wire.ServerInfo, 0, len(snaps))}
-	type key struct{ endpoint, region string }
-	seen := make(map[key]bool, len(snaps))
-	served := make(map[string]bool, len(snaps)) // lower-case regions with a non-draining relay
-	for _, sn := range snaps {
-		if !sn.draining {
-			served[strings.ToLower(sn.entry.info.Region)] = true
-		}
-	}
-	for _, sn := range snaps {
-		i := sn.entry.info
-		k := key{publicEndpoint(i), strings.ToLower(i.Region)}
-		if seen[k] || (sn.draining && served[k.region]) {
-			continue
-		}
-		seen[k] = true
-		resp.Servers = append(resp.Servers, wire.ServerInfo{
-			APIEndpoint:    k.endpoint,
-			Host:           i.Host,
-			RestPort:       sn.entry.restPort,
-			UDPPort:        i.UDPPort,
-			UDPPortV2:      i.UDPPortV2,
-			WebSocketsPort: i.Port,
-			Region:         i.Region,
-		})
-	}
+	resp := wire.ServersResponse{Servers: s.st.servers()}
 	wire.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }
@@ -162,7 +136,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rec, err := s.liveRoom(name)
+	rec, err := s.st.liveRoom(name)
 	if err != nil {
 		return err
 	}
@@ -178,22 +152,6 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// liveRooms returns the valid live routes, ordered by name.
-func (s *Server) liveRooms() []wire.RoomSummary {
-	current := make(map[*relayEntry]bool)
-	for _, sn := range s.reg.snapshot() {
-		current[sn.entry] = true
-	}
-	var out []wire.RoomSummary
-	s.rooms.each(func(e *roomEntry) {
-		if rec := e.live.Load(); rec != nil && current[rec.relay] {
-			out = append(out, wire.RoomSummary{Name: e.name, Region: rec.relay.info.Region, ConnectedPlayers: rec.connections})
-		}
-	})
-	slices.SortFunc(out, func(a, b wire.RoomSummary) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
 // handleList answers one page (counted from 0, wire.ListPageSize rooms) of
 // the live rooms ordered by name, and their total.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
@@ -205,7 +163,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 		}
 		page = n
 	}
-	rooms := s.liveRooms()
+	rooms := s.st.liveRooms()
 	resp := wire.ListResponse{Results: []wire.RoomSummary{}, Total: len(rooms)}
 	if start := page * wire.ListPageSize; page < len(rooms)/wire.ListPageSize+1 && start < len(rooms) {
 		resp.Results = rooms[start:min(start+wire.ListPageSize, len(rooms))]
@@ -217,10 +175,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 // handleTotalConnections sums the connections of every live room (as the
 // original service does).
 func (s *Server) handleTotalConnections(w http.ResponseWriter, r *http.Request) error {
-	var n int64
-	for _, sn := range s.reg.snapshot() {
-		n += sn.entry.conns.Load()
-	}
+	_, _, n := s.st.totals()
 	wire.WriteJSON(w, http.StatusOK, wire.TotalConnections{TotalConnections: int(n)})
 	return nil
 }

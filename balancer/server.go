@@ -27,8 +27,8 @@ type Server struct {
 	metrics   *metrics
 	handler   http.Handler
 
-	reg   *registry
-	rooms *roomTable
+	relays *relayClient // the calls to relays (static)
+	st     *state       // the data and its rules (internally locked)
 	// allocs and joins limit allocations and joins per source address.
 	allocs, joins *limit.Buckets
 	// The /v1 admin API: its keys (generatedKey is the one New made when
@@ -63,8 +63,6 @@ func New(opts Options) (*Server, error) {
 		log:       o.Logger,
 		client:    o.HTTPClient,
 		ownClient: own,
-		reg:       newRegistry(),
-		rooms:     newRoomTable(),
 		allocs:    limit.NewBuckets(o.AllocateRate, o.Clock, 0),
 		joins:     limit.NewBuckets(o.JoinRate, o.Clock, 0),
 	}
@@ -80,11 +78,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s.adminKeys = newAdminKeys(o.AdminKeys)
 	s.authThrottle = newAuthThrottle(o.AuthFailureRate, o.Clock, o.AuthThrottleSources)
-	s.events = newEventHub(o.MaxEventStreams, s.fleetView, nil)
-	s.rooms.changed = s.events.kick
 	if s.metrics, err = newMetrics(o.Metrics, s); err != nil {
 		return nil, err
 	}
+	s.relays = &relayClient{client: o.HTTPClient, secret: o.Secret, timeout: o.RelayTimeout, clock: o.Clock, m: s.metrics}
+	s.st = newState(o, s.relays)
+	s.events = newEventHub(o.MaxEventStreams, s.st.fleetView, nil)
+	s.st.rooms.changed = s.events.kick
 	s.events.onDrop = s.metrics.eventDrops.Inc
 	s.handler = s.routes()
 	return s, nil

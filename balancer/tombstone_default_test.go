@@ -28,12 +28,12 @@ func TestTombstoneRetentionDefaultsTo3600Seconds(t *testing.T) {
 			wantStatuses(t, a.unregister(h, wire.Removal{Name: "room", Epoch: "e1", Revision: 1}), wire.RemApplied)
 
 			h.clk.Advance(3599 * time.Second)
-			h.s.cleanup()
+			h.s.st.cleanup()
 			if got := a.publish(h, pub("room", "e1", 2, 0)); got[0] != wire.PubFenced {
 				t.Fatalf("a delayed publication 3599 s after the release: %s, want fenced (the default horizon is 3600 s)", got[0])
 			}
 			h.clk.Advance(time.Second)
-			h.s.cleanup()
+			h.s.st.cleanup()
 			if got := a.publish(h, pub("room", "e1", 2, 0)); got[0] != wire.PubApplied {
 				t.Fatalf("a delayed publication 3600 s after the release: %s, want applied (the default horizon is 3600 s)", got[0])
 			}

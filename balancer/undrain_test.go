@@ -71,14 +71,14 @@ func TestUndrainOfARemovedBoot(t *testing.T) {
 	h := newHarness(t, nil)
 	r := newFakeRelay(t, "eu")
 	r.register(h)
-	if _, ok := h.s.reg.setAdminDrain(r.boot(), true); !ok {
+	if _, ok := h.s.st.reg.setAdminDrain(r.boot(), true); !ok {
 		t.Fatal("drain failed")
 	}
-	snaps := h.s.reg.snapshot()
-	if len(snaps) != 1 || !h.s.reg.removeIf(snaps[0]) {
+	snaps := h.s.st.reg.snapshot()
+	if len(snaps) != 1 || !h.s.st.reg.removeIf(snaps[0]) {
 		t.Fatal("could not remove the relay")
 	}
-	if _, ok := h.s.reg.setAdminDrain(r.boot(), false); ok {
+	if _, ok := h.s.st.reg.setAdminDrain(r.boot(), false); ok {
 		t.Fatal("a removed boot was found")
 	}
 	r.register(h) // the same boot comes back

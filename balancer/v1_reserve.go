@@ -12,7 +12,7 @@ import (
 )
 
 // handleReserve is POST /v1/rooms: a matchmaker reserves a named room.
-// It is the allocation of /allocate_ws (Server.allocate: same placement,
+// It is the allocation of /allocate_ws (state.allocate: same placement,
 // same replay by allocation id, same room_name_taken for another id), and
 // answers the clients' capability too.
 func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
@@ -48,12 +48,9 @@ func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
 		return we
 	}
 	s.metrics.allocationsOK.Inc()
-	rec, err := s.liveRoom(req.Name)
-	if err != nil || rec.allocationID != req.AllocationID {
-		// Committed and gone at once (its relay was removed, or an
-		// operator closed it and another allocation took the name): the
-		// exact retry tells. Never another allocation's room and secret.
-		return wire.ErrIndeterminate
+	rec, err := s.st.reservation(req.Name, req.AllocationID)
+	if err != nil {
+		return err
 	}
 	i := rec.relay.info
 	s.events.poke()

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/purrfly/purrfly/wire"
@@ -117,40 +116,9 @@ func roomOf(name string, rec *roomRecord) wire.Room {
 		Epoch: rec.epoch, Phase: phase, Connections: rec.connections}
 }
 
-// roomsView lists the live routes of current registrations that match q's
-// filters, ordered by name (paging is the caller's).
-func (s *Server) roomsView(q roomQuery) []wire.Room {
-	current := make(map[*relayEntry]bool)
-	for _, sn := range s.reg.snapshot() {
-		current[sn.entry] = true
-	}
-	out := []wire.Room{}
-	s.rooms.each(func(e *roomEntry) {
-		rec := e.live.Load()
-		if rec == nil || !current[rec.relay] {
-			return
-		}
-		i := rec.relay.info
-		switch {
-		case q.region != "" && !strings.EqualFold(i.Region, q.region),
-			q.instance != "" && i.BootID != q.instance && (i.MachineID == "" || i.MachineID != q.instance),
-			q.boot != "" && i.BootID != q.boot,
-			!wire.HasLabels(i.Labels, q.labels):
-			return
-		}
-		rm := roomOf(e.name, rec)
-		if q.phase != "" && rm.Phase != q.phase {
-			return
-		}
-		out = append(out, rm)
-	})
-	slices.SortFunc(out, func(a, b wire.Room) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
 // writeRooms answers one page of q's rooms, with its ETag.
 func (s *Server) writeRooms(w http.ResponseWriter, r *http.Request, q roomQuery) error {
-	all := s.roomsView(q)
+	all := s.st.roomsView(q)
 	start, _ := slices.BinarySearchFunc(all, q.after, func(rm wire.Room, after string) int {
 		if rm.Name <= after {
 			return -1
@@ -190,7 +158,7 @@ func (s *Server) handleRoom(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodDelete {
 		return s.handleCloseRoom(w, r, name)
 	}
-	rec, err := s.liveRoom(name)
+	rec, err := s.st.liveRoom(name)
 	if err != nil {
 		return err
 	}

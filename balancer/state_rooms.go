@@ -1,10 +1,58 @@
 package balancer
 
 import (
+	"context"
+	"errors"
 	"strings"
 
 	"github.com/purrfly/purrfly/wire"
 )
+
+// publish applies a relay's publications one room at a time, each under
+// its room's lease. Publications of a boot that is not the endpoint's
+// current registration are all rejected; the registration is re-read
+// under every lease, since a replacement may have happened meanwhile.
+func (st *state) publish(ctx context.Context, req wire.PublishRequest) ([]wire.PublicationResult, error) {
+	rel := st.reg.current(req.Endpoint)
+	if rel != nil && rel.info.BootID != req.BootID {
+		rel = nil
+	}
+	out := make([]wire.PublicationResult, 0, len(req.Rooms))
+	for _, p := range req.Rooms {
+		status := wire.PubRejected
+		if rel != nil {
+			e, err := st.leaseForRelay(ctx, p.Name)
+			if err != nil {
+				return nil, err
+			}
+			if !st.reg.isCurrent(rel) {
+				rel = nil
+			}
+			status = st.applyPublication(e, rel, p)
+			st.rooms.release(e)
+		}
+		out = append(out, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: status})
+	}
+	return out, nil
+}
+
+// unregister applies a relay's outbox one removal at a time, each under
+// its room's lease. A removal whose lease stays busy is answered retry; a
+// request given up by its caller is allocation_in_progress.
+func (st *state) unregister(ctx context.Context, req wire.UnregisterRequest) ([]wire.RemovalResult, error) {
+	out := make([]wire.RemovalResult, 0, len(req.Rooms))
+	for _, rm := range req.Rooms {
+		status := wire.RemRetry
+		if e, err := st.leaseForRelay(ctx, rm.Name); err == nil {
+			status = st.applyRemoval(e, req.Endpoint, req.BootID, rm)
+			st.rooms.release(e)
+		} else if ctx.Err() != nil {
+			return nil, wire.ErrAllocationBusy
+		}
+		out = append(out, wire.RemovalResult{Name: rm.Name, Epoch: rm.Epoch, Status: status})
+	}
+	return out, nil
+}
 
 // applyPublication is the compare-and-set on a room name. rel is the
 // endpoint's current registration, or nil when the publishing boot is not
@@ -21,15 +69,15 @@ import (
 //     handover between machines of one app)          -> PubApplied (moved)
 //   - no live route (unknown, released, or its
 //     registration was replaced/removed)             -> PubApplied (acquired)
-func (s *Server) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Publication) wire.PublicationStatus {
+func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Publication) wire.PublicationStatus {
 	if rel == nil {
 		return wire.PubRejected
 	}
-	if e.fenced(rel.info.BootID, pub.Epoch, s.clock.Now(), s.opts.TombstoneRetention) {
+	if e.fenced(rel.info.BootID, pub.Epoch, st.clock.Now(), st.opts.TombstoneRetention) {
 		return wire.PubFenced
 	}
 	cur := e.live.Load()
-	if cur != nil && s.reg.isCurrent(cur.relay) {
+	if cur != nil && st.reg.isCurrent(cur.relay) {
 		if cur.relay != rel || cur.epoch != pub.Epoch {
 			if !movedOver(cur, rel, pub) {
 				return wire.PubConflict
@@ -38,7 +86,7 @@ func (s *Server) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 			// incarnation and gave the room to rel. Its removal may still be
 			// on its way; the tombstone makes it, and any late publication
 			// of the old incarnation, a no-op.
-			e.fence(cur.relay.info.BootID, cur.epoch, s.clock.Now())
+			e.fence(cur.relay.info.BootID, cur.epoch, st.clock.Now())
 			e.setLive(recordOf(rel, pub))
 			return wire.PubApplied
 		}
@@ -106,9 +154,9 @@ func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {
 // revision to send) and would leave a ghost route. The tombstone also
 // records epochs the balancer never saw (it restarted while the room
 // lived), so a delayed publication of them stays fenced.
-func (s *Server) applyRemoval(e *roomEntry, endpoint, boot string, rm wire.Removal) wire.RemovalStatus {
-	now := s.clock.Now()
-	if e.fenced(boot, rm.Epoch, now, s.opts.TombstoneRetention) {
+func (st *state) applyRemoval(e *roomEntry, endpoint, boot string, rm wire.Removal) wire.RemovalStatus {
+	now := st.clock.Now()
+	if e.fenced(boot, rm.Epoch, now, st.opts.TombstoneRetention) {
 		return wire.RemAlready
 	}
 	cur := e.live.Load()
@@ -119,4 +167,40 @@ func (s *Server) applyRemoval(e *roomEntry, endpoint, boot string, rm wire.Remov
 	}
 	e.fence(boot, rm.Epoch, now)
 	return wire.RemSuperseded
+}
+
+// closeRoom closes name's live incarnation at its relay and drops the
+// route here, under the room's lease (handleCloseRoom says how it answers).
+func (st *state) closeRoom(ctx context.Context, name string) (wire.RoomClosed, error) {
+	if st.rooms.get(name) == nil {
+		return wire.RoomClosed{}, wire.ErrRoomNotFound
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*st.opts.RelayTimeout)
+	defer cancel()
+	e, err := st.rooms.acquire(ctx, name)
+	if err != nil {
+		return wire.RoomClosed{}, wire.ErrAllocationBusy
+	}
+	defer st.rooms.release(e)
+	cur := e.live.Load()
+	if cur == nil || !st.reg.isCurrent(cur.relay) {
+		if len(e.fences) > 0 {
+			return wire.RoomClosed{Name: name}, nil
+		}
+		return wire.RoomClosed{}, wire.ErrRoomNotFound
+	}
+	out, err := st.relays.closeRoom(ctx, cur.relay.info.Endpoint, name, cur.epoch)
+	if err != nil {
+		st.log.Warn("relay did not confirm a room close", "endpoint", cur.relay.info.Endpoint, "room", name, "err", err)
+		if errors.Is(err, wire.ErrNotFound) {
+			return wire.RoomClosed{}, wire.ErrRelayFailed.WithMessage("the relay cannot close rooms (upgrade it)")
+		}
+		return wire.RoomClosed{}, wire.ErrRelayFailed.WithMessage("the relay did not confirm the close; retry")
+	}
+	// The relay closed that incarnation, or no longer had it (Closed
+	// false: it ended meanwhile); either way the route here is gone. A newer
+	// incarnation the relay holds publishes under its own epoch.
+	e.fence(cur.relay.info.BootID, cur.epoch, st.clock.Now())
+	e.setLive(nil)
+	return wire.RoomClosed{Name: name, Closed: out.Closed, Connections: out.Connections}, nil
 }

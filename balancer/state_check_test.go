@@ -1,0 +1,68 @@
+package balancer
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestConsistencyCheckFindsBrokenInvariants: the check that runs after
+// every balancer test passes on a balancer the rules built, and names
+// each broken invariant when the data is corrupted behind the rules'
+// back (so the check after every test can fail).
+func TestConsistencyCheckFindsBrokenInvariants(t *testing.T) {
+	// Each corrupt breaks one invariant and returns what puts it back
+	// (so the check after the test passes).
+	for _, tc := range []struct {
+		name    string
+		corrupt func(st *state, rel *relayEntry, e *roomEntry) (restore func())
+		want    string
+	}{
+		{"a room counted twice", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			rel.rooms.Add(1)
+			return func() { rel.rooms.Add(-1) }
+		}, "counts 2 rooms, its live routes are 1"},
+		{"connections not counted", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			rel.conns.Add(-3)
+			return func() { rel.conns.Add(3) }
+		}, "counts 0 connections, its live routes hold 3"},
+		{"a live incarnation tombstoned", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			e.fence(rel.info.BootID, e.live.Load().epoch, st.clock.Now())
+			return func() { e.fences = nil }
+		}, "its live incarnation e1 is tombstoned"},
+		{"a boot filed twice", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			st.reg.byBoot["other"] = rel
+			return func() { delete(st.reg.byBoot, "other") }
+		}, "2 registrations by boot, 1 by endpoint"},
+		{"an admin mark lost", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			rel.adminDraining = true
+			return func() { rel.adminDraining = false }
+		}, "admin draining true"},
+		{"a current boot retired", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			st.reg.retired[rel.info.Endpoint] = []string{rel.info.BootID}
+			return func() { delete(st.reg.retired, rel.info.Endpoint) }
+		}, "is also retired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			r := newFakeRelay(t, "eu")
+			r.register(h)
+			wantStatuses(t, r.publish(h, pub("room", "e1", 1, 3)), "applied")
+			if err := h.s.ConsistencyCheck(); err != nil {
+				t.Fatalf("a balancer built by its rules: %v", err)
+			}
+			st := h.s.st
+			rel := st.reg.current(r.info.Endpoint)
+			e := st.rooms.get("room")
+			st.reg.mu.Lock() // the room's lease is free: the test is the only writer
+			restore := tc.corrupt(st, rel, e)
+			st.reg.mu.Unlock()
+			err := h.s.ConsistencyCheck()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("check after corrupting: %v, want it to say %q", err, tc.want)
+			}
+			st.reg.mu.Lock()
+			restore()
+			st.reg.mu.Unlock()
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package balancer
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// The views the API reads: snapshots of the registry and the room table,
+// taken without any lease (package doc: Leases and gates). A route counts
+// only while its registration is current.
+
+// staleAfter is how long without a heartbeat marks a relay stale: two
+// thirds of its expiry (two of three missed heartbeats).
+func (st *state) staleAfter(sn relaySnap) time.Duration {
+	return max(st.opts.RelayExpiry, sn.expiry) * 2 / 3
+}
+
+func (st *state) instanceOf(sn relaySnap, now time.Time) wire.Instance {
+	i := sn.entry.info
+	status := wire.InstanceLive
+	if sn.draining {
+		status = wire.InstanceDraining
+	}
+	return wire.Instance{
+		BootID:        i.BootID,
+		MachineID:     i.MachineID,
+		Region:        i.Region,
+		Endpoint:      i.Endpoint,
+		Host:          i.Host,
+		Status:        status,
+		Stale:         now.Sub(sn.lastHeartbeat) > st.staleAfter(sn),
+		Rooms:         sn.entry.rooms.Load(),
+		Connections:   sn.entry.conns.Load(),
+		LastHeartbeat: sn.lastHeartbeat.UTC().Format(time.RFC3339Nano),
+		Image:         i.ImageRef,
+		Labels:        i.Labels,
+		Capacity:      i.Capacity,
+	}
+}
+
+// instances lists the registered relays, ordered by endpoint.
+func (st *state) instances() []wire.Instance {
+	snaps := st.reg.snapshot()
+	now := st.clock.Now()
+	out := make([]wire.Instance, 0, len(snaps))
+	for _, sn := range snaps {
+		out = append(out, st.instanceOf(sn, now))
+	}
+	return out
+}
+
+// stats sums the registered relays by region (ordered by region, compared
+// case-insensitively as placement does, named as the first relay spells it).
+func stats(snaps []relaySnap) wire.Stats {
+	sum := wire.Stats{Regions: []wire.RegionStats{}}
+	byRegion := make(map[string]int, 8) // lower-case region -> index in sum.Regions
+	for _, sn := range snaps {
+		i := sn.entry.info
+		k := strings.ToLower(i.Region)
+		idx, ok := byRegion[k]
+		if !ok {
+			idx = len(sum.Regions)
+			byRegion[k] = idx
+			sum.Regions = append(sum.Regions, wire.RegionStats{Region: i.Region})
+		}
+		rs := &sum.Regions[idx]
+		rooms, conns := sn.entry.rooms.Load(), sn.entry.conns.Load()
+		rs.Relays++
+		rs.Rooms += rooms
+		rs.Players += conns
+		sum.Relays++
+		sum.Rooms += rooms
+		sum.Players += conns
+		if sn.draining {
+			rs.Draining++
+			sum.Draining++
+		}
+	}
+	slices.SortFunc(sum.Regions, func(a, b wire.RegionStats) int {
+		return strings.Compare(strings.ToLower(a.Region), strings.ToLower(b.Region))
+	})
+	return sum
+}
+
+// roomsView lists the live routes of current registrations that match q's
+// filters, ordered by name (paging is the caller's).
+func (st *state) roomsView(q roomQuery) []wire.Room {
+	current := make(map[*relayEntry]bool)
+	for _, sn := range st.reg.snapshot() {
+		current[sn.entry] = true
+	}
+	out := []wire.Room{}
+	st.rooms.each(func(e *roomEntry) {
+		rec := e.live.Load()
+		if rec == nil || !current[rec.relay] {
+			return
+		}
+		i := rec.relay.info
+		switch {
+		case q.region != "" && !strings.EqualFold(i.Region, q.region),
+			q.instance != "" && i.BootID != q.instance && (i.MachineID == "" || i.MachineID != q.instance),
+			q.boot != "" && i.BootID != q.boot,
+			!wire.HasLabels(i.Labels, q.labels):
+			return
+		}
+		rm := roomOf(e.name, rec)
+		if q.phase != "" && rm.Phase != q.phase {
+			return
+		}
+		out = append(out, rm)
+	})
+	slices.SortFunc(out, func(a, b wire.Room) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// liveRooms returns the valid live routes, ordered by name.
+func (st *state) liveRooms() []wire.RoomSummary {
+	current := make(map[*relayEntry]bool)
+	for _, sn := range st.reg.snapshot() {
+		current[sn.entry] = true
+	}
+	var out []wire.RoomSummary
+	st.rooms.each(func(e *roomEntry) {
+		if rec := e.live.Load(); rec != nil && current[rec.relay] {
+			out = append(out, wire.RoomSummary{Name: e.name, Region: rec.relay.info.Region, ConnectedPlayers: rec.connections})
+		}
+	})
+	slices.SortFunc(out, func(a, b wire.RoomSummary) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// fleetView takes the current state.
+func (st *state) fleetView() fleetView {
+	now := st.clock.Now()
+	snaps := st.reg.snapshot()
+	v := fleetView{at: now.UTC().Format(time.RFC3339Nano), instances: make(map[string]wire.Instance, len(snaps)),
+		stats: stats(snaps)}
+	for _, sn := range snaps {
+		in := st.instanceOf(sn, now)
+		in.LastHeartbeat = ""
+		v.instances[in.BootID] = in
+	}
+	rooms := st.roomsView(roomQuery{})
+	v.rooms = make(map[string]wire.Room, len(rooms))
+	for _, rm := range rooms {
+		v.rooms[rm.Name] = rm
+	}
+	return v
+}
+
+// servers is GET /servers' list: one entry per public endpoint and region
+// (the machines of a multi-machine relay app share a public endpoint, and
+// a client pings the app, whose proxy picks a machine); a draining relay
+// is left out when its region has a relay that is not draining.
+func (st *state) servers() []wire.ServerInfo {
+	snaps := st.reg.snapshot()
+	out := make([]wire.ServerInfo, 0, len(snaps))
+	type key struct{ endpoint, region string }
+	seen := make(map[key]bool, len(snaps))
+	served := make(map[string]bool, len(snaps)) // lower-case regions with a non-draining relay
+	for _, sn := range snaps {
+		if !sn.draining {
+			served[strings.ToLower(sn.entry.info.Region)] = true
+		}
+	}
+	for _, sn := range snaps {
+		i := sn.entry.info
+		k := key{publicEndpoint(i), strings.ToLower(i.Region)}
+		if seen[k] || (sn.draining && served[k.region]) {
+			continue
+		}
+		seen[k] = true
+		out = append(out, wire.ServerInfo{
+			APIEndpoint:    k.endpoint,
+			Host:           i.Host,
+			RestPort:       sn.entry.restPort,
+			UDPPort:        i.UDPPort,
+			UDPPortV2:      i.UDPPortV2,
+			WebSocketsPort: i.Port,
+			Region:         i.Region,
+		})
+	}
+	return out
+}
+
+// totals are the registered relays and the rooms and connections of
+// their live routes.
+func (st *state) totals() (relays int, rooms, conns int64) {
+	snaps := st.reg.snapshot()
+	for _, sn := range snaps {
+		rooms += sn.entry.rooms.Load()
+		conns += sn.entry.conns.Load()
+	}
+	return len(snaps), rooms, conns
+}
+
+// stats is the fleet's sums by region (stats of the current snapshot).
+func (st *state) stats() wire.Stats { return stats(st.reg.snapshot()) }
