@@ -32,7 +32,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	write := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout)) // wall clock: a socket deadline
 		if _, err := w.Write(b); err != nil {
 			return false
 		}

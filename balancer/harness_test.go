@@ -264,14 +264,14 @@ func newFakeRelay(t testing.TB, region string) *fakeRelay {
 	tr := &http.Transport{}
 	f.client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	f.info = wire.RelayInfo{
-		BootID:    "boot-" + region + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		BootID:    "boot-" + region + "-" + testutil.RandomHex(6),
 		Endpoint:  f.srv.URL,
 		Host:      region + ".relay.test",
 		Region:    region,
 		Port:      6942,
 		UDPPort:   7777,
 		UDPPortV2: 7778,
-		MachineID: "machine-" + region + "-" + strconv.Itoa(int(time.Now().UnixNano()%100000)),
+		MachineID: "machine-" + region + "-" + testutil.RandomHex(4),
 	}
 	t.Cleanup(func() {
 		f.srv.Close()

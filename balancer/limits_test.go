@@ -29,7 +29,7 @@ func TestHTTPLimitsAndOddRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
+		start := time.Now() // wall clock: the deadline of a real socket
 		_, _ = io.WriteString(c, req)
 		_ = c.SetReadDeadline(start.Add(limits.Read + 3*time.Second)) // wall clock: bounds the server's timers
 		if _, err := io.Copy(io.Discard, c); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -77,7 +78,7 @@ func TestRelayCallsKeepTheirConnections(t *testing.T) {
 			}()
 		}
 		// Every call is at the relay at once: each holds its own connection.
-		waitUpTo(t, patience, "every allocation to reach the relay", func() bool { return r.allocCalls.Load()-start == width })
+		testutil.Eventually(t, patience, "every allocation to reach the relay", func() bool { return r.allocCalls.Load()-start == width })
 		r.set(func(f *fakeRelay) { f.hold = nil })
 		close(hold)
 		wg.Wait()
@@ -94,18 +95,5 @@ func TestRelayCallsKeepTheirConnections(t *testing.T) {
 	burst(1)
 	if n := r.conns.Load() - opened; n != 0 {
 		t.Fatalf("the second burst opened %d new connections to the relay, want 0 (all kept alive)", n)
-	}
-}
-
-// waitUpTo polls cond until it holds, failing after d: a deadline far past
-// what the condition takes, which only a real bug reaches.
-func waitUpTo(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
