@@ -42,7 +42,7 @@ func TestAdvertisedAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.httpLn = ln
-		s.completeAddresses()
+		s.completeAddresses(s.advertisedAddrs())
 		want := "http://" + net.JoinHostPort(tc.wantEndpoint, itoa(port))
 		if s.opts.PublicHost != tc.wantHost || s.opts.Endpoint != want {
 			t.Errorf("listen %q public %q multi %v: advertises %q at %q, want %q at %q",

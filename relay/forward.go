@@ -54,12 +54,12 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 		switch {
 		case err != nil:
 			m.m.forwards.WithLabelValues("unreachable").Inc()
-			m.s.log.Warn("failed to locate a room held elsewhere", "room", a.RoomName, "err", err)
+			m.log.Warn("failed to locate a room held elsewhere", "room", a.RoomName, "err", err)
 			return nil
 		case !found:
 			m.m.forwards.WithLabelValues("not_found").Inc()
 			return nil
-		case loc.BootID == m.s.opts.BootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.s.opts.Endpoint, "/"):
+		case loc.BootID == m.bootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.self.endpoint, "/"):
 			m.m.forwards.WithLabelValues("self").Inc()
 			return nil
 		case attempt == 0 && m.claim(loc, a):
@@ -67,9 +67,9 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 			return nil
 		}
 		if deadline.IsZero() {
-			deadline = time.Now().Add(m.s.opts.ForwardTimeout) // wall clock: it is the dial context's deadline
+			deadline = time.Now().Add(m.forwardTimeout) // wall clock: it is the dial context's deadline
 		}
-		ctx, cancel := context.WithDeadline(m.s.ctx, deadline)
+		ctx, cancel := context.WithDeadline(m.ctx, deadline)
 		up, err := m.dialLink(ctx, loc, f) // the context only bounds the handshake
 		cancel()
 		if err == nil {
@@ -77,7 +77,7 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 			return up
 		}
 		m.loc.forget(a.RoomName)
-		m.s.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
+		m.log.Warn("failed to open a link to the machine holding a room", "room", a.RoomName,
 			"holder", loc.MachineID, "endpoint", loc.Endpoint, "attempt", attempt+1, "err", err)
 		if attempt > 0 || !time.Now().Before(deadline) { // wall clock: the deadline above
 			m.m.forwards.WithLabelValues("unreachable").Inc()
@@ -94,17 +94,17 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, f framing) (
 		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
 	}
 	h := http.Header{}
-	wire.SetInternal(h, m.s.opts.Secret)
-	h.Set(wire.HeaderForwardedBy, m.s.opts.BootID)
+	wire.SetInternal(h, m.secret)
+	h.Set(wire.HeaderForwardedBy, m.bootID)
 	if f == framingUDP {
 		h.Set(wire.HeaderLinkFraming, wire.LinkFramingUDP)
 	}
-	start := m.s.clock.Now()
+	start := m.clock.Now()
 	up, err := dialUplink(ctx, m.dial, target, h)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial the holder: %w", err)
 	}
-	m.m.dialSeconds.Observe(m.s.clock.Now().Sub(start).Seconds())
+	m.m.dialSeconds.Observe(m.clock.Now().Sub(start).Seconds())
 	up.ws.SetReadLimit(wire.MaxMessageSize + headroom)
 	return up, nil
 }
@@ -146,11 +146,11 @@ func linkURL(endpoint string) string {
 // drops the socket and waits for the reader. The session counts until
 // then.
 func (m *mesh) runLink(c *conn, up *uplink, first *buf) {
-	t := newWSTransport(m.s.core, up.ws, up.lc, up.drop, linkGrace)
-	link := m.s.core.newLink(t, c.framing)
+	t := newWSTransport(m.core, up.ws, up.lc, up.drop, linkGrace)
+	link := m.core.newLink(t, c.framing)
 	c.role, c.up = roleForwarded, link
 	m.m.active.Inc()
-	m.s.sessions.Add(1)
+	m.sessions.Add(1)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -158,12 +158,12 @@ func (m *mesh) runLink(c *conn, up *uplink, first *buf) {
 	}()
 	go func() {
 		writerDone := make(chan struct{})
-		m.s.wsWriter(t, link, writerDone)
+		m.writer(t, link, writerDone)
 		<-writerDone
 		up.drop() // the close handshake is over or given up: the reader ends at once
 		<-readerDone
 		m.m.active.Dec()
-		m.s.sessions.Done()
+		m.sessions.Done()
 	}()
 	link.enqueue(first, dirMeshOut)
 }

@@ -72,10 +72,10 @@ const (
 // asked for, a draining machine asks for none (it takes no new rooms), and
 // nobody asks unless the balancer said it applies moved publications.
 func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
-	if loc.Connections > 0 || !m.sameApp(loc) || m.s.core.draining.Load() || m.s.reg == nil || !m.s.reg.handover.Load() {
+	if loc.Connections > 0 || !m.sameApp(loc) || m.core.draining.Load() || m.reg == nil || !m.reg.handover.Load() {
 		return false
 	}
-	start := m.s.clock.Now()
+	start := m.clock.Now()
 	var h wire.HandoverResponse
 	var err error
 	for range handoverAttempts {
@@ -90,10 +90,10 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 		return false
 	case err != nil:
 		m.m.handovers.WithLabelValues("error").Inc()
-		m.s.log.Warn("failed to ask for a room's handover", "room", a.RoomName, "holder", loc.MachineID, "err", err)
+		m.log.Warn("failed to ask for a room's handover", "room", a.RoomName, "holder", loc.MachineID, "err", err)
 		return false
 	}
-	r := m.s.core.adopt(h, wire.Incarnation{BootID: loc.BootID, Epoch: h.From.Epoch})
+	r := m.core.adopt(h, wire.Incarnation{BootID: loc.BootID, Epoch: h.From.Epoch})
 	if r == nil {
 		// A room of that name appeared here meanwhile; the core decides.
 		m.m.handovers.WithLabelValues("raced").Inc()
@@ -103,14 +103,14 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	// before anyone the host invites can look the room up). A network
 	// failure here is repaired by the registrar's own publication of the
 	// room; a refusal means another incarnation owns the name.
-	ctx, cancel := context.WithTimeout(m.s.ctx, min(m.s.opts.RequestTimeout, handoverPublishTimeout))
-	st, err := m.s.reg.publishNow(ctx, r)
+	ctx, cancel := context.WithTimeout(m.ctx, min(m.requestTimeout, handoverPublishTimeout))
+	st, err := m.reg.publishNow(ctx, r)
 	cancel()
 	switch {
 	case err == nil && (st == wire.PubConflict || st == wire.PubFenced):
 		m.m.handovers.WithLabelValues("superseded").Inc()
-		m.s.log.Warn("the balancer refused a handed-over room; ending it here", "room", a.RoomName, "status", st)
-		m.s.core.endRoom(r, reasonRoomGone)
+		m.log.Warn("the balancer refused a handed-over room; ending it here", "room", a.RoomName, "status", st)
+		m.core.endRoom(r, reasonRoomGone)
 		return true
 	case err == nil && (st == wire.PubApplied || st == wire.PubCurrent):
 		// Routed here (current: the registrar's own publication of it got
@@ -119,11 +119,11 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 		// No verdict (a network failure, a registration being renewed):
 		// the registrar publishes the room again, and ends it if the
 		// balancer then refuses it (registrar.refused).
-		m.s.log.Warn("failed to publish a handed-over room at once", "room", a.RoomName, "status", st, "err", err)
+		m.log.Warn("failed to publish a handed-over room at once", "room", a.RoomName, "status", st, "err", err)
 	}
 	m.m.handovers.WithLabelValues("ok").Inc()
-	m.s.log.Info("room handed over to its host's machine", "room", a.RoomName,
-		"from_machine", loc.MachineID, "from_epoch", h.From.Epoch, "took", m.s.clock.Now().Sub(start).Round(time.Microsecond).String())
+	m.log.Info("room handed over to its host's machine", "room", a.RoomName,
+		"from_machine", loc.MachineID, "from_epoch", h.From.Epoch, "took", m.clock.Now().Sub(start).Round(time.Microsecond).String())
 	return true
 }
 
@@ -134,10 +134,10 @@ var errHandoverTransport = errors.New("handover answer lost")
 // askHandover is one PathHandover call to the holder.
 func (m *mesh) askHandover(loc wire.RoomLocation, a wire.Auth) (wire.HandoverResponse, error) {
 	var h wire.HandoverResponse
-	ctx, cancel := context.WithTimeout(m.s.ctx, handoverAttemptTimeout)
+	ctx, cancel := context.WithTimeout(m.ctx, handoverAttemptTimeout)
 	defer cancel()
-	b, err := wire.Call{Method: http.MethodPost, URL: loc.Endpoint + wire.PathHandover, Secret: m.s.opts.Secret,
-		Body:      wire.HandoverRequest{Name: a.RoomName, Secret: a.ClientSecret, BootID: m.s.opts.BootID},
+	b, err := wire.Call{Method: http.MethodPost, URL: loc.Endpoint + wire.PathHandover, Secret: m.secret,
+		Body:      wire.HandoverRequest{Name: a.RoomName, Secret: a.ClientSecret, BootID: m.bootID},
 		MaxAnswer: maxHandoverAnswer, OK: http.StatusOK}.Do(ctx, m.loc.client)
 	var we *wire.Error
 	switch {

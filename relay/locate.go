@@ -41,7 +41,7 @@ type locator struct {
 	clock   clock.Clock     // static
 	ttl     time.Duration   // static
 	timeout time.Duration   // static: per request
-	ctx     context.Context // set by Start (the relay's life), before anything is served
+	ctx     context.Context // set by mesh.start (the relay's life), before anything is served
 	m       *meshMetrics    // static
 
 	sf    singleflight.Group

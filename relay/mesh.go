@@ -3,13 +3,16 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -29,12 +32,34 @@ const maxLocateWait = 2 * time.Second
 // mesh is what a machine of a multi-machine relay app needs beyond a
 // single relay: where rooms live (locator), the route decision before an
 // upgrade (route), and the links of forwarded connections (forward.go).
-// nil when Options.MultiMachine is off. Static after New.
+// nil when Options.MultiMachine is off.
+//
+// It holds what it uses of the relay, not the Server: the routing core,
+// the registrar (handovers publish through it), a few options, and the
+// two things it calls back into (the sessions the Server waits for, the
+// WebSocket writer).
 type mesh struct {
-	s    *Server
-	loc  *locator
-	dial *http.Client // opens links to holder machines (PathForward)
-	m    *meshMetrics
+	core     *core           // static: the relay's routing core (rooms, links, adoption)
+	reg      *registrar      // static: nil when standalone (then no handovers)
+	clock    clock.Clock     // static: the relay's clock
+	log      *slog.Logger    // static
+	sessions *sync.WaitGroup // static: the Server's; a link is a session until its reader and writer end
+	// writer is the Server's WebSocket writer (ws.go), a link's only writer. Static.
+	writer func(t *wsTransport, c *conn, done chan<- struct{})
+
+	// Static: from Options, complete at New.
+	bootID, machineID, secret      string
+	router                         Router // nil: serve what the balancer does not know
+	forwardTimeout, requestTimeout time.Duration
+
+	// Set by start, which Server.Start calls before it binds the UDP
+	// socket or serves anything; static afterwards.
+	ctx  context.Context // the relay's life (Background until then)
+	self advertised      // how clients and the other machines reach this one
+
+	loc  *locator     // static pointer; the cache has its own lock
+	dial *http.Client // static: opens links to holder machines (PathForward)
+	m    *meshMetrics // static
 
 	given givenRooms // rooms this machine handed over recently (handover_give.go)
 }
@@ -97,32 +122,45 @@ func newMeshMetrics(reg prometheus.Registerer) (*meshMetrics, error) {
 }
 
 func newMesh(s *Server) (*mesh, error) {
-	m, err := newMeshMetrics(s.opts.Metrics)
+	o := s.opts
+	m, err := newMeshMetrics(o.Metrics)
 	if err != nil {
 		return nil, err
 	}
 	dialer := &net.Dialer{
-		Timeout: s.opts.ForwardTimeout,
+		Timeout: o.ForwardTimeout,
 		Control: linkSocketControl,
 		KeepAliveConfig: net.KeepAliveConfig{
 			Enable: true, Idle: linkKeepIdle, Interval: linkKeepInterval, Count: linkKeepCount,
 		},
 	}
 	lookupClient := &http.Client{
-		Timeout:   s.opts.RequestTimeout,
+		Timeout:   o.RequestTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 8, MaxConnsPerHost: maxLocateInflight, IdleConnTimeout: 90 * time.Second},
 	}
 	return &mesh{
-		s: s,
-		m: m,
+		core:           s.core,
+		reg:            s.reg,
+		clock:          s.clock,
+		log:            s.log,
+		sessions:       &s.sessions,
+		writer:         s.wsWriter,
+		bootID:         o.BootID,
+		machineID:      o.MachineID,
+		secret:         o.Secret,
+		router:         o.Router,
+		forwardTimeout: o.ForwardTimeout,
+		requestTimeout: o.RequestTimeout,
+		ctx:            context.Background(), // replaced by start
+		m:              m,
 		loc: &locator{
-			base:    strings.TrimRight(s.opts.BalancerURL, "/"),
-			secret:  s.opts.Secret,
+			base:    strings.TrimRight(o.BalancerURL, "/"),
+			secret:  o.Secret,
 			client:  lookupClient,
 			clock:   s.clock,
-			ttl:     s.opts.LocateTTL,
-			timeout: min(s.opts.RequestTimeout, s.opts.ForwardTimeout, maxLocateWait),
-			ctx:     context.Background(), // replaced by Start
+			ttl:     o.LocateTTL,
+			timeout: min(o.RequestTimeout, o.ForwardTimeout, maxLocateWait),
+			ctx:     context.Background(), // replaced by start
 			m:       m,
 			cache:   make(map[string]locEntry),
 			slots:   make(chan struct{}, maxLocateInflight),
@@ -135,6 +173,14 @@ func newMesh(s *Server) (*mesh, error) {
 	}, nil
 }
 
+// start binds the mesh to the started relay: its life and its advertised
+// addresses. Server.Start calls it once, before anything can reach the
+// mesh (the UDP socket is bound and the listeners served after it).
+func (m *mesh) start(ctx context.Context, self advertised) {
+	m.ctx, m.self = ctx, self
+	m.loc.ctx = ctx
+}
+
 // close releases idle lookup connections (after every session ended).
 func (m *mesh) close() {
 	m.loc.client.CloseIdleConnections()
@@ -143,7 +189,7 @@ func (m *mesh) close() {
 
 // local reports whether this relay holds a live room of that name.
 func (m *mesh) local(name string) bool {
-	r := m.s.core.rooms.get(name)
+	r := m.core.rooms.get(name)
 	if r == nil {
 		return false
 	}
@@ -156,7 +202,7 @@ func (m *mesh) local(name string) bool {
 // clients reach it at the same public host and port, so Fly's proxy can
 // replay a request there.
 func (m *mesh) sameApp(loc wire.RoomLocation) bool {
-	return loc.MachineID != "" && strings.EqualFold(loc.Host, m.s.opts.PublicHost) && loc.Port == m.s.advertisedWSPort
+	return loc.MachineID != "" && strings.EqualFold(loc.Host, m.self.publicHost) && loc.Port == m.self.wsPort
 }
 
 // route is the Router of a multi-machine relay for WebSocket upgrades
@@ -187,11 +233,11 @@ func (m *mesh) route(sid wire.SessionID, r *http.Request) RouteResult {
 	switch {
 	case err != nil || !found:
 		m.m.routes.WithLabelValues("fallback").Inc()
-		if m.s.opts.Router != nil {
-			return m.s.opts.Router(sid, r)
+		if m.router != nil {
+			return m.router(sid, r)
 		}
 		return RouteResult{Serve: true}
-	case loc.BootID != m.s.opts.BootID && loc.MachineID != m.s.opts.MachineID && m.sameApp(loc):
+	case loc.BootID != m.bootID && loc.MachineID != m.machineID && m.sameApp(loc):
 		m.m.routes.WithLabelValues("replay").Inc()
 		return RouteResult{Instance: loc.MachineID}
 	}

@@ -125,11 +125,13 @@ func (s *Server) Start() error {
 			return fmt.Errorf("failed to listen on the WebSocket port: %w", err)
 		}
 	}
-	// The context comes first: a UDP peer may connect (and authenticate)
-	// the moment its socket is bound.
+	// The context and the mesh's addresses come first: a UDP peer may
+	// connect (and authenticate, maybe forwarded) the moment its socket is
+	// bound.
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	self := s.advertisedAddrs()
 	if s.mesh != nil {
-		s.mesh.loc.ctx = s.ctx
+		s.mesh.start(s.ctx, self)
 	}
 	if s.opts.UDPPortV2 >= 0 {
 		if err := s.startUDP(); err != nil {
@@ -142,7 +144,7 @@ func (s *Server) Start() error {
 		}
 	}
 	s.started = true
-	s.completeAddresses()
+	s.completeAddresses(self)
 
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	newSrv := func(h http.Handler) *http.Server {
@@ -172,33 +174,33 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// completeAddresses fills the advertised host, port and endpoint from the
-// bound listeners.
-func (s *Server) completeAddresses() {
+// advertised is how clients and the other machines reach a started relay.
+type advertised struct {
+	publicHost string // Options.PublicHost, completed
+	endpoint   string // Options.Endpoint, completed
+	wsPort     int    // the WebSocket port
+}
+
+// advertisedAddrs is the advertised host, WebSocket port and endpoint: the
+// options', completed from the bound TCP listeners. It changes nothing
+// (completeAddresses does, once the UDP socket is bound too).
+func (s *Server) advertisedAddrs() advertised {
 	httpPort := s.httpLn.Addr().(*net.TCPAddr).Port
-	wsPort := httpPort
+	self := advertised{publicHost: s.opts.PublicHost, endpoint: s.opts.Endpoint, wsPort: httpPort}
 	if s.wsLn != nil {
-		wsPort = s.wsLn.Addr().(*net.TCPAddr).Port
+		self.wsPort = s.wsLn.Addr().(*net.TCPAddr).Port
 	}
-	s.advertisedWSPort = wsPort
 	if s.opts.PublicWSPort != 0 {
-		s.advertisedWSPort = s.opts.PublicWSPort
+		self.wsPort = s.opts.PublicWSPort
 	}
-	s.advertisedUDPPortV2 = DefaultUDPPortV2
-	if s.udp != nil {
-		s.advertisedUDPPortV2 = int(s.udp.addr().Port())
-	}
-	if s.opts.PublicUDPPortV2 != 0 {
-		s.advertisedUDPPortV2 = s.opts.PublicUDPPortV2
-	}
-	if s.opts.PublicHost == "" {
-		s.opts.PublicHost = s.opts.ListenHost
+	if self.publicHost == "" {
+		self.publicHost = s.opts.ListenHost
 		if ip := net.ParseIP(s.opts.ListenHost); s.opts.ListenHost == "" || (ip != nil && ip.IsUnspecified()) {
-			s.opts.PublicHost = "127.0.0.1"
+			self.publicHost = "127.0.0.1"
 		}
 	}
-	if s.opts.Endpoint == "" {
-		scheme, host := "http", s.opts.PublicHost
+	if self.endpoint == "" {
+		scheme, host := "http", self.publicHost
 		if s.opts.SSL {
 			scheme = "https"
 		}
@@ -207,7 +209,21 @@ func (s *Server) completeAddresses() {
 		if ip := net.ParseIP(s.opts.ListenHost); s.opts.MultiMachine && s.opts.ListenHost != "" && (ip == nil || !ip.IsUnspecified()) {
 			scheme, host = "http", s.opts.ListenHost
 		}
-		s.opts.Endpoint = (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(httpPort))}).String()
+		self.endpoint = (&url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(httpPort))}).String()
+	}
+	return self
+}
+
+// completeAddresses fills the advertised host, ports and endpoint: self
+// (advertisedAddrs) and the bound UDP socket's port.
+func (s *Server) completeAddresses(self advertised) {
+	s.opts.PublicHost, s.opts.Endpoint, s.advertisedWSPort = self.publicHost, self.endpoint, self.wsPort
+	s.advertisedUDPPortV2 = DefaultUDPPortV2
+	if s.udp != nil {
+		s.advertisedUDPPortV2 = int(s.udp.addr().Port())
+	}
+	if s.opts.PublicUDPPortV2 != 0 {
+		s.advertisedUDPPortV2 = s.opts.PublicUDPPortV2
 	}
 }
 
