@@ -102,7 +102,7 @@ func TestOutageKeepsLastGoodSet(t *testing.T) {
 					if got := ownerOf(t, r, sid); got != want {
 						t.Fatalf("%s: Owner(%q) = %s, want %s", when, sid, got, want)
 					}
-					start := time.Now()
+					start := time.Now() // wall clock: Route's bound on a real DNS socket
 					got := r.Route(sid, upgradeRequest(sid))
 					if got.Instance != want {
 						t.Fatalf("%s: Route(%q) = %+v, want hand-off to %s", when, sid, got, want)
@@ -183,7 +183,7 @@ func TestRouteWaitIsBounded(t *testing.T) {
 	r := newTestResolver(t, cfg)
 
 	sid := sessionsOwnedBy(ids[2], ids, 1)[0]
-	start := time.Now()
+	start := time.Now() // wall clock: RouteWait bounds a real DNS socket's answer
 	got := r.Route(sid, upgradeRequest(sid))
 	took := time.Since(start)
 	if !got.Serve {
@@ -229,7 +229,7 @@ func TestCloseCancelsLookup(t *testing.T) {
 	cfg.RouteWait = 10 * time.Millisecond
 	r := NewWithConfig(cfg)
 	r.Route("room-1", nil) // starts a lookup that will never be answered
-	start := time.Now()
+	start := time.Now()    // wall clock: Close cancels a lookup on a real socket
 	r.Close()
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Close took %v with a lookup in flight", d)
@@ -286,7 +286,7 @@ func TestConcurrentRouteAndOwner(t *testing.T) {
 		}
 		f.set(txtValue(ids[:3+i%4]...))
 		fake.Advance(cfg.TTL)
-		time.Sleep(time.Millisecond) // pace the set changes; not a synchronization
+		time.Sleep(time.Millisecond) // wall clock: paces a bounded load loop (the set changes); not a synchronization
 	}
 	select {
 	case <-done:
@@ -313,7 +313,7 @@ func TestWallClockTTLExpiry(t *testing.T) {
 	cfg.TTL = 200 * time.Millisecond
 	r := newTestResolver(t, cfg)
 	sid := sessionsOwnedBy(ids[1], ids, 1)[0]
-	start := time.Now()
+	start := time.Now() // wall clock: this test is of the Real clock's expiry timer
 	if got := r.Route(sid, upgradeRequest(sid)); !got.Serve {
 		t.Fatalf("single machine: Route = %+v, want serve", got)
 	}
@@ -347,7 +347,7 @@ func TestRouteWithDueSetWaitsBounded(t *testing.T) {
 	}
 	f.setDrop(true)
 	testutil.Eventually(t, 5*time.Second, "the set to fall due", func() bool { return r.cur.Load().due.Load() })
-	start := time.Now()
+	start := time.Now() // wall clock: RouteWait bounds a real DNS socket's answer
 	got := r.Route(sid, upgradeRequest(sid))
 	if d := time.Since(start); d > time.Second { // the lookup gives up after LookupTimeout, 2 s
 		t.Fatalf("Route with a due set waited %v on an unresponsive DNS, want about RouteWait (50ms)", d)

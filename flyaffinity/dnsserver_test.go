@@ -151,7 +151,7 @@ func (f *fakeDNS) handle(w dns.ResponseWriter, req *dns.Msg) {
 		return
 	}
 	if delay > 0 {
-		time.Sleep(delay) // simulates a slow resolver; bounded by the test
+		time.Sleep(delay) // wall clock: a slow resolver on a real socket (RouteWait and LookupTimeout are wall-clock bounds)
 	}
 	m := new(dns.Msg)
 	m.SetReply(req)

@@ -28,7 +28,7 @@ func TestForwardTriesAStaleHolderTwice(t *testing.T) {
 	b.mu.Unlock()
 
 	p := dial(t, edge.WSURL())
-	start := time.Now()
+	start := time.Now() // wall clock: ForwardTimeout bounds real dials on the wall clock
 	if got := p.auth("stale", "whatever"); got != wire.AuthFailed {
 		t.Fatalf("auth reply %d, want [4]", got)
 	}

@@ -136,7 +136,7 @@ func serveBatches(w http.ResponseWriter, r *http.Request, writes *atomic.Int64, 
 		return err
 	}
 	before := writes.Load()
-	if err := fc.writeBatch(second, time.Now().Add(5*time.Second)); err != nil {
+	if err := fc.writeBatch(second, time.Now().Add(5*time.Second)); err != nil { // wall clock: a real socket's write deadline
 		return err
 	}
 	if n := writes.Load() - before; n != 1 {

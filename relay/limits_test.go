@@ -54,7 +54,7 @@ func TestSilentBodyAndSlowHeadersClosed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			start := time.Now()
+			start := time.Now() // wall clock: the HTTP limits are the sockets' deadlines
 			_, _ = io.WriteString(c, "GET /ping HTTP/1.1\r\nHost: relay\r\nContent-Length: 200000\r\n\r\n")
 			closedWithin(t, c, start, testLimits.Read+limitMargin, "a request with a silent body")
 
@@ -63,7 +63,7 @@ func TestSilentBodyAndSlowHeadersClosed(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer slow.Close()
-			start = time.Now()
+			start = time.Now()                                                   // wall clock: as above
 			_, _ = io.WriteString(slow, "GET /ping HTTP/1.1\r\nHost: relay\r\n") // and nothing more
 			closedWithin(t, slow, start, testLimits.Header+limitMargin, "a request with unfinished headers")
 		})
@@ -78,8 +78,8 @@ func TestNeverAuthenticatingClosedAuthenticatedKept(t *testing.T) {
 	hs, cs := mustAllocate(t, s, "kept")
 	for _, u := range []string{s.WSURL(), "ws" + strings.TrimPrefix(s.HTTPURL(), "http")} {
 		p := dial(t, u)
-		start := time.Now()
-		p.closed() // abruptly: nothing is owed to a peer that never spoke
+		start := time.Now() // wall clock: the authentication timeout is the socket read's deadline
+		p.closed()          // abruptly: nothing is owed to a peer that never spoke
 		if el := time.Since(start); el > 300*time.Millisecond+limitMargin {
 			t.Fatalf("%s: a silent WebSocket closed after %v", u, el)
 		}
@@ -87,7 +87,7 @@ func TestNeverAuthenticatingClosedAuthenticatedKept(t *testing.T) {
 	h := join(t, s, "kept", hs)
 	// Past every HTTP limit (a wall-clock wait: the limits are the
 	// sockets' deadlines), the host still talks.
-	time.Sleep(2 * testLimits.Read)
+	time.Sleep(2 * testLimits.Read) // wall clock: past the sockets' deadlines, which only real time reaches
 	h.send([]byte{wire.HostKeepAlive})
 	join(t, s, "kept", cs)
 	h.expectToHost(wire.ToHostConnected)

@@ -95,7 +95,7 @@ func silentHolder(events chan<- silentHolderEvent) http.Handler {
 			return
 		}
 		defer nc.Close()
-		_ = nc.SetDeadline(time.Now().Add(15 * time.Second))
+		_ = nc.SetDeadline(time.Now().Add(15 * time.Second)) // wall clock: a real socket's deadline
 		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 		fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 			"Sec-WebSocket-Accept: %s\r\n\r\n", base64.StdEncoding.EncodeToString(sum[:]))
@@ -108,7 +108,7 @@ func silentHolder(events chan<- silentHolderEvent) http.Handler {
 			f, err := readRawFrame(brw.Reader)
 			if err != nil {
 				if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-					ev.eof = time.Now()
+					ev.eof = time.Now() // wall clock: when the real socket ended
 				} else {
 					ev.err = err
 				}
@@ -117,7 +117,7 @@ func silentHolder(events chan<- silentHolderEvent) http.Handler {
 			}
 			ev.frames = append(ev.frames, f)
 			if f.op == 0x8 {
-				ev.closed = time.Now()
+				ev.closed = time.Now() // wall clock: when the close frame arrived on the real socket
 			}
 		}
 	})
@@ -291,7 +291,7 @@ func TestLinkConnBatch(t *testing.T) {
 		t.Fatalf("waiting for the go-ahead: %v", err)
 	}
 	before := rec.count()
-	if err := up.lc.writeBatch(second, time.Now().Add(5*time.Second)); err != nil {
+	if err := up.lc.writeBatch(second, time.Now().Add(5*time.Second)); err != nil { // wall clock: a real socket's write deadline
 		t.Fatalf("second batch: %v", err)
 	}
 	if n := rec.count() - before; n != 1 {

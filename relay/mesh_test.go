@@ -164,7 +164,7 @@ func TestMeshForwardedCloseBehaviour(t *testing.T) {
 		// Only the link runs to the holder (a host there could be seen
 		// leaving first, which would close the link with 1000 "host left").
 		c := join(t, m.edge, "room", m.clientSecr)
-		start := time.Now()
+		start := time.Now()     // wall clock: how soon a real dropped socket ends the forwarded one
 		m.holder.raw.closeAll() // every socket of the holder drops, no close frame
 		if code := c.closed(); code != -1 {
 			t.Fatalf("holder died: forwarded client close %v, want a dropped connection", code)

@@ -35,8 +35,8 @@ func TestShutdownReturnsOnceConnectionsLeave(t *testing.T) {
 func TestCloseDoesNotHangOnAPeerThatNeverReads(t *testing.T) {
 	s := startRelay(t, Options{})
 	host, client, _ := hostWithClient(t, s, "room")
-	_ = client // never reads: it will not answer the close handshake
-	start := time.Now()
+	_ = client          // never reads: it will not answer the close handshake
+	start := time.Now() // wall clock: Close's bound on real sockets
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCloseEndsAHalfSentRequest(t *testing.T) {
 	if _, err := io.WriteString(c, "GET /ping HTTP/1.1\r\nHost: relay\r\n"); err != nil { // no end of headers
 		t.Fatal(err)
 	}
-	start := time.Now()
+	start := time.Now() // wall clock: the socket deadline closedWithin sets
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -57,12 +57,12 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 	big := make([]byte, 32<<10)
 	seq := make([]byte, 4)
 	sent := 0
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // wall clock: bounds a load loop over real sockets
 	forced := func() float64 {
 		return counterValue(s.m.disconnect[reasonSlowReceiver]) + counterValue(s.m.disconnect[reasonQueueOverflow])
 	}
 	for forced() == 0 {
-		if sent == 5000 || time.Now().After(deadline) {
+		if sent == 5000 || time.Now().After(deadline) { // wall clock: the bound above
 			t.Fatalf("slow receiver not disconnected after %d packets", sent)
 		}
 		host.send(wire.AppendSendOne(nil, slowID, big))

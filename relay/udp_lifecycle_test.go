@@ -81,7 +81,7 @@ func TestCloseDoesNotWaitForASilentUDPPeer(t *testing.T) {
 	hs, _ := mustAllocate(t, s, "silent")
 	p := newRawUDP(t, netip.MustParseAddrPort(s.UDPAddr()), 100)
 	p.auth("silent", hs, wire.Authenticated) // then it reads and answers nothing
-	start := time.Now()
+	start := time.Now()                      // wall clock: Close's session grace bounds real sockets
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func (r *natRig) ask(from, internal netip.AddrPort) {
 // real socket).
 func (r *natRig) next(t *testing.T, c *net.UDPConn, who string) litenet.NatPacket {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second)) // wall clock: a real socket's deadline
 	b := make([]byte, 2048)
 	n, src, err := c.ReadFromUDPAddrPort(b)
 	if err != nil {

@@ -283,7 +283,7 @@ func startSampler(t *testing.T, f *fleet) *sampler {
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			n := 0
-			at := time.Now()
+			at := time.Now() // wall clock: when a round of real pings saw relays down (reported only)
 			for app, b := range hc.b {
 				wg.Add(1)
 				go func() {
