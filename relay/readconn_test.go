@@ -88,7 +88,7 @@ func TestReadConnStream(t *testing.T) {
 		}
 		written <- client.(*net.TCPConn).CloseWrite()
 	}()
-	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline
 	var got []byte
 	sizes := []int{1, 7, 300, readBufSize - 1, readBufSize, 70_000, 3}
 	for i := 0; i < 100_000; i++ {
@@ -132,7 +132,7 @@ func TestReadConnHoldsNoBufferWhileWaiting(t *testing.T) {
 	if _, err := client.Write([]byte("abc")); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
-	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second)) // wall clock: a real socket's deadline
 	p := make([]byte, 8)
 	if n, err := rc.Read(p[:1]); err != nil || n != 1 || p[0] != 'a' {
 		t.Fatalf("Read = %d %v %q, want 1 byte a", n, err, p[:n])
@@ -156,7 +156,7 @@ func TestReadConnAllocatesNothing(t *testing.T) {
 	}
 	client, server := tcpPair(t)
 	rc := newTestReadConn(t, server, nil)
-	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline
 	msg := bytes.Repeat([]byte{7}, 70)
 	p := make([]byte, 64)
 	allocs := testing.AllocsPerRun(200, func() {
@@ -186,15 +186,17 @@ func TestHijackHandsSmallBuffers(t *testing.T) {
 		err    error
 	}
 	done := make(chan result, 1)
+	hijacked := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hw := &hijackWriter{ResponseWriter: w}
 		nc, brw, err := hw.Hijack()
+		close(hijacked) // what the client sends from now on comes from the socket, not net/http's buffer
 		if err != nil {
 			done <- result{err: err}
 			return
 		}
 		defer nc.Close()
-		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second)) // wall clock: a real socket's deadline
 		p := make([]byte, len("early+late"))
 		_, err = io.ReadFull(brw, p)
 		done <- result{rs: brw.Reader.Size(), ws: brw.Writer.Size(), got: string(p), err: err}
@@ -210,7 +212,14 @@ func TestHijackHandsSmallBuffers(t *testing.T) {
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\nearly"); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
-	time.AfterFunc(50*time.Millisecond, func() { _, _ = io.WriteString(c, "+late") })
+	select {
+	case <-hijacked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler did not hijack the connection")
+	}
+	if _, err := io.WriteString(c, "+late"); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
 	var res result
 	select {
 	case res = <-done:
@@ -275,7 +284,7 @@ func TestAuthRightBehindUpgrade(t *testing.T) {
 		t.Fatalf("Dial: %v", err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second)) // wall clock: a real socket's deadline
 	auth := wire.Auth{RoomName: "early", ClientSecret: clientSecret}.Marshal()
 	req := "GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"

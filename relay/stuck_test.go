@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -60,7 +61,7 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	for range 100 {
 		host.send(wire.AppendSendOne(nil, id, payload))
 	}
-	waitUpTo(t, time.Minute, "the writer to block", func() bool {
+	testutil.Eventually(t, time.Minute, "the writer to block", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return len(c.q) > 0
@@ -69,7 +70,7 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
 		t.Fatalf("disconnect notice for %v, want %d", pk.IDs, id)
 	}
-	waitUpTo(t, time.Minute, "the close grace to be armed", func() bool {
+	testutil.Eventually(t, time.Minute, "the close grace to be armed", func() bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		return tr.timer != nil
@@ -80,7 +81,7 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 		t.Fatalf("%d connections before the close grace passed, want the kicked one still held", n)
 	}
 	fake.Advance(grace)
-	waitUpTo(t, time.Minute, "the kicked connection to be released", func() bool { return s.Stats().Connections == 1 })
+	testutil.Eventually(t, time.Minute, "the kicked connection to be released", func() bool { return s.Stats().Connections == 1 })
 	// The host is unaffected.
 	host.send([]byte{wire.HostKeepAlive})
 }
@@ -106,17 +107,4 @@ func dialSmallWindow(tb testing.TB, url string) *peer {
 	ws.SetReadLimit(1 << 20)
 	tb.Cleanup(func() { _ = ws.CloseNow() })
 	return &peer{tb: tb, ws: ws}
-}
-
-// waitUpTo polls cond until it holds, failing after d: a deadline far
-// past what the condition takes, which only a real bug reaches.
-func waitUpTo(tb testing.TB, d time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -3,11 +3,11 @@ package relay
 import (
 	"context"
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -90,10 +90,8 @@ func TestUDPSilentPeerTimesOut(t *testing.T) {
 			t.Fatal("a silent UDP peer was kept past the UDP timeout")
 		}
 		fake.Advance(time.Second)
-		// Wall clock: a moment for litenet's flusher to run on the new time.
-		for end := time.Now().Add(20 * time.Millisecond); !timedOut() && time.Now().Before(end); {
-			runtime.Gosched()
-		}
+		// A moment for litenet's flusher to run on the new time.
+		testutil.Poll(20*time.Millisecond, timedOut)
 	}
 	if got := h.expectToHost(wire.ToHostDisconnected).IDs[0]; got != id {
 		t.Fatalf("host told %d left, want %d", got, id)

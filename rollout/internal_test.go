@@ -18,6 +18,7 @@ import (
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/testutil"
 )
 
 func TestNormalizeRef(t *testing.T) {
@@ -41,20 +42,49 @@ func TestNormalizeRef(t *testing.T) {
 // The limiter lets a burst through, then one request per rate per key;
 // other keys are not held up.
 func TestLimiter(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	l := newLimiter(100*time.Millisecond, 3)
+	l.clock = clk
 	ctx := context.Background()
-	start := time.Now()
-	for i := 0; i < 5; i++ {
-		if err := l.wait(ctx, "update/m1"); err != nil {
-			t.Fatal(err)
+	start := clk.Now()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 5; i++ {
+			if err := l.wait(ctx, "update/m1"); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	// The clock moves on in steps of 10ms, each once the limiter waits on
+	// it, until the five requests are through.
+	var finished bool
+	for !finished {
+		testutil.Eventually(t, 5*time.Second, "the limiter to wait or let the requests through", func() bool {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				finished = true
+				return true
+			default:
+				return clk.Waiters() == 1
+			}
+		})
+		if !finished {
+			clk.Advance(10 * time.Millisecond)
 		}
 	}
-	if el := time.Since(start); el < 180*time.Millisecond || el > 2*time.Second {
+	if el := clk.Now().Sub(start); el < 180*time.Millisecond || el > 2*time.Second {
 		t.Errorf("5 requests with burst 3 at 10/s took %s, want about 200ms", el)
 	}
-	start = time.Now()
-	if err := l.wait(ctx, "update/m2"); err != nil || time.Since(start) > 50*time.Millisecond {
-		t.Errorf("another key waited %s (%v)", time.Since(start), err)
+	start = clk.Now()
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a limiter that waits never returns on its own
+	defer cancel()
+	if err := l.wait(wctx, "update/m2"); err != nil || clk.Now().Sub(start) > 50*time.Millisecond {
+		t.Errorf("another key waited %s (%v)", clk.Now().Sub(start), err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -207,10 +237,8 @@ func TestCallRetriesWithDoublingBackoff(t *testing.T) {
 	}()
 	until := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !cond(); runtime.Gosched() {
-			if time.Now().After(deadline) { // real time: only a bound on a broken retry loop
-				t.Fatalf("timed out waiting for %s (%d tries)", what, tries.Load())
-			}
+		if !testutil.Poll(5*time.Second, cond) { // only a bound on a broken retry loop
+			t.Fatalf("timed out waiting for %s (%d tries)", what, tries.Load())
 		}
 	}
 	for i, d := range []time.Duration{base, 2 * base} {
