@@ -18,17 +18,33 @@ import (
 // measured alone. The relay behind it is a real relay child: the balancer
 // calls its allocation endpoint for every room, as in production. Rooms
 // are never connected, so they stay reserved on the relay (and listed by
-// the balancer) until the run ends.
+// the balancer) until the run ends. The floor (--baseline) calls the same
+// relay child, so the relay holds its rooms too.
+
+// The balancer mode's relay child holds every room of the run (never
+// connected, they are never released), far more than a relay's default
+// bound of 10,000 (past which it is full and every allocation failed), and
+// its heartbeat, which republishes every room it holds, is left out of
+// the run: those publications are work the floor never sees, and they
+// would land in one measured window and not another.
+const (
+	pairRelayMaxRooms     = 4 << 20
+	pairRelayHeartbeatSec = 3600
+)
 
 // runBalancerLoad runs the balancer mode; the Side's "messages" are
-// allocate+join pairs and its latencies those of a whole pair.
+// allocate+join pairs and its latencies those of a whole pair. With
+// Baseline the same load also runs against the floor (balancerfloor.go),
+// through the same relay child, Repeat times each, alternating which
+// goes first.
 func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
-	balCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancer, Secret: o.Secret, Region: benchRegion})
+	balCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancer, Secret: o.Secret, Region: benchRegion, CPUProfile: o.profile(KindBalancer)})
 	if err != nil {
 		return nil, err
 	}
 	defer balCh.stop()
-	relayCh, err := startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: balCh.url, Region: benchRegion})
+	relayCh, err := startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: balCh.url, Region: benchRegion,
+		MaxRooms: pairRelayMaxRooms, HeartbeatSec: pairRelayHeartbeatSec, CPUProfile: o.profile(KindRelay)})
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +53,7 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 	// pair pays for a new TCP connection; the answers are small JSON, so
 	// no gzip negotiation either.
 	hc := &http.Client{Transport: &http.Transport{
-		MaxIdleConns: o.BalancerLoad * 2, MaxIdleConnsPerHost: o.BalancerLoad * 2, IdleConnTimeout: time.Minute,
+		MaxIdleConns: o.BalancerLoad * 4, MaxIdleConnsPerHost: o.BalancerLoad * 2, IdleConnTimeout: time.Minute,
 		DisableCompression: true,
 	}}
 	defer hc.CloseIdleConnections()
@@ -45,14 +61,61 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 	if err := waitRegistered(ctx, bc, o.Secret, relayCh, 1); err != nil {
 		return nil, err
 	}
-	o.Logger.Info("balancer and relay children ready", "balancer", balCh.pid, "relay", relayCh.pid)
+	sides := []pairTarget{{name: "balancer", ch: balCh, bc: bc}}
+	if o.Baseline {
+		floorCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancerFloor, Secret: o.Secret, RelayURL: relayCh.http, CPUProfile: o.profile(KindBalancerFloor)})
+		if err != nil {
+			return nil, err
+		}
+		defer floorCh.stop()
+		sides = append(sides, pairTarget{name: "floor", ch: floorCh, bc: &client.Balancer{BaseURL: floorCh.url, HTTP: hc}})
+	}
+	o.Logger.Info("balancer mode children ready", "balancer", balCh.pid, "relay", relayCh.pid, "sides", len(sides))
 
-	s := &Side{Server: "balancer", ServerPID: balCh.pid}
-	m, self, rm := meter{pid: balCh.pid}, meter{pid: 0}, meter{pid: relayCh.pid}
+	res := &Result{Shape: newShape(o)}
+	var bals, floors []*Side
+	for rep := range o.Repeat {
+		var pair Result
+		for i := range sides {
+			t := sides[(i+rep)%len(sides)] // alternate which goes first
+			s, err := measurePairs(ctx, o, t, relayCh)
+			if err != nil {
+				return nil, fmt.Errorf("%s run: %w", t.name, err)
+			}
+			if t.name == "floor" {
+				pair.Baseline, floors = s, append(floors, s)
+			} else {
+				pair.Balancer, bals = s, append(bals, s)
+			}
+		}
+		pair.computeRatios()
+		if o.Repeat > 1 {
+			res.Runs = append(res.Runs, Run1{Balancer: pair.Balancer, Baseline: pair.Baseline,
+				RatioMsgs: pair.RatioMsgs, RatioCPUPerPair: pair.RatioCPUPerPair})
+		}
+	}
+	res.Balancer, res.Baseline = medianSide(bals), medianSide(floors)
+	res.computeRatios()
+	return res, nil
+}
+
+// pairTarget is one server of the balancer mode: the balancer, or its
+// floor.
+type pairTarget struct {
+	name string // "balancer" or "floor"
+	ch   *child
+	bc   *client.Balancer
+}
+
+// measurePairs runs the closed-loop workers against t for the warmup and
+// the measured window and reads t's CPU (and the relay's) around it.
+func measurePairs(ctx context.Context, o Options, t pairTarget, relayCh *child) (*Side, error) {
+	s := &Side{Server: t.name, ServerPID: t.ch.pid}
+	m, self, rm := meter{pid: t.ch.pid}, meter{pid: 0}, meter{pid: relayCh.pid}
 	s.RSSStartBytes = m.rss()
-	w := &pairWorkers{o: o, bc: bc, prefix: "bench-" + randomHex(4)}
+	w := &pairWorkers{o: o, bc: t.bc, prefix: "bench-" + randomHex(4)}
 	w.start()
-	err = clock.Sleep(ctx, nil, o.Warmup)
+	err := clock.Sleep(ctx, nil, o.Warmup)
 	var cpu0, load0, relay0, busy0 time.Duration
 	var t0 time.Time
 	if err == nil {
@@ -76,8 +139,10 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := balCh.exited(); e != nil {
-		return nil, fmt.Errorf("balancer: %w", e)
+	for _, c := range []*child{t.ch, relayCh} {
+		if e := c.exited(); e != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, e)
+		}
 	}
 	if m.err != nil {
 		return nil, m.err
@@ -99,7 +164,7 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 	if w.firstErr != nil && s.Messages == 0 {
 		return nil, fmt.Errorf("no allocate+join pair succeeded: %w", w.firstErr)
 	}
-	return &Result{Shape: newShape(o), Balancer: s}, nil
+	return s, nil
 }
 
 // pairWorkers are the closed-loop allocate+join workers.

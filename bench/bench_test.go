@@ -170,3 +170,54 @@ func TestBalancerLoad(t *testing.T) {
 		t.Fatalf("balancer result %+v %+v", res.Shape, b)
 	}
 }
+
+func TestBalancerLoadAgainstFloor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a balancer, a relay and a floor process")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Two repetitions, so each side goes first once; MaxMessages bounds
+	// every run's pairs (a few seconds' worth on a quiet machine).
+	res, err := Run(ctx, childOptions(Options{
+		BalancerLoad: 2, Baseline: true, Repeat: 2, MaxMessages: 20_000,
+		Duration: time.Second, Warmup: 200 * time.Millisecond,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Shape.Kind != "balancer" || res.Shape.Repeat != 2 || len(res.Runs) != 2 {
+		t.Fatalf("shape %+v, %d runs; want the balancer mode, 2 repetitions", res.Shape, len(res.Runs))
+	}
+	for name, s := range map[string]*Side{"balancer": res.Balancer, "floor": res.Baseline} {
+		if s == nil || s.Server != name || s.Messages == 0 || s.Errors != 0 || s.CPUusPerMsg <= 0 || s.P99us <= 0 || s.ServerPID == 0 {
+			t.Errorf("%s side %+v", name, s)
+		}
+	}
+	if res.Balancer.ServerPID == res.Baseline.ServerPID {
+		t.Errorf("the balancer and the floor ran in one process (%d)", res.Balancer.ServerPID)
+	}
+	if res.RatioCPUPerPair <= 0 || res.RatioMsgs <= 0 || res.RatioCPU != 0 {
+		t.Errorf("ratios: cpu per pair %v, pairs/s %v, ratio_cpu %v", res.RatioCPUPerPair, res.RatioMsgs, res.RatioCPU)
+	}
+	for i, r := range res.Runs {
+		if r.Balancer == nil || r.Baseline == nil || r.RatioCPUPerPair <= 0 {
+			t.Errorf("run %d: %+v", i, r)
+		}
+	}
+}
+
+func TestBalancerModeOptions(t *testing.T) {
+	for _, o := range []Options{
+		{CPUProfile: "/tmp/x"},                             // profiles are the balancer mode's
+		{BalancerLoad: 2, SkipRelay: true, Baseline: true}, // the floor alone measures nothing
+	} {
+		if _, err := o.withDefaults(); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: %v, want ErrInvalidOptions", o, err)
+		}
+	}
+	o, err := Options{BalancerLoad: 2, Baseline: true, Repeat: 3}.withDefaults()
+	if err != nil || o.Repeat != 3 {
+		t.Errorf("the floor repeats: repeat %d, %v", o.Repeat, err)
+	}
+}

@@ -26,6 +26,10 @@ const (
 	KindUDPEcho = "udp-echo"
 	// KindBalancer is a purrfly balancer; its ready URL is http://.
 	KindBalancer = "balancer"
+	// KindBalancerFloor is the balancer mode's floor (balancerfloor.go):
+	// a minimal net/http server answering the balancer's load through
+	// the relay at RelayURL; its ready URL is http://.
+	KindBalancerFloor = "balancer-floor"
 )
 
 // childReadyTimeout bounds a child's start (binary load, listen, first line).
@@ -46,6 +50,18 @@ type ServerConfig struct {
 	// it: the relay's own bounds on connections waiting to authenticate
 	// (per source too), and this authentication and header timeout.
 	SoakTimeoutMS int `json:"soak_timeout_ms,omitempty"`
+	// MaxRooms > 0 is a relay child's bound on rooms (relay.Options
+	// MaxRooms, default relay.DefaultMaxRooms).
+	MaxRooms int `json:"max_rooms,omitempty"`
+	// HeartbeatSec > 0 is a relay child's heartbeat interval in seconds
+	// (default relay.DefaultHeartbeatInterval).
+	HeartbeatSec int `json:"heartbeat_sec,omitempty"`
+	// RelayURL is a balancer floor child's relay (its HTTP base URL).
+	RelayURL string `json:"relay_url,omitempty"`
+	// CPUProfile, when set, is the file the child writes its CPU
+	// profile to (runtime/pprof), from its start until the parent stops
+	// it (Options.CPUProfile).
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // ready is the one JSON line a child prints on stdout once it listens.

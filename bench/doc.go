@@ -25,7 +25,17 @@
 //     balancer instead, and the server is measured only if ServerPID names
 //     it. The baseline is an echo child (KindEcho).
 //   - Balancer mode: the balancer and a real relay are both children, and
-//     the load process allocates and joins.
+//     the load process allocates and joins (closed loop, BalancerLoad
+//     workers). With Baseline the same load also runs against the floor
+//     (KindBalancerFloor, balancerfloor.go): a minimal net/http server
+//     that answers the same requests with the same bodies and makes the
+//     same one call to the same relay child for every allocation, and
+//     nothing else. The runs alternate (Repeat), and the result's
+//     RatioCPUPerPair is the balancer's CPU per pair over the floor's.
+//     The relay child holds every room of the run (no room bound) and
+//     does not heartbeat during it: its heartbeat republishes every room,
+//     work the floor would never see. CPUProfile writes each child's CPU
+//     profile.
 //   - Forwarding mode (Options.Forwarded, issue 6): what one mesh hop
 //     costs. The balancer runs in the load process and two relay children
 //     form one multi-machine app (relay.Options.MultiMachine, each

@@ -133,8 +133,16 @@ type Options struct {
 	// BalancerLoad > 0 switches to the balancer mode: this many workers
 	// each allocate a new room and join it, over and over (closed loop),
 	// against a balancer child with a relay child; it reports pairs per
-	// second, their latency and the balancer process's CPU.
+	// second, their latency and the balancer process's CPU. With
+	// Baseline the same load also runs against the floor, a minimal
+	// net/http server answering the same requests through the same relay
+	// child (KindBalancerFloor); Repeat runs each that many times,
+	// alternating which goes first.
 	BalancerLoad int
+	// CPUProfile, in the balancer mode, is a path prefix: each server
+	// child writes its CPU profile (runtime/pprof) over its whole life to
+	// PREFIX-<kind>.pprof (balancer, relay, balancer-floor).
+	CPUProfile string
 
 	// BalancerURL, when set, is an existing balancer to allocate and join
 	// rooms through; no relay process is started and the server's CPU and
@@ -186,7 +194,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Warmup == 0 {
 		o.Warmup = DefaultWarmup
 	}
-	if o.Repeat <= 0 || o.Idle > 0 || o.BalancerLoad > 0 || o.Soak > 0 {
+	if o.Repeat <= 0 || o.Idle > 0 || o.Soak > 0 {
 		o.Repeat = 1
 	}
 	if o.SetupTimeout <= 0 {
@@ -226,8 +234,10 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: more than %d connections", ErrInvalidOptions, MaxConnections)
 	case o.BalancerLoad < 0 || o.BalancerLoad > 4096:
 		return o, fmt.Errorf("%w: balancer-load must be 0 to 4096 workers", ErrInvalidOptions)
-	case o.BalancerLoad > 0 && (o.Idle > 0 || o.Baseline || o.BalancerURL != ""):
-		return o, fmt.Errorf("%w: the balancer mode runs alone (no idle, baseline or external balancer)", ErrInvalidOptions)
+	case o.BalancerLoad > 0 && (o.Idle > 0 || o.SkipRelay || o.BalancerURL != ""):
+		return o, fmt.Errorf("%w: the balancer mode runs alone (no idle, baseline-only or external balancer)", ErrInvalidOptions)
+	case o.CPUProfile != "" && o.BalancerLoad == 0:
+		return o, fmt.Errorf("%w: CPU profiles are the balancer mode's", ErrInvalidOptions)
 	case o.SkipRelay && !o.Baseline:
 		return o, fmt.Errorf("%w: nothing to run without the relay and the baseline", ErrInvalidOptions)
 	case o.Forwarded && (o.Idle > 0 || o.BalancerLoad > 0 || o.BalancerURL != "" || o.SkipRelay):
@@ -284,6 +294,15 @@ func (o *Options) checkTransport() error {
 		return fmt.Errorf("%w: more than %d UDP connections", ErrInvalidOptions, MaxUDPConnections)
 	}
 	return nil
+}
+
+// profile is the CPU profile path of a child of kind ("" without
+// CPUProfile).
+func (o Options) profile(kind string) string {
+	if o.CPUProfile == "" {
+		return ""
+	}
+	return o.CPUProfile + "-" + kind + ".pprof"
 }
 
 // connections is the number of connections (or UDP sockets) of one side.

@@ -14,7 +14,10 @@ type Result struct {
 	Relay    *Side `json:"relay,omitempty"`
 	Baseline *Side `json:"baseline,omitempty"`
 	// Balancer is the balancer mode's result: messages are allocate+join
-	// pairs, latencies those of a pair, CPU the balancer process's.
+	// pairs, latencies those of a pair, CPU the balancer process's. With
+	// a baseline, Baseline is the floor's (Server "floor"), and the
+	// ratios read balancer/floor: RatioMsgs, RatioP99 and
+	// RatioCPUPerPair.
 	Balancer *Side `json:"balancer,omitempty"`
 	// Soak is the connection soak's report.
 	Soak *SoakResult `json:"soak,omitempty"`
@@ -27,6 +30,11 @@ type Result struct {
 	// baseline.cpu_us_per_msg / relay.cpu_us_per_msg (>= 1: the relay
 	// spends no more CPU per message than the echo server).
 	RatioCPU float64 `json:"ratio_cpu,omitempty"`
+	// RatioCPUPerPair is the balancer mode's balancer/floor CPU per
+	// allocate+join pair: how many times the floor's CPU the balancer
+	// spends on a pair (1: at the floor; lower is better, unlike
+	// RatioCPU, which the balancer mode leaves out).
+	RatioCPUPerPair float64 `json:"ratio_cpu_per_pair,omitempty"`
 	// RatioP99 is relay/baseline p99 latency (<= 1: the relay is no slower).
 	RatioP99 float64 `json:"ratio_p99,omitempty"`
 	// RatioRSSPerConn is relay/baseline memory per connection.
@@ -135,7 +143,7 @@ func newShape(o Options) Shape {
 	}
 	if o.BalancerLoad > 0 {
 		s = Shape{Kind: "balancer", Workers: o.BalancerLoad, DurationSec: o.Duration.Seconds(),
-			WarmupSec: o.Warmup.Seconds(), CPUs: runtime.NumCPU(), Balancer: "child", Repeat: 1}
+			WarmupSec: o.Warmup.Seconds(), CPUs: runtime.NumCPU(), Balancer: "child", Repeat: o.Repeat}
 	}
 	if o.Idle > 0 {
 		s.Kind, s.Mode, s.Size, s.Window, s.WarmupSec, s.Delivery = "idle", "", 0, 0, 0, ""
@@ -150,6 +158,13 @@ func newShape(o Options) Shape {
 }
 
 func (r *Result) computeRatios() {
+	if r.Balancer != nil && r.Baseline != nil {
+		a, b := r.Balancer, r.Baseline
+		r.RatioMsgs = ratio(a.MsgsPerSec, b.MsgsPerSec)
+		r.RatioCPUPerPair = ratio(a.CPUusPerMsg, b.CPUusPerMsg)
+		r.RatioP99 = ratio(a.P99us, b.P99us)
+		return
+	}
 	if r.Relay == nil || r.Baseline == nil {
 		return
 	}
@@ -173,10 +188,12 @@ func us(d time.Duration) float64 { return round3(float64(d) / 1e3) }
 
 // Run1 is one repetition of a Run with Repeat > 1.
 type Run1 struct {
-	Relay     *Side   `json:"relay,omitempty"`
-	Baseline  *Side   `json:"baseline,omitempty"`
-	RatioMsgs float64 `json:"ratio_msgs,omitempty"`
-	RatioCPU  float64 `json:"ratio_cpu,omitempty"`
+	Relay           *Side   `json:"relay,omitempty"`
+	Balancer        *Side   `json:"balancer,omitempty"`
+	Baseline        *Side   `json:"baseline,omitempty"`
+	RatioMsgs       float64 `json:"ratio_msgs,omitempty"`
+	RatioCPU        float64 `json:"ratio_cpu,omitempty"`
+	RatioCPUPerPair float64 `json:"ratio_cpu_per_pair,omitempty"`
 }
 
 // medianSide folds repetitions into one Side: the median of every rate,
@@ -224,6 +241,7 @@ func medianSide(sides []*Side) *Side {
 	m.UDPDatagramsIn = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsIn) }))
 	m.UDPDatagramsOut = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsOut) }))
 	m.CPUusPerMsg = med(func(s *Side) float64 { return s.CPUusPerMsg })
+	m.RelayCPUCores = med(func(s *Side) float64 { return s.RelayCPUCores })
 	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })
 	m.OtherCPUCores = med(func(s *Side) float64 { return s.OtherCPUCores })
 	m.ConnectSeconds = med(func(s *Side) float64 { return s.ConnectSeconds })

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/purrfly/purrfly/balancer"
@@ -38,6 +39,13 @@ func ServeChild(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slo
 		_, _ = io.Copy(io.Discard, stdin)
 		cancel()
 	}()
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	switch cfg.Kind {
 	case KindRelay:
 		return serveRelay(ctx, cfg, stdout, log)
@@ -47,8 +55,27 @@ func ServeChild(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slo
 		return serveUDPEcho(ctx, stdout, log)
 	case KindBalancer:
 		return serveBalancer(ctx, cfg, stdout, log)
+	case KindBalancerFloor:
+		return serveBalancerFloor(ctx, cfg, stdout, log)
 	}
 	return fmt.Errorf("unknown server kind %q", cfg.Kind)
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("failed to start the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func printReady(w io.Writer, url string) error {
@@ -89,6 +116,8 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		MultiMachine:   cfg.MultiMachine,
 		PublicEndpoint: cfg.PublicEndpoint,
 	}
+	o.MaxRooms = cfg.MaxRooms
+	o.HeartbeatInterval = time.Duration(cfg.HeartbeatSec) * time.Second
 	if cfg.SoakTimeoutMS > 0 {
 		// The soak spreads its connections over many source addresses
 		// and checks the relay's own bounds. Rooms left vacant by their

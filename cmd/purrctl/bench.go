@@ -49,7 +49,8 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "soak", Usage: "connection soak: open this many connections a round (players, clients that never read, upgrades that never authenticate, silent and slowloris sockets), abandon them, and check the relay's goroutines and open files come back"},
 			&cli.IntFlag{Name: "rounds", Value: bench.DefaultRounds, Usage: "with --soak: rounds"},
 			&cli.DurationFlag{Name: "soak-timeout", Value: bench.DefaultSoakTimeout, Usage: "with --soak: the relay child's authentication and header timeouts"},
-			&cli.IntFlag{Name: "balancer-load", Usage: "balancer mode: this many workers allocate and join fresh rooms back to back against a balancer child (relay child behind it); reports pairs/s and p99"},
+			&cli.IntFlag{Name: "balancer-load", Usage: "balancer mode: this many workers allocate and join fresh rooms back to back against a balancer child (relay child behind it); reports pairs/s and p99; with --baseline also against the floor, a minimal net/http server making the same relay call, and prints balancer/floor ratios"},
+			&cli.StringFlag{Name: "cpu-profile", Usage: "with --balancer-load: write each server child's CPU profile to PREFIX-<kind>.pprof (balancer, relay, balancer-floor)"},
 			&cli.StringFlag{Name: "balancer", Usage: "existing balancer URL to allocate and join through (default: in-process balancer, relay child)"},
 			&cli.StringFlag{Name: "region", Usage: "allocation region with --balancer"},
 			&cli.IntFlag{Name: "server-pid", Usage: "with --balancer: pid of the relay process to measure (CPU, RSS)"},
@@ -94,7 +95,7 @@ func runBench(c *cli.Context) error {
 		Repeat:       c.Int("repeat"),
 		Forwarded:    c.Bool("forwarded"),
 		Idle:         c.Int("idle"),
-		BalancerLoad: c.Int("balancer-load"),
+		BalancerLoad: c.Int("balancer-load"), CPUProfile: c.String("cpu-profile"),
 		Soak:         c.Int("soak"), Rounds: c.Int("rounds"), SoakTimeout: c.Duration("soak-timeout"),
 		BalancerURL: balancerURL, Region: c.String("region"), ServerPID: c.Int("server-pid"),
 		SetupTimeout: c.Duration("setup-timeout"),
@@ -132,10 +133,7 @@ func benchLogger(c *cli.Context) *slog.Logger {
 func printBench(w io.Writer, r *bench.Result) {
 	s := r.Shape
 	if s.Kind == "balancer" {
-		b := r.Balancer
-		fmt.Fprintf(w, "balancer: %d workers allocate+join fresh rooms, %gs measured after %gs warmup\n", s.Workers, s.DurationSec, s.WarmupSec)
-		fmt.Fprintf(w, "pairs/s %.0f  p50 %.0f us  p99 %.0f us  p999 %.0f us  errors %d  balancer cpu %.2f cores (%.1f us/pair)  relay cpu %.2f cores  load cpu %.2f cores  other %.2f cores  balancer RSS %.1f MiB\n",
-			b.MsgsPerSec, b.P50us, b.P99us, b.P999us, b.Errors, b.CPUCores, b.CPUusPerMsg, b.RelayCPUCores, b.LoadCPUCores, b.OtherCPUCores, mib(b.RSSEndBytes))
+		printBalancer(w, r)
 		return
 	}
 	if s.Kind == "idle" {
@@ -190,6 +188,24 @@ func printBench(w io.Writer, r *bench.Result) {
 		}
 		fmt.Fprintf(w, "%s: msgs/s %.3f  msgs per CPU-s %.3f  p99 %.3f  RSS/conn %.3f\n",
 			names, r.RatioMsgs, r.RatioCPU, r.RatioP99, r.RatioRSSPerConn)
+	}
+}
+
+func printBalancer(w io.Writer, r *bench.Result) {
+	s := r.Shape
+	fmt.Fprintf(w, "balancer: %d workers allocate+join fresh rooms, %gs measured after %gs warmup\n", s.Workers, s.DurationSec, s.WarmupSec)
+	for _, b := range []*bench.Side{r.Balancer, r.Baseline} {
+		if b == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%-8s pairs/s %.0f  p50 %.0f us  p99 %.0f us  p999 %.0f us  errors %d  cpu %.2f cores (%.1f us/pair)  relay cpu %.2f cores  load cpu %.2f cores  other %.2f cores  RSS %.1f MiB\n",
+			b.Server, b.MsgsPerSec, b.P50us, b.P99us, b.P999us, b.Errors, b.CPUCores, b.CPUusPerMsg, b.RelayCPUCores, b.LoadCPUCores, b.OtherCPUCores, mib(b.RSSEndBytes))
+	}
+	if r.Baseline != nil {
+		if n := len(r.Runs); n > 0 {
+			fmt.Fprintf(w, "(medians of %d alternating runs; --json lists each)\n", n)
+		}
+		fmt.Fprintf(w, "balancer/floor: pairs/s %.3f  CPU per pair %.3f  p99 %.3f\n", r.RatioMsgs, r.RatioCPUPerPair, r.RatioP99)
 	}
 }
 
