@@ -40,13 +40,21 @@ import (
 const floorRelayTimeout = 5 * time.Second
 
 // balancerFloor is the floor server. Static after construction but for
-// rooms, which is safe for concurrent use.
+// rooms.
 type balancerFloor struct {
 	relay  string // the relay child's HTTP base URL
 	boot   string // the relay's boot id (its /ping), sent as HeaderTargetBoot
 	secret string
 	client *http.Client
-	rooms  sync.Map // room name -> wire.Capability (the client's)
+
+	// rooms maps a room name to its client capability; guarded by mu. A
+	// plain map of values, not a sync.Map: a run leaves some 100,000 rooms
+	// in it, and sync.Map's node and boxed value per entry cost the
+	// floor's garbage collector more than the balancer's whole room table
+	// (measured: 16% of the floor's CPU in marking against the
+	// balancer's 10%).
+	mu    sync.RWMutex
+	rooms map[string]wire.Capability
 }
 
 func serveBalancerFloor(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *slog.Logger) error {
@@ -58,7 +66,8 @@ func serveBalancerFloor(ctx context.Context, cfg ServerConfig, stdout io.Writer,
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost, t.DisableCompression = 4096, 256, true
 	t.ResponseHeaderTimeout = floorRelayTimeout
-	f := &balancerFloor{relay: cfg.RelayURL, secret: cfg.Secret, client: &http.Client{Timeout: floorRelayTimeout, Transport: t}}
+	f := &balancerFloor{relay: cfg.RelayURL, secret: cfg.Secret, client: &http.Client{Timeout: floorRelayTimeout, Transport: t},
+		rooms: make(map[string]wire.Capability)}
 	defer f.client.CloseIdleConnections()
 	boot, err := f.relayBoot(ctx)
 	if err != nil {
@@ -140,12 +149,16 @@ func (f *balancerFloor) allocate(w http.ResponseWriter, r *http.Request) {
 	}
 	join := out.Capability
 	join.Secret = out.Publication.ClientSecret
-	f.rooms.Store(name, join)
+	f.mu.Lock()
+	f.rooms[name] = join
+	f.mu.Unlock()
 	writeJSON(w, out.Capability)
 }
 
 func (f *balancerFloor) join(w http.ResponseWriter, r *http.Request) {
-	c, ok := f.rooms.Load(r.Header.Get(wire.HeaderName))
+	f.mu.RLock()
+	c, ok := f.rooms[r.Header.Get(wire.HeaderName)]
+	f.mu.RUnlock()
 	if !ok {
 		wire.WriteError(w, wire.ErrRoomNotFound)
 		return
