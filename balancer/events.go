@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/purrfly/purrfly/wire"
@@ -28,6 +29,10 @@ type eventHub struct {
 	max  int              // static: concurrent streams
 	// kick wakes the diff loop (cap 1: pokes coalesce).
 	kick chan struct{}
+	// watching is true while a stream is open (prev != nil): a poke
+	// without one would wake the diff loop for nothing, once for every
+	// allocation. Written under mu, read by poke without it.
+	watching atomic.Bool
 
 	mu     sync.Mutex
 	subs   map[*subscriber]struct{} // guarded by mu
@@ -47,9 +52,12 @@ func newEventHub(max int, view func() fleetView, onDrop func()) *eventHub {
 	return &eventHub{view: view, max: max, kick: make(chan struct{}, 1), subs: make(map[*subscriber]struct{}), onDrop: onDrop}
 }
 
-// poke asks for a diff soon; it never blocks.
+// poke asks for a diff soon; it never blocks. Without an open stream
+// there is nothing to diff, and it does nothing: a change made after
+// subscribe set watching (before its baseline view) pokes, so every
+// change the baseline missed is diffed.
 func (h *eventHub) poke() {
-	if h == nil {
+	if h == nil || !h.watching.Load() {
 		return
 	}
 	select {
@@ -82,6 +90,7 @@ func (h *eventHub) subscribe() (*subscriber, error) {
 		return nil, wire.ErrTooManyStreams
 	}
 	if h.prev == nil {
+		h.watching.Store(true) // before the view: see poke
 		v := h.view()
 		h.prev = &v
 	}
@@ -107,6 +116,7 @@ func (h *eventHub) dropLocked(sub *subscriber) {
 	close(sub.done)
 	if len(h.subs) == 0 {
 		h.prev = nil
+		h.watching.Store(false)
 	}
 }
 

@@ -36,8 +36,9 @@ type pendingAlloc struct {
 type roomEntry struct {
 	name string // static
 	// changed is poked (without blocking) on every change of live: the
-	// event hub's wake-up (static; nil in tests that make entries).
-	changed chan struct{}
+	// event hub, which wakes its diff loop only while a stream is open
+	// (static; nil in tests that make entries).
+	changed *eventHub
 
 	// lease is the room's route lease (a one-slot channel, so waiting for it
 	// honours a context). Every change below happens while holding it.
@@ -101,12 +102,7 @@ func (e *roomEntry) setLive(rec *roomRecord) {
 		rec.relay.rooms.Add(1)
 		rec.relay.conns.Add(int64(rec.connections))
 	}
-	if e.changed != nil {
-		select {
-		case e.changed <- struct{}{}:
-		default:
-		}
-	}
+	e.changed.poke()
 }
 
 // roomTable maps room names to entries, sharded so that lookups of
@@ -117,7 +113,7 @@ type roomTable struct {
 	shards [roomShards]roomShard
 	// changed is given to every entry (roomEntry.changed); set once in
 	// New before any entry exists.
-	changed chan struct{}
+	changed *eventHub
 }
 
 type roomShard struct {

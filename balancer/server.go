@@ -84,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	s.relays = &relayClient{client: o.HTTPClient, secret: o.Secret, timeout: o.RelayTimeout, clock: o.Clock, m: s.metrics}
 	s.st = newState(o, s.relays)
 	s.events = newEventHub(o.MaxEventStreams, s.st.fleetView, nil)
-	s.st.rooms.changed = s.events.kick
+	s.st.rooms.changed = s.events
 	s.events.onDrop = s.metrics.eventDrops.Inc
 	s.handler = s.routes()
 	return s, nil
