@@ -69,11 +69,12 @@ func (c *relayClient) callAllocate(ctx context.Context, endpoint, boot, name, re
 	defer func() { c.m.relayAllocate.Observe(c.clock.Now().Sub(start).Seconds()) }()
 	u := relayURL(endpoint, wire.PathRelayAllocate) + "?" + wire.SessionQueryParam + "=" + url.QueryEscape(wire.SessionID(name).Hint())
 	body, err := c.call(ctx, http.MethodPost, u, true, func(h http.Header) {
-		h.Set(wire.HeaderName, name)
-		h.Set(wire.HeaderRegion, region)
-		h.Set(wire.HeaderAllocationID, allocationID)
-		h.Set("Idempotency-Key", allocationID) // the relay replays by allocation id
-		h.Set(wire.HeaderTargetBoot, boot)
+		wire.SetHeaders(h,
+			wire.HeaderName, name,
+			wire.HeaderRegion, region,
+			wire.HeaderAllocationID, allocationID,
+			"Idempotency-Key", allocationID, // the relay replays by allocation id
+			wire.HeaderTargetBoot, boot)
 	})
 	if err != nil {
 		return out, err

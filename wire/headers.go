@@ -55,7 +55,7 @@ const (
 // included). Spaces and UTF-8 are allowed: a room name is a game's to
 // choose. (Secrets are stricter: ValidSecret.)
 func HeaderValue(r *http.Request, name string, max int) (string, error) {
-	v := r.Header.Get(name)
+	v := HeaderGet(r.Header, name)
 	if v == "" {
 		return "", ErrMissingHeader.WithMessage("header " + name + " is required")
 	}
@@ -64,7 +64,7 @@ func HeaderValue(r *http.Request, name string, max int) (string, error) {
 
 // OptionalHeader reads a header that may be absent, with the same limits.
 func OptionalHeader(r *http.Request, name string, max int) (string, error) {
-	v := r.Header.Get(name)
+	v := HeaderGet(r.Header, name)
 	return strings.TrimSpace(v), checkHeader(name, v, max)
 }
 

@@ -26,9 +26,9 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func Common(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Cache-Control", "no-store, private")
-		h.Set("Pragma", "no-cache")
-		h.Set("Access-Control-Allow-Origin", "*")
+		h["Cache-Control"] = noStore
+		h["Pragma"] = noCache
+		h["Access-Control-Allow-Origin"] = anyOrigin
 		if r.Method == http.MethodOptions {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && len(req) <= MaxHeaderValueLen {
@@ -51,6 +51,17 @@ func Common(next http.Handler) http.Handler {
 	})
 }
 
+// The values Common sets on every answer, shared by all of them rather
+// than allocated for each: an answer's header values are only ever
+// replaced (Set, Del) or appended to, and each slice's capacity is its
+// length, so an Add copies it.
+var (
+	noStore   = []string{"no-store, private"}
+	noCache   = []string{"no-cache"}
+	anyOrigin = []string{"*"}
+	jsonType  = []string{"application/json"}
+)
+
 // SecretEqual compares two secrets in constant time. Both are hashed first so
 // that neither the content nor the length of either leaks through timing.
 func SecretEqual(a, b string) bool {
@@ -62,20 +73,24 @@ func SecretEqual(a, b string) bool {
 // relay's link to another machine): the shared secret and this side's
 // protocol version. CheckInternal is the receiving side.
 func SetInternal(h http.Header, secret string) {
-	h.Set(HeaderInternalSecret, secret)
+	SetHeaders(h, HeaderInternalSecret, secret)
 	SetInternalVersion(h)
 }
 
 // SetInternalVersion puts this side's internal protocol version on a
 // request or an answer.
-func SetInternalVersion(h http.Header) { h.Set(HeaderInternalVersion, internalVersion) }
+func SetInternalVersion(h http.Header) { h[versionKey] = internalVersion }
 
-// internalVersion is InternalProtocolVersion as a header value.
-var internalVersion = strconv.Itoa(InternalProtocolVersion)
+// internalVersion is InternalProtocolVersion as a header value, shared
+// like Common's values; versionKey is its header's canonical name.
+var (
+	internalVersion = []string{strconv.Itoa(InternalProtocolVersion)}
+	versionKey      = CanonicalKey(HeaderInternalVersion)
+)
 
 // CheckInternal verifies the internal shared secret of a request.
 func CheckInternal(r *http.Request, secret string) error {
-	if !SecretEqual(r.Header.Get(HeaderInternalSecret), secret) {
+	if !SecretEqual(HeaderGet(r.Header, HeaderInternalSecret), secret) {
 		return ErrUnauthorized
 	}
 	return nil
