@@ -21,7 +21,10 @@ import (
 // answers the same requests with the same bodies as the balancer and
 // makes the same one call to the same relay child for every allocation,
 // and nothing else: no registry, placement, leases, rate limits, metrics,
-// middleware or logging. Its CPU per pair is what net/http, the JSON of
+// middleware or logging. Its http.Server has the bounds every purrfly
+// server has (wire.HTTPLimits: header, read, write and idle timeouts, the
+// header size cap), which cost net/http a few deadline changes per request
+// that no server exposed to the Internet may save. Its CPU per pair is what net/http, the JSON of
 // the bodies and the relay call cost on this machine, the floor the
 // balancer's own is measured against (Result.RatioCPUPerPair).
 //
@@ -82,7 +85,10 @@ func serveBalancerFloor(ctx context.Context, cfg ServerConfig, stdout io.Writer,
 	if err != nil {
 		return fmt.Errorf("failed to listen: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The same bounds as every purrfly server (timeouts, header size):
+	// net/http's own work per request, which the balancer cannot drop.
+	srv := &http.Server{Handler: mux}
+	wire.HTTPLimits{}.Apply(srv)
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
