@@ -61,12 +61,14 @@ func (c Call) Do(ctx context.Context, client *http.Client) ([]byte, error) {
 		}
 		body = bytes.NewReader(b)
 	}
-	var wrote atomic.Bool
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) }}
+	// The trace and the flag it sets in one allocation.
+	t := &callTrace{}
+	t.trace.WroteRequest = func(httptrace.WroteRequestInfo) { t.wrote.Store(true) }
 	if c.Retryable {
-		trace.GetConn = func(string) { wrote.Store(false) }
+		t.trace.GetConn = func(string) { t.wrote.Store(false) }
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), c.Method, c.URL, body)
+	wrote := &t.wrote
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &t.trace), c.Method, c.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: failed to build the request: %w", ErrNotDelivered, err)
 	}
@@ -102,6 +104,13 @@ func (c Call) Do(ctx context.Context, client *http.Client) ([]byte, error) {
 		return nil, DecodeError(resp.StatusCode, b)
 	}
 	return b, nil
+}
+
+// callTrace tells whether a call's request was written (the last
+// attempt's, for a Retryable call).
+type callTrace struct {
+	trace httptrace.ClientTrace
+	wrote atomic.Bool
 }
 
 // DoJSON is Do, then the answer decoded into out.

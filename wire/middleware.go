@@ -44,7 +44,10 @@ func Common(next http.Handler) http.Handler {
 			WriteError(w, err)
 			return
 		}
-		if r.Body != nil {
+		// A request without a body (net/http's NoBody: no Content-Length,
+		// not chunked), as every allocation and join is, has nothing to
+		// cap.
+		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodySize)
 		}
 		next.ServeHTTP(w, r)
