@@ -67,7 +67,8 @@ func (c *relayClient) callAllocate(ctx context.Context, endpoint, boot, name, re
 	var out wire.RelayAllocation
 	start := c.clock.Now()
 	defer func() { c.m.relayAllocate.Observe(c.clock.Now().Sub(start).Seconds()) }()
-	u := relayURL(endpoint, wire.PathRelayAllocate) + "?" + wire.SessionQueryParam + "=" + url.QueryEscape(wire.SessionID(name).Hint())
+	// One concatenation (relayURL's and the query's would be two).
+	u := strings.TrimSuffix(endpoint, "/") + wire.PathRelayAllocate + "?" + wire.SessionQueryParam + "=" + url.QueryEscape(wire.SessionID(name).Hint())
 	body, err := c.call(ctx, http.MethodPost, u, true, func(h http.Header) {
 		wire.SetHeaders(h,
 			wire.HeaderName, name,

@@ -154,10 +154,17 @@ func (t *roomTable) acquire(ctx context.Context, name string) (*roomEntry, error
 			sh.m[name] = e
 		}
 		sh.mu.Unlock()
+		// A free lease is taken without looking at ctx: a request's
+		// context makes its Done channel on the first call, one
+		// allocation per allocation for the common case of no wait.
 		select {
 		case e.lease <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			select {
+			case e.lease <- struct{}{}:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		if !e.dead {
 			return e, nil
