@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ import (
 //     host capability the relay gave.
 //   - GET or POST /join (header name): the remembered client capability,
 //     or room_not_found.
+
+// internalVersion is the internal protocol version header's value.
+var internalVersion = strconv.Itoa(wire.InternalProtocolVersion)
 
 // floorRelayTimeout bounds the floor's call to the relay, as the
 // balancer's RelayTimeout does its own.
@@ -126,8 +130,11 @@ func (f *balancerFloor) allocate(w http.ResponseWriter, r *http.Request) {
 		wire.WriteError(w, wire.ErrBadRequest)
 		return
 	}
+	// Plain Header.Set, as a minimal server would: wire's own header
+	// helpers are the balancer's side of the comparison.
 	h := req.Header
-	wire.SetInternal(h, f.secret)
+	h.Set(wire.HeaderInternalSecret, f.secret)
+	h.Set(wire.HeaderInternalVersion, internalVersion)
 	h.Set(wire.HeaderName, name)
 	h.Set(wire.HeaderRegion, region)
 	h.Set(wire.HeaderAllocationID, id)
