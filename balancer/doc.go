@@ -265,7 +265,8 @@
 // GET /v1/events (events.go, eventdiff.go, events_stream.go): while a
 // stream is open, the hub diffs a fleetView (instances, rooms, stats,
 // without timestamps) on every change of a room's live route
-// (roomEntry.setLive pokes it, without blocking) and every second (for
+// (roomEntry.setLive pokes it, without blocking, and only while a stream
+// is open: no allocation wakes the hub for nothing) and every second (for
 // heartbeats, removals and staleness), and fans the events out to bounded
 // per-stream queues; a stream that falls behind is closed, Shutdown closes
 // them all first. Pings use the injected clock.
