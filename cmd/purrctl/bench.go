@@ -201,6 +201,9 @@ func printBalancer(w io.Writer, r *bench.Result) {
 		}
 		fmt.Fprintf(w, "%-8s pairs/s %.0f  p50 %.0f us  p99 %.0f us  p999 %.0f us  errors %d  cpu %.2f cores (%.1f us/pair)  relay cpu %.2f cores  load cpu %.2f cores  other %.2f cores  RSS %.1f MiB\n",
 			b.Server, b.MsgsPerSec, b.P50us, b.P99us, b.P999us, b.Errors, b.CPUCores, b.CPUusPerMsg, b.RelayCPUCores, b.LoadCPUCores, b.OtherCPUCores, mib(b.RSSEndBytes))
+		if b.OtherCPUCores > 0.2 {
+			fmt.Fprintf(w, "         (other processes used %.2f cores meanwhile: numbers are low)\n", b.OtherCPUCores)
+		}
 	}
 	if r.Baseline != nil {
 		if n := len(r.Runs); n > 0 {
