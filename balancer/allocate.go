@@ -57,7 +57,7 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 		return we
 	}
 	s.metrics.allocationsOK.Inc()
-	wire.WriteCapability(w, http.StatusOK, c)
+	wire.WriteJSON(w, http.StatusOK, c)
 	return nil
 }
 

@@ -80,7 +80,7 @@ func (c *relayClient) callAllocate(ctx context.Context, endpoint, boot, name, re
 	if err != nil {
 		return out, err
 	}
-	if err := wire.DecodeRelayAllocation(body, &out); err != nil {
+	if err := json.Unmarshal(body, &out); err != nil {
 		return out, wire.ErrRelayBadAnswer
 	}
 	return out, nil

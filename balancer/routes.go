@@ -141,7 +141,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	i := rec.relay.info
-	wire.WriteCapability(w, http.StatusOK, wire.Capability{
+	wire.WriteJSON(w, http.StatusOK, wire.Capability{
 		Host:      i.Host,
 		Secret:    rec.clientSecret,
 		Port:      i.Port,

@@ -9,9 +9,8 @@
 //   - the header names clients, tools and services send (headers.go), each
 //     canonicalized once for reading and setting (headerkeys.go);
 //   - the JSON bodies of the public balancer API and of the internal
-//     relay<->balancer protocol (api.go, internal.go), and the two of them
-//     on the balancer's allocation path read and written without reflection
-//     when plain, with encoding/json's results either way (fastjson.go);
+//     relay<->balancer protocol (api.go, internal.go), read and written by
+//     encoding/json;
 //   - the error shape {"code","error","retryable"} with its HTTP status, and the
 //     middleware that puts the no-store and CORS headers on every answer
 //     (errors.go, middleware.go);
