@@ -252,11 +252,7 @@ func (b *Balancer) do(ctx context.Context, method, rawURL string, h [][2]string,
 	for _, kv := range h {
 		req.Header[kv[0]] = []string{kv[1]}
 	}
-	hc := b.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := wire.WithoutRedirects(b.HTTP).Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, u.Path, err)
 	}

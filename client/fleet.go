@@ -167,12 +167,9 @@ func wrap(what string, err error) error {
 
 func (a *Admin) url(path string) string { return strings.TrimRight(a.BaseURL, "/") + path }
 
-func (a *Admin) client() *http.Client {
-	if a.HTTP != nil {
-		return a.HTTP
-	}
-	return http.DefaultClient
-}
+// client is a.HTTP (nil: http.DefaultClient), answering redirects rather
+// than following them with the key (wire.WithoutRedirects).
+func (a *Admin) client() *http.Client { return wire.WithoutRedirects(a.HTTP) }
 
 // call makes one request; a non-2xx answer is its *wire.Error.
 func (a *Admin) call(ctx context.Context, method, path string, body []byte, etag string, out any) (string, bool, error) {

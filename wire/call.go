@@ -81,7 +81,7 @@ func (c Call) Do(ctx context.Context, client *http.Client) ([]byte, error) {
 	if c.Header != nil {
 		c.Header(req.Header)
 	}
-	resp, err := client.Do(req)
+	resp, err := WithoutRedirects(client).Do(req)
 	if err != nil {
 		if wrote.Load() {
 			return nil, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
