@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,61 @@ type transport interface {
 	closed(reason closeReason)
 }
 
+// Direct writes (issue 16). At game rates every frame used to be a hand-off:
+// queued, the receiver's writer woken, one write, the writer parked again:
+// one wake-up per message that an echo server, which writes on the
+// goroutine that read, never pays. So when a receiver's writer is idle
+// with nothing queued, a sender's reader with nothing more to read writes
+// the frame to the receiver's socket itself, without blocking (send,
+// claim.write). The write side of such a connection has one owner at a
+// time, recorded in conn.wr under conn.mu:
+//
+//	wrIdle --send claims--> wrDirect --whole, or nothing written (frame requeued)--> wrIdle
+//	                            \--part written: rest + frame mutex to the writer--> wrHandoff --takeWrite--> wrWriter
+//	wrIdle --takeWrite finds frames--> wrWriter --takeWrite finds none--> wrIdle
+//
+// A frame queued while the write side is owned waits for its owner: after
+// the one claimed, after the rest of a handed-off frame, in order.
+
+// writeState is who owns a connection's data frames on its socket.
+type writeState uint8
+
+const (
+	wrIdle    writeState = iota // nobody: the writer is parked, or about to look at the queue
+	wrWriter                    // the writer, from taking frames until it finds none
+	wrDirect                    // a sender, for the one frame it claimed (conn.send)
+	wrHandoff                   // the writer, from the end of a direct write that left part of its frame
+)
+
+// maxDirectFrame is the longest frame a sender writes itself: one that
+// fits a pooled batch buffer with any header and prefix. Longer ones are
+// queued (the writer writes them header and payload apart).
+const maxDirectFrame = batchBufSize - maxMaskedHeader - 1
+
+// directWriter is a transport's socket that a sender may write one frame
+// to itself (frameConn).
+type directWriter interface {
+	// writeDirect writes b as one frame without blocking. It releases b,
+	// except for directAgain (nothing was written: b is the caller's).
+	// For directPartial the frame's rest and its frame mutex are left
+	// for the writer (takeWrite reports takeHandoff; the transport's
+	// writer finishes or drops them).
+	writeDirect(b *buf) directResult
+}
+
+// directResult is how a direct write went.
+type directResult uint8
+
+const (
+	directWhole   directResult = iota // the socket took the whole frame
+	directPartial                     // it took part of it; the rest is the writer's
+	directAgain                       // it took nothing (full, or a control frame being written)
+	directFailed                      // the socket failed or was closed; the frame is lost with it
+	numDirectResults
+)
+
+var directResultNames = [numDirectResults]string{"whole", "partial", "again", "failed"}
+
 // nopTransport is the transport of a conn without one (core tests).
 type nopTransport struct{}
 
@@ -155,7 +211,19 @@ type conn struct {
 	// closing mirrors reason != reasonNone for lock-free checks on the hot path.
 	closing atomic.Bool
 
+	// dw is static: the transport's direct write (a WebSocket on a plain
+	// socket, frameconn.go), or nil: every frame goes through the queue.
+	dw directWriter
+	// direct is owned by the reader: set while it routes a message after
+	// which its input has nothing more buffered, so that the frame it
+	// routes may be written by the reader itself (send). A reader with
+	// more to read queues instead and moves on: its receivers' writers
+	// write in parallel and batch.
+	direct bool
+
 	mu        sync.Mutex
+	wr        writeState  // guarded by mu: who owns the socket's data frames (dw only)
+	batching  bool        // guarded by mu: frames to c come in bursts: leave them to the writer (see send)
 	q         []*buf      // guarded by mu: frames waiting for the writer, FIFO
 	qBytes    int         // guarded by mu: the queued buffers' capacity (buf.weight), what the queue pins
 	fullSince time.Time   // guarded by mu: first refusal since the writer last drained; zero if none
@@ -171,6 +239,27 @@ type conn struct {
 // whether b was queued: b is dropped only when c is already closing or
 // when queuing it would pass the hard bound (which closes c).
 func (c *conn) enqueue(b *buf, dir int) bool {
+	_, ok := c.offer(b, dir, false)
+	return ok
+}
+
+// send is enqueue for a reader that may write b itself (direct: its own
+// input has nothing more buffered, conn.direct). When c's transport takes
+// direct writes, its writer is idle with nothing queued and frames to c
+// are not coming in bursts (conn.batching), send claims c's socket for b
+// instead of queueing it: b's place in c's order is fixed by the claim
+// (made under c.mu, inside the caller's room lock), and nothing else is
+// written to c until the claim ends. The caller must call write on the
+// result once it holds no lock; for a queued (or dropped) frame write does
+// nothing. Like enqueue it never blocks and takes ownership of b.
+func (c *conn) send(b *buf, dir int, direct bool) claim {
+	cl, _ := c.offer(b, dir, direct)
+	return cl
+}
+
+// offer is enqueue and send: it claims c's socket for b (direct allowed
+// and c's write side idle and empty), queues b, or drops it.
+func (c *conn) offer(b *buf, dir int, direct bool) (claim, bool) {
 	m := c.core.m
 	n := b.len()
 	w := b.weight()
@@ -179,14 +268,20 @@ func (c *conn) enqueue(b *buf, dir int) bool {
 		c.mu.Unlock()
 		putBuf(b)
 		m.drop(dropReceiverClosed)
-		return false
+		return claim{}, false
+	}
+	if direct && c.dw != nil && c.wr == wrIdle && len(c.q) == 0 && !c.batching && n <= maxDirectFrame {
+		c.wr = wrDirect
+		c.mu.Unlock()
+		m.forwarded(dir, n)
+		return claim{c: c, b: b}, true
 	}
 	if len(c.q) >= hardQueueFrames || c.qBytes+w > hardQueueBytes {
 		c.mu.Unlock()
 		putBuf(b)
 		m.drop(dropQueueOverflow)
 		c.close(reasonQueueOverflow)
-		return false
+		return claim{}, false
 	}
 	c.q = append(c.q, b)
 	c.qBytes += w
@@ -199,20 +294,106 @@ func (c *conn) enqueue(b *buf, dir int) bool {
 			slow = true
 		}
 	}
+	// Only an idle writer needs waking: a busy one looks at the queue
+	// again before it parks, and a direct write that ends with frames
+	// queued behind it wakes the writer itself. A frame that arrives
+	// during a direct write says frames to c come faster than one system
+	// call each: the next ones are left for the writer to batch.
+	wake := c.dw == nil || c.wr == wrIdle
+	if c.wr == wrDirect {
+		c.batching = true
+	}
 	c.mu.Unlock()
 	m.forwarded(dir, n)
-	c.t.wake()
+	if wake {
+		c.t.wake()
+	}
 	if slow {
 		c.close(reasonSlowReceiver)
 	}
-	return true
+	return claim{}, true
+}
+
+// claim is a frame a sender claimed c's socket for (conn.send); the zero
+// claim is a frame that was queued or dropped.
+type claim struct {
+	c *conn
+	b *buf
+}
+
+// write writes a claimed frame to its connection's socket without
+// blocking, and ends the claim: what the socket did not take is the
+// writer's (the rest of a partly written frame, with the frame mutex, or
+// the whole frame back at the front of the queue), and the writer is woken
+// when it has something to do. The caller holds no lock.
+func (cl claim) write() {
+	c := cl.c
+	if c == nil {
+		return
+	}
+	res := c.dw.writeDirect(cl.b)
+	c.core.m.direct[res].Inc()
+	c.mu.Lock()
+	switch res {
+	case directAgain:
+		// Nothing was written (a full socket, or coder/websocket writing a
+		// control frame): the frame goes first in the queue, still ahead
+		// of whatever was queued during the attempt, for the writer, which
+		// may block. A closing conn gets it too: a graceful close flushes
+		// it, an abrupt one releases it.
+		c.q = slices.Insert(c.q, 0, cl.b)
+		c.qBytes += cl.b.weight()
+		c.wr = wrIdle
+		c.batching = true
+	case directPartial:
+		c.wr = wrHandoff
+		c.batching = true
+	default:
+		c.wr = wrIdle
+	}
+	wake := c.wr == wrHandoff || len(c.q) > 0 || c.reason != reasonNone
+	c.mu.Unlock()
+	if wake {
+		c.t.wake()
+	}
+	if res == directFailed {
+		c.close(reasonWriteError)
+	}
 }
 
 // takeBatch moves up to maxBatch frames from the front of the queue to dst
 // (the writer's own slice). Once the backlog is back under the soft bound
-// the slow-receiver clock stops.
+// the slow-receiver clock stops. A transport without direct writes (UDP)
+// only ever needs this.
 func (c *conn) takeBatch(dst []*buf) []*buf {
+	dst, _ = c.takeWrite(dst)
+	return dst
+}
+
+// takeState is what takeWrite found of c's write side besides the frames.
+type takeState uint8
+
+const (
+	takeFrames  takeState = iota // the frames taken (none: the writer is idle and may park)
+	takeClaimed                  // a direct write is in flight: nothing taken; its end wakes the writer
+	takeHandoff                  // a direct write left the rest of its frame: finish it before the frames
+)
+
+// takeWrite is the writer's takeBatch. While frames are taken (or a
+// direct write's rest handed over) the write side is the writer's, so no
+// sender claims it; once the writer finds nothing to do it is idle again.
+// The size of each batch tells whether frames to c come in bursts
+// (conn.batching).
+func (c *conn) takeWrite(dst []*buf) ([]*buf, takeState) {
 	c.mu.Lock()
+	st := takeFrames
+	switch c.wr {
+	case wrDirect:
+		c.mu.Unlock()
+		return dst, takeClaimed
+	case wrHandoff:
+		st = takeHandoff
+	}
 	k := min(len(c.q), maxBatch)
 	for _, b := range c.q[:k] {
 		c.qBytes -= b.weight()
@@ -227,8 +408,17 @@ func (c *conn) takeBatch(dst []*buf) []*buf {
 	if rest == 0 && cap(c.q) > shrinkCap {
 		c.q = nil // a burst is over: do not keep its slice on an idle conn
 	}
+	switch {
+	case k > 0:
+		c.wr = wrWriter
+		c.batching = k > 1
+	case st == takeHandoff:
+		c.wr = wrWriter
+	default:
+		c.wr = wrIdle
+	}
 	c.mu.Unlock()
-	return dst
+	return dst, st
 }
 
 // queued reports whether frames are waiting.

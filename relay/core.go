@@ -110,10 +110,9 @@ func (c *core) makeConn(t transport, f framing) *conn {
 	for id == 0 {
 		id = c.nextID.Add(1) & 0x7fffffff
 	}
-	if t == nil {
-		t = nopTransport{}
-	}
-	return &conn{id: wire.ConnID(id), core: c, t: t, framing: f}
+	cn := c.bareConn(t, f)
+	cn.id = wire.ConnID(id)
+	return cn
 }
 
 // publish puts a conn made by makeConn in the connection table.
@@ -122,7 +121,22 @@ func (c *core) publish(cn *conn) { c.conns.add(cn.id, cn) }
 // newLink returns the upstream queue of a forwarded connection (forward.go):
 // a conn that is in no table and counts in no connection metric.
 func (c *core) newLink(t transport, f framing) *conn {
-	return &conn{core: c, t: t, framing: f, link: true}
+	cn := c.bareConn(t, f)
+	cn.link = true
+	return cn
+}
+
+// bareConn is a conn of transport t (none: nil) without an id, with the
+// transport's direct write when it has one (conn.send).
+func (c *core) bareConn(t transport, f framing) *conn {
+	if t == nil {
+		t = nopTransport{}
+	}
+	cn := &conn{core: c, t: t, framing: f}
+	if d, ok := t.(interface{ directWriter() directWriter }); ok {
+		cn.dw = d.directWriter()
+	}
+	return cn
 }
 
 func (c *core) goAbort(abort func()) {
@@ -147,7 +161,7 @@ func (c *core) handle(cn *conn, b *buf) {
 	case rolePipe:
 		c.fromPipe(cn, b)
 	case roleForwarded:
-		cn.up.enqueue(b, dirMeshOut)
+		cn.up.send(b, dirMeshOut, cn.direct).write()
 	}
 }
 
@@ -194,8 +208,9 @@ func (c *core) fromClient(cn *conn, b *buf) {
 	r.mu.Lock()
 	h, gone := r.host, cn.closing.Load()
 	if h != nil && !gone && !cn.isolated {
-		h.enqueue(b, dirToHost)
+		w := h.send(b, dirToHost, cn.direct)
 		r.mu.Unlock()
+		w.write()
 		return
 	}
 	isolated := cn.isolated
@@ -272,8 +287,9 @@ func (c *core) fromHost(cn *conn, b *buf) {
 	}
 	if p.Type == wire.HostSendOne {
 		b.off += skip
-		t.enqueue(b, dirToClient)
+		w := t.send(b, dirToClient, cn.direct)
 		r.mu.Unlock()
+		w.write()
 		return
 	}
 	// Kick: the client leaves the room now, as PurrLay does, so the host
@@ -326,7 +342,7 @@ func (c *core) fromPipe(cn *conn, b *buf) {
 		return
 	}
 	binary.LittleEndian.PutUint32(b.b[b.off:], uint32(cn.id))
-	t.enqueue(b, dirPipe)
+	t.send(b, dirPipe, cn.direct).write()
 }
 
 // maxRoomClients bounds a room's clients so that the host's "clients

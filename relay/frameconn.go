@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -45,12 +46,31 @@ type frameConn struct {
 	// Set before the writer starts; static afterwards.
 	prefixMethod bool
 
+	// raw and writeFD are static once set (enableDirect, before the
+	// connection is used): the socket's descriptor for direct writes.
+	raw     syscall.RawConn
+	writeFD func(fd uintptr) bool
+
+	// mu is the frame mutex: whoever writes to the socket holds it for
+	// whole frames. A direct write that leaves part of a frame keeps it
+	// locked and hands it, with rest, to the writer (finishRest, dropRest).
 	mu sync.Mutex
 	// upgraded is set once the WebSocket handshake is over (at the hijack
 	// for an accepted connection, after the dial for a link): from then
 	// on every Write is one of coder/websocket's frames.
 	upgraded  bool
 	closeSent bool // a close frame went out, no data may follow
+	// broken: half a frame is on the wire and never will be finished (a
+	// failed write of a handed-off rest): nothing else may be written.
+	broken bool
+	// wout, wn and werr are a direct write's bytes and outcome, for
+	// writeFD; rest is what it left of its frame (in restBuf, pooled)
+	// for the writer. All guarded by mu.
+	wout    []byte
+	wn      int
+	werr    error
+	rest    []byte
+	restBuf *[]byte
 }
 
 // Write is coder/websocket's path to the socket (its control frames), and
@@ -58,10 +78,116 @@ type frameConn struct {
 func (f *frameConn) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.broken {
+		return 0, net.ErrClosed
+	}
 	if f.upgraded && len(p) > 0 && p[0]&0x0f == 0x8 {
 		f.closeSent = true
 	}
 	return f.Conn.Write(p)
+}
+
+// enableDirect lets senders write frames to f's socket themselves
+// (writeDirect) when it is a plain socket of this platform. Conn must not
+// change afterwards.
+func (f *frameConn) enableDirect() *frameConn {
+	if sc, ok := f.Conn.(syscall.Conn); ok && rawWriteSupported {
+		if raw, err := sc.SyscallConn(); err == nil {
+			f.raw = raw
+			f.writeFD = f.rawWriteFD // bound once: no allocation per write
+		}
+	}
+	return f
+}
+
+// writeDirect writes b as one frame with a non-blocking system call, for
+// a sender that claimed the socket (conn.send); see directWriter. It never
+// waits: not for the frame mutex (coder/websocket may be writing a pong to
+// a full socket), not for the socket.
+func (f *frameConn) writeDirect(b *buf) directResult {
+	if !f.mu.TryLock() {
+		return directAgain
+	}
+	if f.closeSent || f.broken {
+		f.mu.Unlock()
+		putBuf(b)
+		return directFailed
+	}
+	bp := batchBufs.Get().(*[]byte)
+	out := f.appendOne((*bp)[:0], b)
+	f.wout, f.wn, f.werr = out, 0, nil
+	err := f.raw.Write(f.writeFD)
+	n, werr := f.wn, f.werr
+	f.wout, f.werr = nil, nil
+	switch {
+	case err != nil || werr != nil:
+		f.mu.Unlock()
+		*bp = out[:0]
+		batchBufs.Put(bp)
+		putBuf(b)
+		return directFailed
+	case n == 0:
+		f.mu.Unlock()
+		*bp = out[:0]
+		batchBufs.Put(bp)
+		return directAgain
+	case n < len(out):
+		// The frame mutex stays locked: the rest goes out before any
+		// other frame, coder/websocket's included.
+		f.rest, f.restBuf = out[n:], bp
+		putBuf(b)
+		return directPartial
+	}
+	f.mu.Unlock()
+	*bp = out[:0]
+	batchBufs.Put(bp)
+	putBuf(b)
+	return directWhole
+}
+
+// rawWriteFD is the raw write: once, whatever the socket takes.
+func (f *frameConn) rawWriteFD(fd uintptr) bool {
+	f.wn, f.werr = rawWrite(fd, f.wout)
+	return true
+}
+
+// finishRest writes, blocking (bounded by deadline when it is not zero),
+// what a direct write left of its frame, then releases the frame mutex it
+// was handed with it. Only the writer calls it, after takeWrite reported
+// the hand-off.
+func (f *frameConn) finishRest(deadline time.Time) error {
+	defer f.mu.Unlock()
+	var err error
+	if !deadline.IsZero() {
+		err = f.Conn.SetWriteDeadline(deadline)
+	}
+	if err == nil {
+		_, err = f.Conn.Write(f.rest)
+	}
+	if !deadline.IsZero() {
+		_ = f.Conn.SetWriteDeadline(time.Time{})
+	}
+	f.releaseRest()
+	if err != nil {
+		f.broken = true
+		return fmt.Errorf("failed to finish a frame: %w", err)
+	}
+	return nil
+}
+
+// dropRest gives up what a direct write left of its frame (the connection
+// is being dropped) and releases the frame mutex: half a frame is on the
+// wire, so nothing may follow it.
+func (f *frameConn) dropRest() {
+	f.broken = true
+	f.releaseRest()
+	f.mu.Unlock()
+}
+
+func (f *frameConn) releaseRest() {
+	*f.restBuf = (*f.restBuf)[:0]
+	batchBufs.Put(f.restBuf)
+	f.rest, f.restBuf = nil, nil
 }
 
 // writeBatch writes every frame of batch as a binary message, in order,
@@ -85,7 +211,7 @@ func (f *frameConn) writeBatch(batch []*buf, deadline time.Time) error {
 
 // encodeAndWrite does writeBatch's work with f.mu held.
 func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time) error {
-	if f.closeSent {
+	if f.closeSent || f.broken {
 		return net.ErrClosed
 	}
 	if !deadline.IsZero() {
@@ -113,11 +239,11 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 			}
 			out = out[:0]
 		}
+		if len(out)+frameHeaderLen(len(p)+pre, f.masked)+pre+len(p) <= cap(out) {
+			out = f.appendOne(out, b)
+			continue
+		}
 		if pre == 1 {
-			if len(out)+frameHeaderLen(len(p)+1, false)+1+len(p) <= cap(out) {
-				out = append(append(appendFrameHeader(out, len(p)+1), byte(b.method)), p...)
-				continue
-			}
 			out = append(appendFrameHeader(out, len(p)+1), byte(b.method))
 			if _, err := f.Conn.Write(out); err != nil {
 				return fmt.Errorf("failed to write a frame header: %w", err)
@@ -126,10 +252,6 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 			if _, err := f.Conn.Write(p); err != nil {
 				return fmt.Errorf("failed to write a frame: %w", err)
 			}
-			continue
-		}
-		if len(out)+frameHeaderLen(len(p), f.masked)+len(p) <= cap(out) {
-			out = f.appendFrame(out, p)
 			continue
 		}
 		// Larger than the whole buffer: header, then the payload as is
@@ -155,6 +277,16 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 		}
 	}
 	return nil
+}
+
+// appendOne appends b as one final binary frame, behind its delivery
+// method where f prefixes it; out must have room for it.
+func (f *frameConn) appendOne(out []byte, b *buf) []byte {
+	p := b.frame()
+	if f.prefixMethod {
+		return append(append(appendFrameHeader(out, len(p)+1), byte(b.method)), p...)
+	}
+	return f.appendFrame(out, p)
 }
 
 // appendFrame appends p as one final binary frame: masked with a fresh
@@ -207,6 +339,7 @@ func appendFrameHeader(out []byte, n int) []byte {
 type hijackWriter struct {
 	http.ResponseWriter
 	fc *frameConn // set by Hijack
+	rc *readConn  // set by Hijack: what coder/websocket reads through
 }
 
 func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -220,14 +353,14 @@ func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_ = nc.Close()
 		return nil, nil, fmt.Errorf("failed to flush the upgrade: %w", err)
 	}
-	h.fc = &frameConn{Conn: nc, upgraded: true}
+	h.fc = (&frameConn{Conn: nc, upgraded: true}).enableDirect()
 	// coder/websocket keeps the reader and writer it is handed for the
 	// connection's life: it gets small ones over a readConn
 	// (readconn.go), not net/http's 4 KiB pair, which dies with the
 	// handler. The bytes net/http read past the request go first.
 	leftover, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	rc := newReadConn(h.fc, leftover)
-	return rc, rc.bufio(), nil
+	h.rc = newReadConn(h.fc, leftover)
+	return h.rc, h.rc.bufio(), nil
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

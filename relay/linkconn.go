@@ -81,7 +81,7 @@ func linkDialContext(d *net.Dialer) func(ctx context.Context, network, addr stri
 		if err != nil {
 			return nil, err
 		}
-		return &frameConn{Conn: nc, masked: true}, nil
+		return (&frameConn{Conn: nc, masked: true}).enableDirect(), nil
 	}
 }
 

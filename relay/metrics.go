@@ -53,6 +53,11 @@ type metrics struct {
 	drops      map[string]prometheus.Counter // static after newMetrics
 	disconnect [numReasons]prometheus.Counter
 
+	// direct counts the frames senders wrote themselves by result
+	// (conn.send); batches the writers' batches (one system call per 32 KiB).
+	direct  [numDirectResults]prometheus.Counter
+	batches prometheus.Counter
+
 	authOK, authFailed prometheus.Counter
 	allocations        *prometheus.CounterVec // {result}
 	migrations         *prometheus.CounterVec // {op,result}
@@ -113,6 +118,14 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Name: "purrfly_relay_unregister_outbox_entries",
 		Help: "Removed rooms not yet confirmed by the balancer.",
 	})
+	direct := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_relay_direct_writes_total",
+		Help: "Frames a sender's reader wrote to the receiver's socket itself, without blocking, by result (whole; partial: the rest left to the writer; again: nothing written, queued; failed).",
+	}, []string{"result"})
+	m.batches = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_relay_write_batches_total",
+		Help: "Batches of queued frames written by connection writers (WebSocket: one system call per 32 KiB).",
+	})
 	connG := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "purrfly_relay_connections",
 		Help: "Open relay connections (any state).",
@@ -122,7 +135,7 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Help: "Rooms held by this relay.",
 	}, rooms)
 	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, m.allocations, m.migrations, m.refusedUpgrades,
-		m.balancerReqs, m.publications, m.removals, m.outbox, connG, roomG} {
+		m.balancerReqs, m.publications, m.removals, m.outbox, direct, m.batches, connG, roomG} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay metrics: %w", err)
 		}
@@ -136,6 +149,9 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 	}
 	for r := closeReason(1); r < numReasons; r++ {
 		m.disconnect[r] = disc.WithLabelValues(r.String())
+	}
+	for i, r := range directResultNames {
+		m.direct[i] = direct.WithLabelValues(r)
 	}
 	m.authOK = auth.WithLabelValues("ok")
 	m.authFailed = auth.WithLabelValues("failed")

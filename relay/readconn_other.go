@@ -4,9 +4,17 @@ package relay
 
 import "errors"
 
-// rawReadSupported: elsewhere readConn reads through net.Conn.
-const rawReadSupported = false
+// rawReadSupported, rawWriteSupported: elsewhere readConn reads through
+// net.Conn and every frame goes through the writer.
+const (
+	rawReadSupported  = false
+	rawWriteSupported = false
+)
 
 func rawRead(uintptr, []byte) (int, bool, error) {
 	return 0, false, errors.ErrUnsupported
+}
+
+func rawWrite(uintptr, []byte) (int, error) {
+	return 0, errors.ErrUnsupported
 }

@@ -8,8 +8,12 @@ import (
 	"syscall"
 )
 
-// rawReadSupported: readConn reads the socket's descriptor itself.
-const rawReadSupported = true
+// rawReadSupported: readConn reads the socket's descriptor itself;
+// rawWriteSupported: senders write frames to it themselves (frameConn.writeDirect).
+const (
+	rawReadSupported  = true
+	rawWriteSupported = true
+)
 
 // rawRead reads a non-blocking socket once; wouldBlock means it has
 // nothing to read yet.
@@ -25,5 +29,22 @@ func rawRead(fd uintptr, p []byte) (n int, wouldBlock bool, err error) {
 			return 0, true, nil
 		}
 		return 0, false, os.NewSyscallError("read", err)
+	}
+}
+
+// rawWrite writes p to a non-blocking socket once: n is what it took, 0
+// when it is full.
+func rawWrite(fd uintptr, p []byte) (n int, err error) {
+	for {
+		n, err = syscall.Write(int(fd), p)
+		switch {
+		case err == nil:
+			return n, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			return 0, nil
+		}
+		return 0, os.NewSyscallError("write", err)
 	}
 }

@@ -155,7 +155,7 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 		s.sessions.Done()
 		return nil
 	}
-	s.runWS(ws, hw.fc, forwarded, f, func() {
+	s.runWS(ws, hw.fc, hw.rc, forwarded, f, func() {
 		s.raw.forget(raw)
 		s.sessions.Done()
 	})
@@ -194,6 +194,16 @@ type wsTransport struct {
 func newWSTransport(c *core, ws *websocket.Conn, fc *frameConn, drop func(), grace time.Duration) *wsTransport {
 	return &wsTransport{core: c, ws: ws, fc: fc, drop: drop, grace: grace,
 		wake_: make(chan struct{}, 1), done: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// directWriter is the socket senders may write frames to themselves
+// (conn.send): an accepted connection's or a link's, when it is a plain
+// socket.
+func (t *wsTransport) directWriter() directWriter {
+	if t.fc == nil || t.fc.raw == nil {
+		return nil
+	}
+	return t.fc
 }
 
 func (t *wsTransport) wake() {
@@ -258,7 +268,10 @@ func (t *wsTransport) endWriter() {
 // gone, net/http's request, response and 4 KiB buffers are garbage too.
 // Issue 7 counts what an idle connection costs; BENCHMARKS.md has the
 // numbers.
-func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, f framing, done func()) {
+//
+// rc is what the connection is read through (nil: not a readConn), which
+// tells the reader whether more is waiting after each message.
+func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded bool, f framing, done func()) {
 	ws.SetReadLimit(wire.MaxMessageSize)
 	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
 	if f == framingUDP {
@@ -278,7 +291,7 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, forwarded bool, f fram
 	}
 	reason := s.wsAuth(ws, c, forwarded)
 	if reason == reasonNone && !c.closing.Load() {
-		go func() { end(s.wsReadLoop(ws, c)) }()
+		go func() { end(s.wsReadLoop(ws, c, rc)) }()
 		return
 	}
 	end(reason)
@@ -305,8 +318,10 @@ func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) closeReason
 }
 
 // wsReadLoop reads the messages after the first and hands them to the
-// core until the connection ends; it returns why.
-func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn) closeReason {
+// core until the connection ends; it returns why. A message after which
+// nothing more is waiting to be read may be written to its receiver's
+// socket by this goroutine (conn.direct).
+func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn, rc *readConn) closeReason {
 	// A Background context keeps coder/websocket from arming a timer per
 	// read.
 	ctx := context.Background()
@@ -315,6 +330,7 @@ func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn) closeReason {
 		if reason != reasonNone {
 			return reason
 		}
+		c.direct = rc != nil && !rc.hasMore()
 		s.core.handle(c, b)
 		if c.closing.Load() {
 			return reasonNone
@@ -354,6 +370,10 @@ func readFailure(err error, authCtx context.Context) closeReason {
 // close frame and returns. Each batch goes through t.fc in one system call
 // (an accepted connection's socket, or a link's); without it (a link over
 // TLS) it writes through coder/websocket, one message at a time.
+//
+// A sender may have claimed the socket for one frame (conn.send): the
+// writer then waits for the claim to end, and finishes the frame's rest
+// first when the direct write left one (takeHandoff).
 func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 	defer close(done)
 	defer t.endWriter()
@@ -365,8 +385,17 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 			return
 		default:
 		}
-		batch = c.takeBatch(batch[:0])
+		var st takeState
+		batch, st = c.takeWrite(batch[:0])
+		if st == takeHandoff && t.fc.finishRest(time.Time{}) != nil {
+			release(batch)
+			c.close(reasonWriteError)
+			continue
+		}
 		if len(batch) == 0 {
+			if st == takeHandoff {
+				continue // the write side is still the writer's: look again
+			}
 			if cap(batch) > shrinkCap {
 				batch = nil
 			}
@@ -376,29 +405,61 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 			}
 			continue
 		}
+		s.m.batches.Inc()
 		if !writeBatch(context.Background(), t.ws, t.fc, batch) {
 			c.close(reasonWriteError)
 		}
 	}
 }
 
+// release returns a batch's frames to their pools.
+func release(batch []*buf) {
+	for i, b := range batch {
+		putBuf(b)
+		batch[i] = nil
+	}
+}
+
 // wsClose ends a closed conn's transport: it flushes what is still queued
 // when the reason allows (bounded by flushTimeout), then sends the close
 // frame, or drops the socket for abrupt reasons.
+//
+// A direct write still in flight ends first (it never blocks, and wakes
+// the writer as it ends: the conn is closed); its rest is finished with
+// the flush, or dropped.
 func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 	reason, told := c.closeStatus()
-	ok := true
-	if reason.flush() {
-		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-		for ok {
-			batch = c.takeBatch(batch[:0])
-			if len(batch) == 0 {
-				break
-			}
-			ok = writeBatch(ctx, t.ws, t.fc, batch)
+	flush, ok := reason.flush(), true
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	deadline, _ := ctx.Deadline()
+	for {
+		var st takeState
+		batch, st = c.takeWrite(batch[:0])
+		if st == takeClaimed {
+			<-t.wake_
+			continue
 		}
-		cancel()
+		if st == takeHandoff {
+			if flush && ok {
+				ok = t.fc.finishRest(deadline) == nil
+			} else {
+				t.fc.dropRest() // half a frame: no close frame can follow
+				ok = false
+			}
+		}
+		if len(batch) == 0 {
+			if st == takeHandoff {
+				continue
+			}
+			break
+		}
+		if flush && ok {
+			ok = writeBatch(ctx, t.ws, t.fc, batch)
+		} else {
+			release(batch)
+		}
 	}
+	cancel()
 	c.releaseQueue()
 	// A flush that failed (timed out) may have left half a frame on the
 	// wire: no close frame can follow it.

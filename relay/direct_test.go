@@ -1,0 +1,600 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// Direct writes (conn.send, claim.write, frameConn.writeDirect) on real
+// loopback sockets. The test plays a sender's reader: it routes frames to
+// a client's conn with send and writes the claims itself, and the client
+// is a raw WebSocket peer that reads every frame off the wire, so a
+// control frame inside a data frame, a lost, doubled or reordered frame
+// shows. Small socket buffers (capSocketBuffer) make the kernel take part
+// of a frame, or none.
+
+// directRig is a relay with one room and its host; clients join it as raw
+// peers.
+type directRig struct {
+	t      *testing.T
+	s      *Server
+	host   *peer
+	secret string // the room's client secret
+}
+
+func newDirectRig(t *testing.T) *directRig {
+	t.Helper()
+	if !canCapSocketBuffers || !rawWriteSupported {
+		t.Skip("needs capped socket buffers and raw writes")
+	}
+	s := startRelay(t, Options{SlowReceiverTimeout: time.Hour}) // only the tests close conns
+	hs, cs := mustAllocate(t, s, "direct")
+	return &directRig{t: t, s: s, host: join(t, s, "direct", hs), secret: cs}
+}
+
+// rawClient is a client that speaks WebSocket by hand.
+type rawClient struct {
+	t  *testing.T
+	nc net.Conn
+	br *bufio.Reader
+	c  *conn      // its conn in the relay
+	fc *frameConn // the relay's side of its socket
+}
+
+// join connects a raw client whose receive buffer (and the relay's send
+// buffer toward it) is capped at window bytes (0: as the kernel likes).
+func (r *directRig) join(window int) *rawClient {
+	t := r.t
+	t.Helper()
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if window > 0 {
+		d.Control = func(_, _ string, c syscall.RawConn) error { return capSocketBuffer(c, soRcvBuf, window) }
+	}
+	nc, err := d.Dial("tcp", strings.TrimPrefix(r.s.WSURL(), "ws://"))
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	req := "GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+	auth := wire.Auth{RoomName: "direct", ClientSecret: r.secret}.Marshal()
+	if _, err := nc.Write(append([]byte(req), maskedFrame(auth)...)); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	rc := &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline
+	resp, err := http.ReadResponse(rc.br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	if f, err := readRawFrame(rc.br); err != nil || !bytes.Equal(f.payload, []byte{wire.Authenticated}) {
+		t.Fatalf("auth reply %v %v", f, err)
+	}
+	rc.c = r.s.core.conns.get(r.connected())
+	rc.fc = rc.c.t.(*wsTransport).fc
+	if window > 0 {
+		sc, err := rc.fc.Conn.(syscall.Conn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := capSocketBuffer(sc, soSndBuf, window); err != nil {
+			t.Fatalf("cap the relay's send buffer: %v", err)
+		}
+	}
+	return rc
+}
+
+// connected reads the host's packets up to the next client's
+// connection notice (past the notices of clients that left) and returns
+// the client's id.
+func (r *directRig) connected() wire.ConnID {
+	r.t.Helper()
+	for {
+		b := r.host.recv()
+		pk, err := wire.ParseToHostPacket(b)
+		switch {
+		case err != nil:
+			r.t.Fatalf("host packet %x: %v", b, err)
+		case pk.Type == wire.ToHostConnected:
+			return pk.IDs[0]
+		case pk.Type != wire.ToHostDisconnected:
+			r.t.Fatalf("host packet %x, want a client's connection notice", b)
+		}
+	}
+}
+
+// seqFrame is frame seq: size bytes (at least 4), seq first, then a
+// pattern of seq.
+func seqFrame(seq, size int) *buf {
+	b := getBuf(size)
+	b.off, b.end = 0, size
+	binary.LittleEndian.PutUint32(b.b, uint32(seq))
+	for i := 4; i < size; i++ {
+		b.b[i] = byte(seq*7 + i)
+	}
+	return b
+}
+
+// checkSeqFrame reports how p differs from frame seq.
+func checkSeqFrame(p []byte, seq int) error {
+	if len(p) < 4 {
+		return fmt.Errorf("frame of %d bytes, want frame %d", len(p), seq)
+	}
+	if got := int(binary.LittleEndian.Uint32(p)); got != seq {
+		return fmt.Errorf("frame %d, want %d", got, seq)
+	}
+	for i := 4; i < len(p); i++ {
+		if p[i] != byte(seq*7+i) {
+			return fmt.Errorf("frame %d: byte %d of %d is wrong", seq, i, len(p))
+		}
+	}
+	return nil
+}
+
+// waitIdle waits until rc's writer has nothing to do, as between two
+// game ticks.
+func (rc *rawClient) waitIdle() {
+	rc.t.Helper()
+	waitFor(rc.t, "the writer to be idle", func() bool {
+		rc.c.mu.Lock()
+		defer rc.c.mu.Unlock()
+		return rc.c.wr == wrIdle && len(rc.c.q) == 0
+	})
+}
+
+// offer routes frame seq to rc's conn as a reader with nothing more to
+// read does, writes the claim if it got one, and reports whether the frame
+// was taken (claimed or queued).
+func (rc *rawClient) offer(seq, size int) bool {
+	cl, ok := rc.c.offer(seqFrame(seq, size), dirToClient, true)
+	cl.write()
+	return ok
+}
+
+// ping sends a ping the relay's reader answers with a pong through the
+// frame mutex.
+func (rc *rawClient) ping(payload string) {
+	rc.t.Helper()
+	key := [4]byte{9, 8, 7, 6}
+	f := append([]byte{0x80 | 0x9, 0x80 | byte(len(payload))}, key[:]...)
+	for i := range len(payload) {
+		f = append(f, payload[i]^key[i%4])
+	}
+	if _, err := rc.nc.Write(f); err != nil {
+		rc.t.Fatalf("ping: %v", err)
+	}
+}
+
+// readFrames reads data frames 0 to n-1, in order and whole, and the
+// pong for ping payload pong (when not empty) wherever it comes between
+// them; it fails the test at the first difference.
+func (rc *rawClient) readFrames(n int, pong string) {
+	rc.t.Helper()
+	_ = rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // wall clock: a real socket's deadline
+	seq, pongs := 0, 0
+	for seq < n || (pong != "" && pongs == 0) {
+		f, err := readRawFrame(rc.br)
+		switch {
+		case err != nil:
+			rc.t.Fatalf("after %d of %d frames: %v", seq, n, err)
+		case !f.fin || f.masked:
+			rc.t.Fatalf("after %d frames: a fragmented or masked frame (op %d)", seq, f.op)
+		case f.op == 0xa:
+			if string(f.payload) != pong || pongs > 0 {
+				rc.t.Fatalf("after %d frames: pong %q, want one pong %q", seq, f.payload, pong)
+			}
+			pongs++
+		case f.op != 0x2:
+			rc.t.Fatalf("after %d frames: op %d, want binary frames", seq, f.op)
+		default:
+			if err := checkSeqFrame(f.payload, seq); err != nil {
+				rc.t.Fatalf("after %d frames: %v", seq, err)
+			}
+			seq++
+		}
+	}
+}
+
+// waitControlBlocked waits until coder/websocket's write of a control
+// frame is waiting for the frame mutex (held by a frame in progress).
+func waitControlBlocked(t *testing.T) {
+	t.Helper()
+	waitFor(t, "the pong to wait for the frame mutex", func() bool {
+		return goroutineIn("relay.(*frameConn).Write(", "sync.(*Mutex).Lock(")
+	})
+}
+
+// goroutineIn reports whether a goroutine's stack holds every one of
+// frames.
+func goroutineIn(frames ...string) bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		all := true
+		for _, f := range frames {
+			all = all && strings.Contains(g, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *directRig) direct(res directResult) float64 { return counterValue(r.s.m.direct[res]) }
+
+// TestDirectWritePartial: a frame longer than the socket can take is
+// partly written by the sender; the rest, with the frame mutex, goes to
+// the writer, which finishes it when the peer reads. Frames routed
+// meanwhile queue behind it, and the pong the peer asks for meanwhile
+// waits for the frame's end: the peer reads every frame whole and in
+// order, and the pong between two of them.
+func TestDirectWritePartial(t *testing.T) {
+	r := newDirectRig(t)
+	rc := r.join(4 << 10) // the kernel doubles it: about 16 KiB in flight in all
+	rc.waitIdle()
+	seq := 0
+	for r.direct(directPartial) == 0 {
+		if seq == 8 {
+			t.Fatalf("no partial write in %d frames of %d bytes (whole %v, again %v)", seq, maxDirectFrame,
+				r.direct(directWhole), r.direct(directAgain))
+		}
+		if !rc.offer(seq, maxDirectFrame) {
+			t.Fatalf("frame %d refused", seq)
+		}
+		seq++
+	}
+	// The rest is the writer's, which blocks on the full socket; what
+	// comes now is queued behind it.
+	rc.c.mu.Lock()
+	st := rc.c.wr
+	rc.c.mu.Unlock()
+	if st != wrHandoff && st != wrWriter {
+		t.Fatalf("write side %d after a partial write, want the writer's", st)
+	}
+	for _, size := range []int{4, 125, 126, 1000, 20000} {
+		if !rc.offer(seq, size) {
+			t.Fatalf("frame %d refused", seq)
+		}
+		seq++
+	}
+	rc.ping("during the rest")
+	waitControlBlocked(t)
+	rc.readFrames(seq, "during the rest")
+	if n := r.direct(directFailed); n != 0 {
+		t.Fatalf("%v direct writes failed", n)
+	}
+}
+
+// TestDirectWriteAgain: when the socket takes nothing of a frame, the
+// sender puts it back at the front of the queue (ahead of what was queued
+// during its attempt) and wakes the writer; the peer reads every frame in
+// order, and the pong it asked for while the writer waited on the full
+// socket between two of them.
+func TestDirectWriteAgain(t *testing.T) {
+	r := newDirectRig(t)
+	rc := r.join(4 << 10)
+	rc.waitIdle()
+	seq := 0
+	for r.direct(directAgain) == 0 {
+		if seq == 200_000 {
+			t.Fatalf("the socket took %d small frames", seq)
+		}
+		if !rc.offer(seq, 8) {
+			t.Fatalf("frame %d refused (whole %v, partial %v)", seq, r.direct(directWhole), r.direct(directPartial))
+		}
+		seq++
+	}
+	// A socket may refuse a write for a moment (a small frame's memory
+	// counts for more than its bytes until the kernel merges it), so more
+	// frames, queued now, fill it for good; the writer waits on it.
+	for range 20 {
+		if !rc.offer(seq, 2000) {
+			t.Fatalf("frame %d refused", seq)
+		}
+		seq++
+	}
+	waitFor(t, "the writer to wait on the full socket", func() bool {
+		return goroutineIn("relay.(*Server).wsWriter(", "internal/poll.(*pollDesc).waitWrite(")
+	})
+	rc.ping("while full")
+	rc.readFrames(seq, "while full")
+	t.Logf("%d frames: whole %v, partial %v, again %v", seq, r.direct(directWhole), r.direct(directPartial),
+		r.direct(directAgain))
+}
+
+// TestDirectWriteRacesClose: a conn is closed while its sender writes
+// frames to it directly (whole, partial and refused writes on a small
+// socket the peer reads from). A graceful close (kicked) delivers every
+// frame the sender got taken, in order, then the close frame; an abrupt
+// one (the peer gone) delivers a prefix of them, in order, and no close
+// frame. Either way the conn ends and its frame mutex is free: no rest of
+// a frame was left behind.
+func TestDirectWriteRacesClose(t *testing.T) {
+	r := newDirectRig(t)
+	const rounds, frames = 24, 300
+	for round := range rounds {
+		graceful := round%2 == 0
+		rc := r.join(8 << 10)
+		rc.waitIdle()
+		closeAt := rand.IntN(frames)
+		taken := 0
+		sent := make(chan struct{})
+		closed := make(chan struct{})
+		// The peer reads all along: a peer that stops reading while its
+		// window is shut may wait for TCP's zero-window probes, seconds
+		// apart, longer than a graceful close's flush is given.
+		var got int
+		var status websocket.StatusCode
+		var err error
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			got, status, err = rc.readUntilEnd()
+		}()
+		go func() {
+			defer close(sent)
+			for seq := range frames {
+				if seq == closeAt {
+					close(closed)
+				}
+				if !rc.offer(seq, 4+rand.IntN(3000)) {
+					return
+				}
+				taken++
+			}
+		}()
+		<-closed
+		reason := reasonPeerClosed
+		if graceful {
+			reason = reasonKicked
+		}
+		rc.c.close(reason)
+		<-read
+		<-sent
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		switch {
+		case graceful && (got != taken || status != websocket.StatusNormalClosure):
+			t.Fatalf("round %d, graceful: read %d of %d frames taken, close %v", round, got, taken, status)
+		case !graceful && (got > taken || status != -1):
+			t.Fatalf("round %d, abrupt: read %d of %d frames taken, close %v", round, got, taken, status)
+		}
+		rc.nc.Close()
+		select {
+		case <-rc.c.t.(*wsTransport).ended:
+		case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
+			t.Fatalf("round %d: the writer did not end", round)
+		}
+		if !rc.fc.mu.TryLock() {
+			t.Fatalf("round %d: the frame mutex is still held", round)
+		}
+		rc.fc.mu.Unlock()
+	}
+	t.Logf("whole %v, partial %v, again %v, failed %v", r.direct(directWhole), r.direct(directPartial),
+		r.direct(directAgain), r.direct(directFailed))
+}
+
+// readUntilEnd reads data frames (each the next in order) until a close
+// frame or the end of the socket, and returns how many and the close code
+// (-1: none).
+func (rc *rawClient) readUntilEnd() (int, websocket.StatusCode, error) {
+	_ = rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // wall clock: a real socket's deadline
+	for seq := 0; ; seq++ {
+		f, err := readRawFrame(rc.br)
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err):
+			return seq, -1, nil
+		case err != nil:
+			return seq, -1, err
+		case f.op == 0x8:
+			if len(f.payload) < 2 {
+				return seq, -1, fmt.Errorf("close frame %x", f.payload)
+			}
+			return seq, websocket.StatusCode(binary.BigEndian.Uint16(f.payload)), nil
+		case f.op != 0x2 || !f.fin:
+			return seq, -1, fmt.Errorf("after %d frames: op %d fin %v", seq, f.op, f.fin)
+		}
+		if err := checkSeqFrame(f.payload, seq); err != nil {
+			return seq, -1, err
+		}
+	}
+}
+
+// TestDirectWritesOfTwoSenders: two readers routing to one host at once,
+// each claiming the socket when it is free and queueing behind the other
+// when not: the host gets every frame of each, in each one's order.
+func TestDirectWritesOfTwoSenders(t *testing.T) {
+	r := newDirectRig(t)
+	room := r.s.core.rooms.get("direct")
+	room.mu.Lock()
+	c := room.host
+	room.mu.Unlock()
+	const n = 2000
+	var wg sync.WaitGroup
+	for sender := range 2 {
+		wg.Go(func() {
+			for seq := range n {
+				b := getBuf(9)
+				b.off, b.end = 0, 9
+				b.b[0] = byte(sender)
+				binary.LittleEndian.PutUint32(b.b[1:], uint32(seq))
+				c.send(b, dirToHost, true).write()
+			}
+		})
+	}
+	next := [2]int{}
+	for range 2 * n {
+		p := r.host.recv()
+		if len(p) != 9 || p[0] > 1 {
+			t.Fatalf("frame %x", p)
+		}
+		if seq := int(binary.LittleEndian.Uint32(p[1:])); seq != next[p[0]] {
+			t.Fatalf("sender %d: frame %d, want %d", p[0], seq, next[p[0]])
+		}
+		next[p[0]]++
+	}
+	wg.Wait()
+	t.Logf("whole %v, partial %v, again %v", r.direct(directWhole), r.direct(directPartial), r.direct(directAgain))
+}
+
+// TestDirectWriteOnlyWhenNothingWaits: a reader writes a frame itself
+// only when nothing more is waiting to be read (the game-rate case: one
+// message, one system call); a burst read at once is queued for the
+// receiver's writer, which batches it.
+func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
+	r := newDirectRig(t)
+	cl := join(t, r.s, "direct", r.secret)
+	id := r.connected()
+	(&rawClient{t: t, c: r.s.core.conns.get(id)}).waitIdle()
+	batches := counterValue(r.s.m.batches)
+	for i := range 20 {
+		r.host.send(sendOne(id, fmt.Sprint("one at a time ", i)))
+		if got := cl.recv(); !equal(got, fmt.Sprint("one at a time ", i)) {
+			t.Fatalf("got %q", got)
+		}
+	}
+	// (The count follows the write.)
+	waitFor(t, "20 frames written by their reader", func() bool { return r.direct(directWhole) == 20 })
+	if n := counterValue(r.s.m.batches); n != batches {
+		t.Fatalf("the writers wrote %v batches of frames sent one at a time", n-batches)
+	}
+	// A raw host would be needed to put a burst in one TCP segment; a
+	// client's packets to the host go the other way: read at once by the
+	// client's reader from one write of many frames.
+	var burst []byte
+	for i := range 50 {
+		burst = append(burst, maskedFrame(fmt.Appendf(nil, "burst %02d", i))...)
+	}
+	raw := r.join(0)
+	before := r.direct(directWhole)
+	if _, err := raw.nc.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		pk := r.host.expectToHost(wire.ToHostData)
+		if want := fmt.Sprintf("burst %02d", i); string(pk.Payload) != want {
+			t.Fatalf("host got %q, want %q", pk.Payload, want)
+		}
+	}
+	if n := r.direct(directWhole) - before; n > 2 {
+		t.Fatalf("%v of a burst of 50 frames were written by their reader, want at most the last", n)
+	}
+}
+
+// TestDirectWriteClaimOutlivesClose: the conn is closed between a
+// sender's claim (made under the room lock) and its write (after the lock
+// is released), the window a close can race a direct write in. The
+// writer waits for the write to end: a graceful close then delivers the
+// claimed frame, whole, and its close frame after it, even when the
+// socket takes only part of the frame and the rest is finished by the
+// flush; an abrupt close delivers at most the frame and no close frame.
+// Frames routed after the close are refused, and the frame mutex is free
+// once the writer has ended.
+func TestDirectWriteClaimOutlivesClose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reason closeReason
+		size   int
+		window int
+	}{
+		{"graceful", reasonKicked, 100, 0},
+		{"graceful, partly written", reasonKicked, maxDirectFrame, 4 << 10},
+		{"abrupt", reasonPeerClosed, 100, 0},
+		{"abrupt, partly written", reasonPeerClosed, maxDirectFrame, 4 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newDirectRig(t)
+			rc := r.join(tc.window)
+			rc.waitIdle()
+			cl, ok := rc.c.offer(seqFrame(0, tc.size), dirToClient, true)
+			if !ok || cl.c == nil {
+				t.Fatal("an idle conn's frame was not claimed")
+			}
+			rc.c.close(tc.reason)
+			if rc.offer(1, 10) {
+				t.Fatal("a frame routed after the close was taken")
+			}
+			var got int
+			var status websocket.StatusCode
+			var err error
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				got, status, err = rc.readUntilEnd()
+			}()
+			cl.write()
+			<-read
+			rc.nc.Close() // the close handshake's answer: the peer is gone
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.reason.abrupt() {
+				if got > 1 || status != -1 {
+					t.Fatalf("read %d frames and close %v, want at most the claimed frame and no close frame", got, status)
+				}
+			} else if got != 1 || status != websocket.StatusNormalClosure {
+				t.Fatalf("read %d frames and close %v, want the claimed frame, then 1000", got, status)
+			}
+			select {
+			case <-rc.c.t.(*wsTransport).ended:
+			case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
+				t.Fatal("the writer did not end")
+			}
+			if !rc.fc.mu.TryLock() {
+				t.Fatal("the frame mutex is still held")
+			}
+			rc.fc.mu.Unlock()
+			if tc.window > 0 && !tc.reason.abrupt() && r.direct(directPartial) != 1 {
+				t.Fatalf("partial writes %v, want the claimed frame's", r.direct(directPartial))
+			}
+		})
+	}
+}
+
+// TestDirectForwardingAllocatesNothing: a packet routed by a reader with
+// nothing more to read and written by it to the receiver's socket (a real
+// loopback socket a peer drains) costs no allocation, as a queued one
+// does not (TestForwardingAllocatesNothing).
+func TestDirectForwardingAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	if !rawWriteSupported {
+		t.Skip("no raw writes here")
+	}
+	peerEnd, relayEnd := tcpPair(t)
+	go func() { _, _ = io.Copy(io.Discard, peerEnd) }()
+	fc := (&frameConn{Conn: relayEnd, upgraded: true}).enableDirect()
+	cr := newCoreRoom(t)
+	cr.client.dw = fc
+	cr.drain(cr.client) // nothing left: the writer (the test) is idle
+	cr.host.direct = true
+	toClient := sendOne(cr.client.id, string(make([]byte, 64)))
+	if n := testing.AllocsPerRun(1000, func() {
+		cr.deliver(cr.host, toClient)
+		cr.drain(cr.client) // what a full socket left (none, as a rule)
+	}); n != 0 {
+		t.Errorf("SEND_ONE written by its reader: %v allocations per packet", n)
+	}
+	if whole := counterValue(cr.core.m.direct[directWhole]); whole < 1000 {
+		t.Errorf("%v packets written by their reader, want most of 1001", whole)
+	}
+}
