@@ -71,6 +71,14 @@ func TestRunWithBaseline(t *testing.T) {
 	if got.RatioMsgs <= 0 || got.RatioCPU <= 0 {
 		t.Errorf("ratios missing: %s", b)
 	}
+	// The relay's write path, read from its /metrics: frames its readers
+	// wrote themselves and its writers' batches; the echo has none.
+	if n := res.Relay.DirectFrames + res.Relay.WriteBatches; n <= 0 {
+		t.Errorf("relay direct_frames + write_batches = %d, want > 0", n)
+	}
+	if res.Baseline.DirectFrames != 0 || res.Baseline.WriteBatches != 0 {
+		t.Errorf("baseline write path %d / %d, want none", res.Baseline.DirectFrames, res.Baseline.WriteBatches)
+	}
 }
 
 func TestIdleConnections(t *testing.T) {

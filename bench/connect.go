@@ -31,7 +31,7 @@ type target struct {
 	// udpPort is the relay child's LiteNetLib port (0 = unknown): every
 	// allocation and join of a UDP run must carry it as udpPortV2.
 	udpPort int
-	metrics string // UDP runs: the relay child's /metrics URL (datagram counters)
+	metrics string // the relay child's /metrics URL (UDP: datagram counters; WebSocket: direct writes and batches)
 
 	// Forwarding mode: hosts dial hostURL and clients clientURL, both
 	// without a session hint, as PurrNet's own client does; every room

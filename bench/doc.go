@@ -136,7 +136,11 @@
 // before the load connects, once every connection is open (memory per
 // connection is that growth divided by the connections), and at the end.
 // The load process's own CPU is reported too: on a small machine the load
-// generator, not the server, may be what saturates.
+// generator, not the server, may be what saturates. Around the window a
+// WebSocket relay child's /metrics say how its frames were written
+// (Side.DirectFrames: by the reader that routed them, one system call
+// each; Side.WriteBatches: batches of queued frames by the receivers'
+// writers), so that a run shows which of the two paths it measured.
 //
 // # Bounds
 //

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
 )
 
@@ -106,6 +107,9 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 	}
 	s.MeshForwards, s.MeshPackets = mesh.forwards(), mesh.packetsInWindow()
 	s.UDPDatagramsIn, s.UDPDatagramsOut = lnl.udpInWindow()
+	if o.Transport != client.TransportUDP {
+		s.DirectFrames, s.WriteBatches = lnl.writesInWindow()
+	}
 	return s, nil
 }
 
@@ -204,6 +208,13 @@ func (m *relayMeter) forwards() int64 { return int64(m.c[2].forwards - m.c[0].fo
 // packetsInWindow is the frames the edge carried over its links in the
 // measured window.
 func (m *relayMeter) packetsInWindow() int64 { return int64(m.c[2].packets - m.c[1].packets) }
+
+// writesInWindow is, in the measured window of a WebSocket run, the frames
+// the relay's readers wrote to their receivers' sockets themselves and the
+// batches its writers wrote.
+func (m *relayMeter) writesInWindow() (direct, batches int64) {
+	return int64(m.c[2].direct - m.c[1].direct), int64(m.c[2].batches - m.c[1].batches)
+}
 
 // udpInWindow is the datagrams the relay's LiteNetLib socket received and
 // sent in the measured window.

@@ -120,6 +120,15 @@ type Side struct {
 	// LiteNetLib's acks and pings, less what was merged.
 	UDPDatagramsIn  int64 `json:"udp_datagrams_in,omitempty"`
 	UDPDatagramsOut int64 `json:"udp_datagrams_out,omitempty"`
+	// DirectFrames and WriteBatches are, in the measured window of a
+	// WebSocket relay run, the frames the relay's readers wrote to their
+	// receivers' sockets themselves (one system call each,
+	// purrfly_relay_direct_writes_total{result="whole"|"partial"}) and the
+	// batches of queued frames its writers wrote
+	// (purrfly_relay_write_batches_total): (messages - direct) / batches
+	// is the frames per batch.
+	DirectFrames int64 `json:"direct_frames,omitempty"`
+	WriteBatches int64 `json:"write_batches,omitempty"`
 
 	Connections       int     `json:"connections"`
 	RSSStartBytes     int64   `json:"rss_start_bytes"`     // before the load connected
@@ -240,6 +249,8 @@ func medianSide(sides []*Side) *Side {
 	m.MeshPackets = int64(med(func(s *Side) float64 { return float64(s.MeshPackets) }))
 	m.UDPDatagramsIn = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsIn) }))
 	m.UDPDatagramsOut = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsOut) }))
+	m.DirectFrames = int64(med(func(s *Side) float64 { return float64(s.DirectFrames) }))
+	m.WriteBatches = int64(med(func(s *Side) float64 { return float64(s.WriteBatches) }))
 	m.CPUusPerMsg = med(func(s *Side) float64 { return s.CPUusPerMsg })
 	m.RelayCPUCores = med(func(s *Side) float64 { return s.RelayCPUCores })
 	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })

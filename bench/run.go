@@ -143,9 +143,9 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 				return nil, fmt.Errorf("failed to read the relay child's UDP address %q: %w", s.relayCh.udp, err)
 			}
 			s.relay.udpPort = int(ap.Port())
-			if s.relayCh.http != "" {
-				s.relay.metrics = s.relayCh.http + "/metrics"
-			}
+		}
+		if s.relayCh.http != "" {
+			s.relay.metrics = s.relayCh.http + "/metrics"
 		}
 	}
 	if o.Baseline {

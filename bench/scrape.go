@@ -25,6 +25,10 @@ type relayCounters struct {
 	packets  float64 // purrfly_relay_forwarded_packets_total{dir="mesh_out"|"mesh_in"}
 	udpIn    float64 // purrfly_relay_udp_datagrams_received_total
 	udpOut   float64 // purrfly_relay_udp_datagrams_sent_total
+	// A WebSocket run's write path: frames its readers wrote to their
+	// receivers' sockets themselves, and batches its writers wrote.
+	direct  float64 // purrfly_relay_direct_writes_total{result="whole"|"partial"}
+	batches float64 // purrfly_relay_write_batches_total
 	// The connection soak's gauges.
 	goroutines float64 // go_goroutines
 	fds        float64 // process_open_fds
@@ -63,6 +67,11 @@ func scrapeRelay(ctx context.Context, hc *http.Client, metricsURL string) (relay
 			c.udpIn += sampleValue(line)
 		case strings.HasPrefix(line, "purrfly_relay_udp_datagrams_sent_total "):
 			c.udpOut += sampleValue(line)
+		case strings.HasPrefix(line, `purrfly_relay_direct_writes_total{result="whole"} `),
+			strings.HasPrefix(line, `purrfly_relay_direct_writes_total{result="partial"} `):
+			c.direct += sampleValue(line)
+		case strings.HasPrefix(line, "purrfly_relay_write_batches_total "):
+			c.batches += sampleValue(line)
 		case strings.HasPrefix(line, "go_goroutines "):
 			c.goroutines = sampleValue(line)
 		case strings.HasPrefix(line, "process_open_fds "):
