@@ -95,6 +95,46 @@
 // its close handshake outlives linkGrace. Buffers are held only while queued or
 // being written, never by an idle connection.
 //
+// # Who writes a frame (issue 16)
+//
+// Queueing costs a hand-off: the receiver's writer is woken, writes, and
+// parks again. Under load that buys batching (one system call for many
+// frames) and a second core (the writers write while the reader reads
+// on). At game rates it buys nothing: most games are many connections each
+// at a modest tick rate, every frame finds its receiver idle, and the
+// hand-off is one goroutine wake-up per message that an echo server,
+// which writes on the goroutine that read, never pays. So a reader writes
+// the frame it routes itself (conn.send, claim.write) when all of these
+// hold, and queues it otherwise:
+//
+//   - its own input has nothing more waiting (readConn.hasMore, after
+//     each message): a reader with more to read is under load, and the
+//     hand-off lets it read on while other cores write;
+//   - the receiver's writer is idle with nothing queued (conn.wr), so no
+//     frame can be overtaken and there is nothing to batch with;
+//   - frames to the receiver are not coming in bursts (conn.batching): its
+//     writer's last batch was a single frame, and no frame arrived during
+//     its last direct write. One batch of one frame turns direct writes
+//     back on.
+//
+// The claim is made under the receiver's conn.mu inside the room lock,
+// which fixes the frame's place in the receiver's order; the write happens
+// after the room lock is released, with one non-blocking write system
+// call on the socket's descriptor (frameConn.writeDirect). It never waits:
+// if coder/websocket holds the frame mutex (a pong to a full socket), or
+// the socket takes nothing, the frame goes back to the front of the queue
+// for the writer; if the socket takes part of it, the rest and the frame
+// mutex pass to the writer, which finishes the frame before anything else
+// (coder/websocket's control frames included) goes out. Meanwhile frames
+// routed to the receiver queue behind the claim, and the writer, closing
+// or not, waits for it to end. A throwaway prototype that wrote every
+// frame directly lost 15% at saturation (every frame its own system call,
+// a fan-out host's reader writing every client's frame itself);
+// BENCHMARKS.md has what this rule costs and saves, measured both ways.
+// A link's frames (toward a holder machine) follow the same rule; a UDP
+// peer's reader never writes a WebSocket frame itself (it serves every
+// peer of its socket), nor does a link's reader.
+//
 // An idle WebSocket connection costs about 18 KiB (BENCHMARKS.md; the
 // target was 30); an idle UDP peer much less (no goroutine, no socket of
 // its own: its LiteNetLib state, its conn and its queue). The HTTP handler upgrades, reads and routes the authentication (the
@@ -128,11 +168,17 @@
 //     empty-room cleanup tick, the registrar, plus two per connection;
 //     Shutdown and Close wait for all of them, and close the TCP sockets
 //     outright if a close handshake hangs.
-//   - conn: id, transport and framing are static; role, room, up (the
-//     link of a forwarded conn) and nat are written once by the conn's
-//     reader at authentication (under room.mu); the queue and close reason
-//     are guarded by conn.mu. Only the reader calls handle and leave; only
-//     the transport's writer drains the queue.
+//   - conn: id, transport, framing and dw (its direct write) are static;
+//     role, room, up (the link of a forwarded conn) and nat are written
+//     once by the conn's reader at authentication (under room.mu); direct
+//     is the reader's own; the queue, the close reason, the write side's
+//     owner (wr) and batching are guarded by conn.mu. Only the reader calls
+//     handle and leave; only the transport's writer drains the queue, and
+//     only the owner of the write side writes data frames.
+//   - frameConn: its mutex is the frame mutex, held for whole frames by
+//     whoever writes to the socket (the writer, coder/websocket, a
+//     sender's direct write); a direct write that leaves part of a frame
+//     hands it, locked, to the writer with the rest.
 //   - wsTransport: channels static, the close grace guarded by its mu.
 //   - udpConn: the peer and conn static; the routed-authentication state
 //     (authing, early, left) guarded by its mu; litenet serialises a peer's

@@ -28,6 +28,13 @@ import (
 // the hijack hands it, ctlBufSize in readconn.go, or its own 4 KiB one on
 // a link), so each of its Write calls is one whole frame and frames never
 // interleave.
+//
+// A third writer is a sender's reader writing one frame itself (issue 16,
+// conn.send, writeDirect): it only tries the frame mutex, writes with one
+// non-blocking system call on the descriptor, and when the socket takes
+// part of the frame leaves the mutex locked and the rest in f.rest for the
+// writer, so nothing (a pong, a close) can come between the frame's two
+// parts.
 
 // batchBufSize is the pooled buffer a batch is encoded into; a frame that
 // does not fit an empty one is written as its header and payload.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"sync"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -21,15 +20,18 @@ import (
 // coder/websocket has consumed it. A parked reader holds no read buffer;
 // under load a read system call still takes up to 4 KiB at once, as
 // net/http's buffer did.
+//
+// What is waiting to be read, in coder/websocket's reader and in the
+// pooled buffer, tells the connection's reader whether another message
+// is already here (hasMore), which decides who writes the frame it routes
+// (conn.send). The reader looks between two messages, outside
+// coder/websocket's read lock; the only other reader, coder/websocket's
+// close handshake (ws.Close, on the writer), runs under peek too.
 
-// ctlBufSize is the size of the bufio.Writer handed to coder/websocket: a
-// whole control frame (2 + 125 bytes) fits. hdrBufSize is its
-// bufio.Reader's, the least bufio takes: any frame header (at most 14
-// bytes) fits.
-const (
-	ctlBufSize = 256
-	hdrBufSize = 16
-)
+// ctlBufSize is the size of the bufio.Reader and bufio.Writer handed to
+// coder/websocket: a whole control frame (2 + 125 bytes) fits the writer,
+// any frame header (at most 14 bytes) the reader.
+const ctlBufSize = 256
 
 // readBufSize is the pooled read buffer; a read of at least that many
 // bytes goes straight to the caller's slice.
@@ -51,11 +53,12 @@ type readConn struct {
 	rpos    int
 	rend    int
 	rerr    error // readFD's result
-	// more says, after every Read, that bytes read from the socket are
-	// still waiting here (more messages, as a rule): the connection's
-	// reader, which reads it without coder/websocket's read lock, then
-	// leaves its frames to the receivers' writers (conn.direct).
-	more atomic.Bool
+
+	// br is coder/websocket's reader over r (set by bufio, static); peek
+	// is held to look at what br and r hold (hasMore) and across a close
+	// handshake, which reads them.
+	br   *bufio.Reader
+	peek sync.Mutex
 }
 
 // newReadConn wraps fc. leftover are bytes already read from the socket
@@ -76,26 +79,23 @@ func newReadConn(fc *frameConn, leftover []byte) *readConn {
 }
 
 // bufio returns the small reader and writer coder/websocket gets at the
-// hijack. The reader is as small as bufio allows (16 bytes: a frame
-// header, rarely a whole message), so that what is waiting to be read is
-// in readConn, where more sees it.
+// hijack.
 func (r *readConn) bufio() *bufio.ReadWriter {
-	return bufio.NewReadWriter(bufio.NewReaderSize(r, hdrBufSize), bufio.NewWriterSize(r.frameConn, ctlBufSize))
+	r.br = bufio.NewReaderSize(r, ctlBufSize)
+	return bufio.NewReadWriter(r.br, bufio.NewWriterSize(r.frameConn, ctlBufSize))
 }
 
 // hasMore reports whether bytes already read from the socket are waiting
-// (readConn.more). Any goroutine may call it.
-func (r *readConn) hasMore() bool { return r.more.Load() }
+// to be read (the start of another message, as a rule). The caller holds
+// r.peek, and coder/websocket is not reading (the connection's reader,
+// between two messages).
+func (r *readConn) hasMore() bool {
+	return r.rbuf != nil || len(r.pending) > 0 || (r.br != nil && r.br.Buffered() > 0)
+}
 
 // Read serves what the HTTP server had buffered, then the pooled buffer,
 // and refills it from the socket once the socket is readable.
 func (r *readConn) Read(p []byte) (int, error) {
-	n, err := r.read(p)
-	r.more.Store(r.rbuf != nil || len(r.pending) > 0)
-	return n, err
-}
-
-func (r *readConn) read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}

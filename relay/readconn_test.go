@@ -176,9 +176,9 @@ func TestReadConnAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestHijackHandsSmallBuffers: coder/websocket gets a 16-byte reader and a
-// 256-byte writer, not net/http's 4 KiB pair, and bytes the client sent
-// right behind its request come first.
+// TestHijackHandsSmallBuffers: coder/websocket gets a 256-byte reader and
+// writer, not net/http's 4 KiB pair, and bytes the client sent right
+// behind its request come first.
 func TestHijackHandsSmallBuffers(t *testing.T) {
 	type result struct {
 		rs, ws int
@@ -229,8 +229,8 @@ func TestHijackHandsSmallBuffers(t *testing.T) {
 	if res.err != nil {
 		t.Fatalf("server: %v", res.err)
 	}
-	if res.rs != hdrBufSize || res.ws != ctlBufSize {
-		t.Errorf("buffers %d and %d bytes, want %d and %d", res.rs, res.ws, hdrBufSize, ctlBufSize)
+	if res.rs != ctlBufSize || res.ws != ctlBufSize {
+		t.Errorf("buffers %d and %d bytes, want %d", res.rs, res.ws, ctlBufSize)
 	}
 	if res.got != "early+late" {
 		t.Errorf("read %q, want early+late", res.got)

@@ -179,6 +179,7 @@ type wsTransport struct {
 	core  *core
 	ws    *websocket.Conn
 	fc    *frameConn    // the socket our data frames go through (frameconn.go); nil: write through ws
+	rc    *readConn     // set before the writer starts, then static: what ws reads through (nil: not a readConn)
 	drop  func()        // static: ends the transport at once
 	grace time.Duration // static: bound of a graceful close
 	wake_ chan struct{} // static, cap 1: signalled when a frame is queued
@@ -274,6 +275,7 @@ func (t *wsTransport) endWriter() {
 func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded bool, f framing, done func()) {
 	ws.SetReadLimit(wire.MaxMessageSize)
 	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
+	t.rc = rc
 	if f == framingUDP {
 		fc.prefixMethod = true
 	}
@@ -330,7 +332,11 @@ func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn, rc *readConn) closeReas
 		if reason != reasonNone {
 			return reason
 		}
-		c.direct = rc != nil && !rc.hasMore()
+		if rc != nil {
+			rc.peek.Lock()
+			c.direct = !rc.hasMore()
+			rc.peek.Unlock()
+		}
 		s.core.handle(c, b)
 		if c.closing.Load() {
 			return reasonNone
@@ -468,6 +474,11 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 		return
 	}
 	code, text := told.wsCode()
+	if t.rc != nil {
+		// The close handshake reads what the connection's reader looks at.
+		t.rc.peek.Lock()
+		defer t.rc.peek.Unlock()
+	}
 	_ = t.ws.Close(code, text)
 }
 
