@@ -217,7 +217,7 @@ func (rc *rawClient) readFrames(n int, pong string) {
 func waitControlBlocked(t *testing.T) {
 	t.Helper()
 	waitFor(t, "the pong to wait for the frame mutex", func() bool {
-		return goroutineIn("relay.(*frameConn).Write(", "sync.(*Mutex).Lock(")
+		return goroutineIn("relay.(*frameConn).writeUnlessClosing(", "sync.(*Mutex).Lock(")
 	})
 }
 

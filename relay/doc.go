@@ -81,11 +81,12 @@
 // (queue_overflow). Every other connection keeps flowing: no sender ever
 // waits for a receiver. The writer takes up to 64 frames at a time and
 // writes them with one system call per 32 KiB (frameconn.go).
-// coder/websocket upgrades, reads, answers pings and runs the close
-// handshake, but it flushes every message, so an accepted connection's
-// data frames are encoded by the relay itself (unmasked server frames)
-// into one pooled buffer per batch, on the same hijacked socket, under one
-// mutex with coder/websocket's control frames. That cut the relay's CPU
+// coder/websocket upgrades, but it flushes every message, so an accepted
+// connection's data frames are encoded by the relay itself (unmasked
+// server frames) into one pooled buffer per batch, on the same hijacked
+// socket, under one mutex with the control frames; and after the upgrade
+// the relay reads the peer's frames itself too (wsread.go: binary
+// messages, fragments, pings answered, the close handshake), see below. That cut the relay's CPU
 // per message by about 40% under fan-in and 20 to 30% under fan-out at
 // 1,000 connections (BENCHMARKS.md); at low rates batches are single
 // frames and nothing changes. A link to a holder machine writes the same
@@ -107,7 +108,7 @@
 // the frame it routes itself (conn.send, claim.write) when all of these
 // hold, and queues it otherwise:
 //
-//   - its own input has nothing more waiting (readConn.hasMore, after
+//   - its own input has nothing more waiting (frameReader.more, after
 //     each message): a reader with more to read is under load, and the
 //     hand-off lets it read on while other cores write;
 //   - the receiver's writer is idle with nothing queued (conn.wr), so no
@@ -135,6 +136,17 @@
 // peer's reader never writes a WebSocket frame itself (it serves every
 // peer of its socket), nor does a link's reader.
 //
+// With the hand-off gone the relay made the echo's system calls and
+// wake-ups per message (perf stat), and what was left above the echo was
+// coder/websocket's read path, which the echo pays too: a channel-based
+// read lock taken twice a message, its message reader's reset and a
+// deferred check per frame header, about 1.2 to 1.9 µs of the relay's 14
+// µs a message at the game rate. So the relay reads an accepted
+// connection's frames itself after the upgrade (frameReader, wsread.go),
+// as it already wrote them; FuzzFrameReader holds it to what
+// coder/websocket read. BENCHMARKS.md (issue 16) has what each of the
+// two changed.
+//
 // An idle WebSocket connection costs about 18 KiB (BENCHMARKS.md; the
 // target was 30); an idle UDP peer much less (no goroutine, no socket of
 // its own: its LiteNetLib state, its conn and its queue). The HTTP handler upgrades, reads and routes the authentication (the
@@ -143,10 +155,10 @@
 // reader keeps a small stack and net/http's request state is garbage.
 // coder/websocket keeps the bufio pair it is handed at the hijack for the
 // connection's life, so it gets 256-byte ones (readconn.go) instead of
-// net/http's 4 KiB pair: its writer only carries control frames, and its
-// reader sits on readConn, which reads the socket into a pooled 4 KiB
-// buffer taken only when the socket is readable and returned once
-// consumed.
+// net/http's 4 KiB pair: after the upgrade the relay's own frame reader
+// reads through the small reader, which sits on readConn, which reads the
+// socket into a pooled 4 KiB buffer taken only when the socket is
+// readable and returned once consumed.
 //
 // An abrupt close (peer gone, slow receiver, overflow, write error) drops
 // the socket at once. A graceful one (kicked, host left, auth failed,

@@ -13,21 +13,23 @@ import (
 
 // Frame-level writes (issue 7). coder/websocket flushes every message, so
 // a writer draining 64 queued frames made 64 write system calls. The
-// relay keeps coder/websocket for the upgrade, reading, ping/pong and the
-// close handshake, but encodes its data frames here into one pooled
-// buffer per batch, written with one system call. Two kinds of socket do
+// relay keeps coder/websocket for the upgrade (and, on a link, for
+// reading, ping/pong and the close handshake), but encodes its data
+// frames here into one pooled buffer per batch, written with one system
+// call. Two kinds of socket do
 // this: an accepted connection (RFC 6455 server frames, unmasked: a 2 to
 // 10 byte header and the payload) and a link to a holder machine (client
 // frames, masked: linkconn.go).
 //
 // Both writers meet in frameConn, the net.Conn coder/websocket writes
-// through: its mutex serialises a batch of ours against coder/websocket's
-// own frames. Once the handshake is over coder/websocket only ever writes
-// control frames on these connections (pong, close: at most 131 bytes,
-// fully buffered in its bufio.Writer and flushed at once: the 256-byte one
-// the hijack hands it, ctlBufSize in readconn.go, or its own 4 KiB one on
-// a link), so each of its Write calls is one whole frame and frames never
-// interleave.
+// through: its mutex serialises a batch of ours against the control
+// frames. On a link, once the handshake is over, coder/websocket only
+// ever writes control frames (pong, close: at most 131 bytes, fully
+// buffered in its own 4 KiB bufio.Writer and flushed at once), so each of
+// its Write calls is one whole frame and frames never interleave. On an
+// accepted connection the relay reads the frames itself (wsread.go) and
+// writes its control frames (pong, close) whole through
+// writeUnlessClosing; coder/websocket writes nothing after the upgrade.
 //
 // A third writer is a sender's reader writing one frame itself (issue 16,
 // conn.send, writeDirect): it only tries the frame mutex, writes with one
@@ -89,6 +91,21 @@ func (f *frameConn) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	if f.upgraded && len(p) > 0 && p[0]&0x0f == 0x8 {
+		f.closeSent = true
+	}
+	return f.Conn.Write(p)
+}
+
+// writeUnlessClosing writes a control frame of the relay's own (a pong, a
+// close: one whole frame, wsread.go) unless a close frame went out
+// already, after which nothing may.
+func (f *frameConn) writeUnlessClosing(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closeSent || f.broken {
+		return 0, nil
+	}
+	if p[0]&0x0f == 0x8 {
 		f.closeSent = true
 	}
 	return f.Conn.Write(p)

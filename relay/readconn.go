@@ -13,24 +13,21 @@ import (
 // net/http hands a hijacked connection a 4 KiB bufio.Reader and a 4 KiB
 // bufio.Writer, and coder/websocket keeps both for the connection's life:
 // 8 KiB per connection that an idle one never uses. The relay gives
-// coder/websocket small ones instead (ctlBufSize): its writer only ever
-// carries control frames (at most 127 bytes, frameconn.go), and its
-// reader sits on readConn, which reads the socket into a pooled 4 KiB
+// coder/websocket small ones instead (ctlBufSize), which it needs only
+// for the upgrade: after it the relay reads the frames itself (wsread.go)
+// through the same 256-byte reader, which sits on readConn, and writes
+// its own (frameconn.go). readConn reads the socket into a pooled 4 KiB
 // buffer taken only once the socket is readable and given back as soon as
-// coder/websocket has consumed it. A parked reader holds no read buffer;
-// under load a read system call still takes up to 4 KiB at once, as
-// net/http's buffer did.
-//
-// What is waiting to be read, in coder/websocket's reader and in the
-// pooled buffer, tells the connection's reader whether another message
-// is already here (hasMore), which decides who writes the frame it routes
-// (conn.send). The reader looks between two messages, outside
-// coder/websocket's read lock; the only other reader, coder/websocket's
-// close handshake (ws.Close, on the writer), runs under peek too.
+// it has been consumed. A parked reader holds no read buffer; under load
+// a read system call still takes up to 4 KiB at once, as net/http's
+// buffer did. What is left in the small reader and in the pooled buffer
+// after a message tells whether another one is already here
+// (frameReader.more), which decides who writes the frame it routes
+// (conn.send).
 
 // ctlBufSize is the size of the bufio.Reader and bufio.Writer handed to
-// coder/websocket: a whole control frame (2 + 125 bytes) fits the writer,
-// any frame header (at most 14 bytes) the reader.
+// coder/websocket: any frame header (at most 14 bytes) fits the reader,
+// a whole control frame (2 + 125 bytes) the writer.
 const ctlBufSize = 256
 
 // readBufSize is the pooled read buffer; a read of at least that many
@@ -54,11 +51,10 @@ type readConn struct {
 	rend    int
 	rerr    error // readFD's result
 
-	// br is coder/websocket's reader over r (set by bufio, static); peek
-	// is held to look at what br and r hold (hasMore) and across a close
-	// handshake, which reads them.
-	br   *bufio.Reader
-	peek sync.Mutex
+	// br is the 256-byte reader over r handed to coder/websocket at the
+	// hijack (set by bufio, static), which the relay's own frame reader
+	// reads through after the upgrade (wsread.go).
+	br *bufio.Reader
 }
 
 // newReadConn wraps fc. leftover are bytes already read from the socket
@@ -83,14 +79,6 @@ func newReadConn(fc *frameConn, leftover []byte) *readConn {
 func (r *readConn) bufio() *bufio.ReadWriter {
 	r.br = bufio.NewReaderSize(r, ctlBufSize)
 	return bufio.NewReadWriter(r.br, bufio.NewWriterSize(r.frameConn, ctlBufSize))
-}
-
-// hasMore reports whether bytes already read from the socket are waiting
-// to be read (the start of another message, as a rule). The caller holds
-// r.peek, and coder/websocket is not reading (the connection's reader,
-// between two messages).
-func (r *readConn) hasMore() bool {
-	return r.rbuf != nil || len(r.pending) > 0 || (r.br != nil && r.br.Buffered() > 0)
 }
 
 // Read serves what the HTTP server had buffered, then the pooled buffer,

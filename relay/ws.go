@@ -179,7 +179,7 @@ type wsTransport struct {
 	core  *core
 	ws    *websocket.Conn
 	fc    *frameConn    // the socket our data frames go through (frameconn.go); nil: write through ws
-	rc    *readConn     // set before the writer starts, then static: what ws reads through (nil: not a readConn)
+	fr    *frameReader  // set before the writer starts, then static: the relay's reader of ws's frames (nil: coder/websocket reads)
 	drop  func()        // static: ends the transport at once
 	grace time.Duration // static: bound of a graceful close
 	wake_ chan struct{} // static, cap 1: signalled when a frame is queued
@@ -270,12 +270,14 @@ func (t *wsTransport) endWriter() {
 // Issue 7 counts what an idle connection costs; BENCHMARKS.md has the
 // numbers.
 //
-// rc is what the connection is read through (nil: not a readConn), which
-// tells the reader whether more is waiting after each message.
+// rc is what the connection is read through: the relay reads its frames
+// itself (wsread.go); without one (nil) coder/websocket does.
 func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded bool, f framing, done func()) {
 	ws.SetReadLimit(wire.MaxMessageSize)
 	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
-	t.rc = rc
+	if rc != nil {
+		t.fr = newFrameReader(rc, wire.MaxMessageSize)
+	}
 	if f == framingUDP {
 		fc.prefixMethod = true
 	}
@@ -291,9 +293,9 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 		<-writerDone
 		done()
 	}
-	reason := s.wsAuth(ws, c, forwarded)
+	reason := s.wsAuth(ws, t.fr, c, forwarded)
 	if reason == reasonNone && !c.closing.Load() {
-		go func() { end(s.wsReadLoop(ws, c, rc)) }()
+		go func() { end(s.wsReadLoop(ws, t.fr, c)) }()
 		return
 	}
 	end(reason)
@@ -304,11 +306,22 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 // (reasonNone: it goes on). On a multi-machine relay, a connection whose
 // first message names a room held by another machine (and that is not
 // itself forwarded) is carried to that machine instead (forward.go).
-func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) closeReason {
-	authCtx, cancel := context.WithTimeout(context.Background(), s.opts.AuthTimeout)
-	b, reason := wsRead(authCtx, ws)
-	// Authenticated or not, the deadline only covers the first message.
-	cancel()
+func (s *Server) wsAuth(ws *websocket.Conn, fr *frameReader, c *conn, forwarded bool) closeReason {
+	var b *buf
+	var reason closeReason
+	if fr != nil {
+		// Authenticated or not, the deadline only covers the first message.
+		nc := fr.rc.frameConn.Conn
+		_ = nc.SetReadDeadline(time.Now().Add(s.opts.AuthTimeout)) // wall clock: the socket's own deadline bounds the authentication
+		fr.mu.Lock()
+		b, reason = fr.next()
+		fr.mu.Unlock()
+		_ = nc.SetReadDeadline(time.Time{})
+	} else {
+		authCtx, cancel := context.WithTimeout(context.Background(), s.opts.AuthTimeout)
+		b, reason = wsRead(authCtx, ws)
+		cancel()
+	}
 	if reason != reasonNone {
 		return reason
 	}
@@ -323,19 +336,23 @@ func (s *Server) wsAuth(ws *websocket.Conn, c *conn, forwarded bool) closeReason
 // core until the connection ends; it returns why. A message after which
 // nothing more is waiting to be read may be written to its receiver's
 // socket by this goroutine (conn.direct).
-func (s *Server) wsReadLoop(ws *websocket.Conn, c *conn, rc *readConn) closeReason {
+func (s *Server) wsReadLoop(ws *websocket.Conn, fr *frameReader, c *conn) closeReason {
 	// A Background context keeps coder/websocket from arming a timer per
 	// read.
 	ctx := context.Background()
 	for {
-		b, reason := wsRead(ctx, ws)
+		var b *buf
+		var reason closeReason
+		if fr != nil {
+			fr.mu.Lock()
+			b, reason = fr.next()
+			c.direct = !fr.more()
+			fr.mu.Unlock()
+		} else {
+			b, reason = wsRead(ctx, ws)
+		}
 		if reason != reasonNone {
 			return reason
-		}
-		if rc != nil {
-			rc.peek.Lock()
-			c.direct = !rc.hasMore()
-			rc.peek.Unlock()
 		}
 		s.core.handle(c, b)
 		if c.closing.Load() {
@@ -474,12 +491,20 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 		return
 	}
 	code, text := told.wsCode()
-	if t.rc != nil {
-		// The close handshake reads what the connection's reader looks at.
-		t.rc.peek.Lock()
-		defer t.rc.peek.Unlock()
+	if t.fr == nil {
+		_ = t.ws.Close(code, text)
+		return
 	}
-	_ = t.ws.Close(code, text)
+	// The close handshake: our close frame, then the peer's, read by the
+	// connection's reader if it is still reading or else here (bounded by
+	// the close grace, which drops the socket), then the socket closes.
+	var f [4 + 123]byte
+	if _, err := t.fc.writeUnlessClosing(appendCloseFrame(f[:0], code, text)); err == nil {
+		t.fr.mu.Lock()
+		t.fr.awaitClose()
+		t.fr.mu.Unlock()
+	}
+	_ = t.ws.CloseNow()
 }
 
 // writeBatch writes every frame of batch in order and releases them; on the

@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// FuzzFrameReader: the relay's own frame reader (wsread.go) against
+// coder/websocket's, which read accepted connections before it. For any
+// bytes a peer sends after the upgrade, both read the same binary
+// messages, in order, and end the same way: at a text message, at a
+// message over the limit, or on anything else (a close, a breach of the
+// framing, the end of the stream).
+func FuzzFrameReader(f *testing.F) {
+	le := func(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
+	cat := func(frames ...[]byte) []byte {
+		var s []byte
+		for _, fr := range frames {
+			s = append(s, fr...)
+		}
+		return s
+	}
+	f.Add(cat(clientFrame(opBinary, true, []byte("hello")), clientFrame(opBinary, true, nil)))
+	f.Add(cat(clientFrame(opBinary, false, []byte("he")), clientFrame(opPing, true, []byte("p")),
+		clientFrame(opContinuation, true, []byte("llo")), clientFrame(opClose, true, le(1000))))
+	f.Add(cat(clientFrame(opBinary, true, make([]byte, 300)), clientFrame(opText, true, []byte("t"))))
+	f.Add(cat(clientFrame(opBinary, false, make([]byte, 200)), clientFrame(opContinuation, true, make([]byte, 57))))
+	f.Add(clientFrame(opBinary, true, make([]byte, 257)))
+	f.Add(cat(clientFrame(opContinuation, true, []byte("x"))))
+	f.Add(cat(clientFrame(opPong, true, []byte("x")), clientFrame(opBinary, true, []byte("y")), clientFrame(0xb, true, nil)))
+	f.Add([]byte{0x82, 0x80 | 127, 0, 0, 0, 0, 0, 0, 0, 5, 1, 2, 3, 4, 'a', 'b', 'c', 'd', 'e'})
+	f.Add([]byte{0x82, 0x05, 'a', 'b', 'c', 'd', 'e'})
+	const limit = 256
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		theirs, theirEnd := coderReads(t, stream, limit)
+		ours, ourEnd := relayReads(t, stream, limit)
+		if len(theirs) == len(ours)+1 && theirEnd == endOther && ourEnd == endOther {
+			// coder/websocket takes the end of the stream right before a
+			// frame's payload for the end of the message, and hands out
+			// the message cut short; the relay's reader does not.
+			theirs = theirs[:len(ours)]
+		}
+		if len(ours) != len(theirs) {
+			t.Fatalf("relay read %d messages (then %v), coder/websocket %d (then %v)", len(ours), ourEnd, len(theirs), theirEnd)
+		}
+		for i := range ours {
+			if string(ours[i]) != string(theirs[i]) {
+				t.Fatalf("message %d: relay %x, coder/websocket %x", i, ours[i], theirs[i])
+			}
+		}
+		if ourEnd != theirEnd {
+			t.Fatalf("after %d messages the relay ended with %v, coder/websocket with %v", len(ours), ourEnd, theirEnd)
+		}
+	})
+}
+
+// How a reading ended, in the terms both readers share.
+type readEnd string
+
+const (
+	endText  readEnd = "text message"
+	endBig   readEnd = "message over the limit"
+	endOther readEnd = "close, breach or end"
+)
+
+// streamConn is a connection whose peer sent stream and then closed its
+// side (reads end with io.EOF) and takes whatever is written to it.
+type streamConn struct {
+	net.Conn // nil: only the methods below are used
+	r        io.Reader
+}
+
+func newStreamConn(stream []byte) *streamConn { return &streamConn{r: bytes.NewReader(stream)} }
+
+func (c *streamConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
+func (c *streamConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c *streamConn) Close() error                     { return nil }
+func (c *streamConn) SetDeadline(time.Time) error      { return nil }
+func (c *streamConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *streamConn) SetWriteDeadline(time.Time) error { return nil }
+
+// relayReads reads stream with a frameReader.
+func relayReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
+	rc := newReadConn(&frameConn{Conn: newStreamConn(stream), upgraded: true}, nil)
+	rc.bufio()
+	r := newFrameReader(rc, limit)
+	var msgs [][]byte
+	for {
+		r.mu.Lock()
+		b, reason := r.next()
+		r.mu.Unlock()
+		switch reason {
+		case reasonNone:
+			msgs = append(msgs, append([]byte{}, b.frame()...))
+			putBuf(b)
+			continue
+		case reasonTextFrame:
+			return msgs, endText
+		case reasonTooBig:
+			return msgs, endBig
+		}
+		return msgs, endOther
+	}
+}
+
+// coderReads reads stream with coder/websocket, as the relay's accepted
+// connections were read before its own reader (wsRead, at the limit).
+func coderReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
+	r, _ := http.NewRequest(http.MethodGet, "http://relay/", nil)
+	r.Header.Set("Connection", "Upgrade")
+	r.Header.Set("Upgrade", "websocket")
+	r.Header.Set("Sec-WebSocket-Version", "13")
+	r.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	ws, err := websocket.Accept(&pipeHijacker{conn: newStreamConn(stream), h: http.Header{}}, r, &websocket.AcceptOptions{
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(int64(limit))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var msgs [][]byte
+	for {
+		b, reason := wsRead(ctx, ws) // the relay's read path before its own reader
+		switch reason {
+		case reasonNone:
+			msgs = append(msgs, append([]byte{}, b.frame()...))
+			putBuf(b)
+			continue
+		case reasonTextFrame:
+			return msgs, endText
+		case reasonTooBig:
+			return msgs, endBig
+		}
+		return msgs, endOther
+	}
+}
+
+// pipeHijacker is the http.ResponseWriter coder/websocket's Accept
+// upgrades: it hands over conn.
+type pipeHijacker struct {
+	conn net.Conn
+	h    http.Header
+}
+
+func (w *pipeHijacker) Header() http.Header         { return w.h }
+func (w *pipeHijacker) WriteHeader(int)             {}
+func (w *pipeHijacker) Write(b []byte) (int, error) { return len(b), nil }
+func (w *pipeHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.conn, bufio.NewReadWriter(bufio.NewReader(w.conn), bufio.NewWriter(w.conn)), nil
+}

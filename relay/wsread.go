@@ -1,0 +1,301 @@
+package relay
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// The read side of an accepted WebSocket after the upgrade (issue 16).
+// coder/websocket upgrades the connection; from then on the relay reads
+// the peer's frames itself, as it already writes its own (frameconn.go).
+// At game rates a message costs a WebSocket server little besides the
+// system calls, and coder/websocket's reader was a large part of that
+// little: a channel-based read lock taken twice a message (select,
+// channel receive), its message reader's reset, a deferred check per
+// frame header, about 1.2 to 1.9 µs of the relay's 14 µs a message at the
+// game rate (BENCHMARKS.md). frameReader parses RFC 6455 client frames
+// straight out of the connection's buffers into the pooled message buffer.
+//
+// What it reads: masked frames (a peer that does not mask is refused, as
+// RFC 6455 5.1 says), binary messages in one frame or several
+// (continuations), with ping, pong and close frames anywhere between
+// them; a ping is answered with a pong through the frame mutex, a pong is
+// ignored (the relay never pings), a close is answered with a close of the
+// same code when the relay has not sent one, and ends the reading. A text
+// message ends the connection (reasonTextFrame, 1003), a message over the
+// limit too (reasonTooBig, after a 1009 close frame), and so does any
+// other breach of the framing (reserved bits, unknown opcodes, a control
+// frame fragmented or over 125 bytes, a continuation of nothing, a data
+// frame inside a fragmented message: a 1002 close frame, then as if the
+// peer had closed).
+//
+// Who reads: frameReader.mu is held by whoever reads frames, the
+// connection's reader while it reads a message (and looks at what is left
+// buffered, more), and the writer's close handshake while it waits for
+// the peer's close frame (awaitClose): whichever holds it sees the close
+// frame, and the other learns of it.
+
+// frameReader reads the frames a peer sends an accepted connection. rc and
+// limit are static; the rest is guarded by mu.
+type frameReader struct {
+	mu    sync.Mutex
+	rc    *readConn // the socket, read through rc.br (what the upgrade left buffered comes first)
+	limit int       // the longest message
+
+	skip   uint64        // payload bytes of the current frame left unread (a text frame, refused unread)
+	closed bool          // the peer's close frame was read, or the stream ended
+	ctl    [2 + 125]byte // a control frame: its payload as read, then the answer
+}
+
+// newFrameReader reads rc's frames, messages of up to limit bytes (at
+// most wire.MaxMessageSize, what the pooled buffers hold).
+func newFrameReader(rc *readConn, limit int) *frameReader {
+	return &frameReader{rc: rc, limit: min(limit, wire.MaxMessageSize)}
+}
+
+// Frame opcodes (RFC 6455 5.2).
+const (
+	opContinuation = 0x0
+	opText         = 0x1
+	opBinary       = 0x2
+	opClose        = 0x8
+	opPing         = 0x9
+	opPong         = 0xa
+)
+
+// next reads the next message into a pooled buffer (which the caller then
+// owns) with headroom bytes free in front, answering the control frames
+// on the way, or returns why the connection ends. The caller holds mu.
+func (r *frameReader) next() (*buf, closeReason) {
+	if r.closed || r.skip > 0 {
+		return nil, reasonPeerClosed
+	}
+	br := r.rc.br
+	var b *buf
+	pos := headroom
+	for {
+		h, err := br.Peek(2)
+		if err != nil {
+			putBuf(b)
+			return nil, r.failed(err)
+		}
+		fin, op, n := h[0]&0x80 != 0, h[0]&0x0f, uint64(h[1]&0x7f)
+		if h[0]&0x70 != 0 || h[1]&0x80 == 0 {
+			putBuf(b)
+			return nil, r.breach() // reserved bits, or an unmasked frame
+		}
+		hl := 6
+		switch n {
+		case 126:
+			hl = 8
+		case 127:
+			hl = 14
+		}
+		if h, err = br.Peek(hl); err != nil {
+			putBuf(b)
+			return nil, r.failed(err)
+		}
+		switch n {
+		case 126:
+			n = uint64(binary.BigEndian.Uint16(h[2:]))
+		case 127:
+			if n = binary.BigEndian.Uint64(h[2:]); n>>63 != 0 {
+				putBuf(b)
+				return nil, r.breach() // the most significant bit must be 0
+			}
+		}
+		var key [4]byte
+		copy(key[:], h[hl-4:hl])
+		_, _ = br.Discard(hl)
+
+		if op >= opClose {
+			if !fin || n > 125 {
+				putBuf(b)
+				return nil, r.breach()
+			}
+			if reason := r.control(op, int(n), key); reason != reasonNone {
+				putBuf(b)
+				return nil, reason
+			}
+			continue
+		}
+		switch {
+		case op == opText && b == nil:
+			r.skip = n
+			return nil, reasonTextFrame
+		case op == opBinary && b == nil:
+		case op == opContinuation && b != nil:
+		default:
+			// A continuation of nothing, a data frame inside a fragmented
+			// message, or an opcode RFC 6455 reserves.
+			putBuf(b)
+			return nil, r.breach()
+		}
+		if room := uint64(r.limit - (pos - headroom)); n > room {
+			// Taken in up to one byte past the limit first, as
+			// coder/websocket did: a peer still writing the message
+			// sees its close, not a reset.
+			putBuf(b)
+			if _, err := br.Discard(int(room + 1)); err != nil {
+				return nil, r.failed(err)
+			}
+			return nil, r.tooBig()
+		}
+		end := pos + int(n)
+		switch {
+		case b == nil:
+			b = getBuf(end)
+		case end > len(b.b):
+			nb := getBuf(end)
+			copy(nb.b, b.b[:pos])
+			putBuf(b)
+			b = nb
+		}
+		if _, err := io.ReadFull(br, b.b[pos:end]); err != nil {
+			putBuf(b)
+			return nil, r.failed(err)
+		}
+		maskBytes(b.b[pos:end], b.b[pos:end], key)
+		pos = end
+		if fin {
+			b.off, b.end = headroom, pos
+			return b, reasonNone
+		}
+	}
+}
+
+// control reads a control frame's n-byte payload and answers it.
+func (r *frameReader) control(op byte, n int, key [4]byte) closeReason {
+	p := r.ctl[2 : 2+n]
+	if _, err := io.ReadFull(r.rc.br, p); err != nil {
+		return r.failed(err)
+	}
+	maskBytes(p, p, key)
+	fc := r.rc.frameConn
+	switch op {
+	case opPing:
+		// (None after the relay's close frame.)
+		r.ctl[0], r.ctl[1] = 0x80|opPong, byte(n)
+		if _, err := fc.writeUnlessClosing(r.ctl[:2+n]); err != nil {
+			return r.failed(err)
+		}
+	case opClose:
+		r.closed = true
+		if n == 1 {
+			return r.breach()
+		}
+		// The handshake's answer: the same code (none for none), unless
+		// this close answers ours.
+		r.ctl[0], r.ctl[1] = 0x80|opClose, byte(min(n, 2))
+		_, _ = fc.writeUnlessClosing(r.ctl[:2+min(n, 2)])
+		return reasonPeerClosed
+	case opPong:
+	default:
+		return r.breach()
+	}
+	return reasonNone
+}
+
+// more reports whether bytes already read from the socket are waiting to
+// be read: the start of another message, as a rule (conn.direct). The
+// caller holds mu.
+func (r *frameReader) more() bool {
+	return r.rc.br.Buffered() > 0 || r.rc.rbuf != nil || len(r.rc.pending) > 0
+}
+
+// awaitClose reads, and drops, whatever the peer still sends until its
+// close frame or the end of the stream: the second half of a close
+// handshake the relay began. It is bounded by the close grace, which
+// drops the socket. The caller holds mu.
+func (r *frameReader) awaitClose() {
+	br := r.rc.br
+	for !r.closed {
+		if r.skip > 0 {
+			k := int(min(r.skip, 4096))
+			if _, err := br.Discard(k); err != nil {
+				r.closed = true
+				return
+			}
+			r.skip -= uint64(k)
+			continue
+		}
+		h, err := br.Peek(2)
+		if err != nil {
+			r.closed = true
+			return
+		}
+		op, n := h[0]&0x0f, uint64(h[1]&0x7f)
+		hl := 2
+		if h[1]&0x80 != 0 {
+			hl += 4
+		}
+		switch n {
+		case 126:
+			hl += 2
+		case 127:
+			hl += 8
+		}
+		if h, err = br.Peek(hl); err != nil {
+			r.closed = true
+			return
+		}
+		switch n {
+		case 126:
+			n = uint64(binary.BigEndian.Uint16(h[2:]))
+		case 127:
+			n = binary.BigEndian.Uint64(h[2:])
+		}
+		_, _ = br.Discard(hl)
+		r.skip = n
+		if op == opClose {
+			r.closed = true
+		}
+	}
+}
+
+// failed is why a read that failed ends the connection: the
+// authentication's deadline passed, or the peer is gone.
+func (r *frameReader) failed(err error) closeReason {
+	r.closed = true
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return reasonAuthTimeout
+	}
+	return reasonPeerClosed
+}
+
+// breach ends a connection that broke RFC 6455's framing: a 1002 close
+// frame, then as if the peer had gone.
+func (r *frameReader) breach() closeReason {
+	r.closed = true
+	r.closeWith(websocket.StatusProtocolError, "")
+	return reasonPeerClosed
+}
+
+// tooBig ends a connection whose message passed the limit with a 1009
+// close frame (what coder/websocket sent), then drops it.
+func (r *frameReader) tooBig() closeReason {
+	r.closed = true
+	code, text := reasonTooBig.wsCode()
+	r.closeWith(code, text)
+	return reasonTooBig
+}
+
+func (r *frameReader) closeWith(code websocket.StatusCode, text string) {
+	var f [4 + 123]byte
+	_, _ = r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text))
+}
+
+// appendCloseFrame appends an unmasked close frame with code and text (at
+// most 123 bytes).
+func appendCloseFrame(out []byte, code websocket.StatusCode, text string) []byte {
+	out = append(out, 0x80|opClose, byte(2+len(text)))
+	out = binary.BigEndian.AppendUint16(out, uint16(code))
+	return append(out, text...)
+}

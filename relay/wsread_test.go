@@ -1,0 +1,263 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// clientFrame is one client frame as a peer sends it: masked with key,
+// final or not, of opcode op.
+func clientFrame(op byte, fin bool, p []byte) []byte {
+	b0 := op
+	if fin {
+		b0 |= 0x80
+	}
+	var f []byte
+	switch n := len(p); {
+	case n < 126:
+		f = []byte{b0, 0x80 | byte(n)}
+	case n <= 0xffff:
+		f = binary.BigEndian.AppendUint16([]byte{b0, 0x80 | 126}, uint16(n))
+	default:
+		f = binary.BigEndian.AppendUint64([]byte{b0, 0x80 | 127}, uint64(n))
+	}
+	key := [4]byte{0x37, 0xfa, 0x21, 0x3d}
+	f = append(f, key[:]...)
+	for i, c := range p {
+		f = append(f, c^key[i%4])
+	}
+	return f
+}
+
+// frameReaderPair is a frameReader on the relay's end of a loopback TCP
+// connection and the peer's end, which the test writes frames to and reads
+// the relay's answers from.
+func frameReaderPair(t *testing.T, limit int) (*frameReader, net.Conn) {
+	t.Helper()
+	peer, relayEnd := tcpPair(t)
+	rc := newReadConn(&frameConn{Conn: relayEnd, upgraded: true}, nil)
+	rc.bufio()
+	_ = relayEnd.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline
+	_ = peer.SetReadDeadline(time.Now().Add(10 * time.Second))     // wall clock: a real socket's deadline
+	return newFrameReader(rc, limit), peer
+}
+
+func (r *frameReader) mustNext(t *testing.T) []byte {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, reason := r.next()
+	if reason != reasonNone {
+		t.Fatalf("next: %v", reason)
+	}
+	defer putBuf(b)
+	if b.off != headroom {
+		t.Fatalf("message at %d, want %d bytes of headroom", b.off, headroom)
+	}
+	return append([]byte(nil), b.frame()...)
+}
+
+func (r *frameReader) mustEnd(t *testing.T, want closeReason) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, reason := r.next(); reason != want {
+		putBuf(b)
+		t.Fatalf("next: %v, want %v", reason, want)
+	}
+}
+
+// expectFrame reads one unmasked server frame off the peer's end.
+func expectFrame(t *testing.T, c net.Conn, op byte, payload []byte) {
+	t.Helper()
+	f, err := readRawFrame(c)
+	if err != nil {
+		t.Fatalf("reading the relay's answer: %v", err)
+	}
+	if f.op != op || !f.fin || f.masked || !bytes.Equal(f.payload, payload) {
+		t.Fatalf("relay sent op %d fin %v masked %v %x, want op %d %x", f.op, f.fin, f.masked, f.payload, op, payload)
+	}
+}
+
+// TestFrameReaderMessages: binary messages of every length encoding, in
+// one frame or in several with control frames between them, come out
+// whole and in order; a ping is answered with its pong, a pong ignored;
+// more says whether another message is already read.
+func TestFrameReaderMessages(t *testing.T) {
+	r, peer := frameReaderPair(t, wire.MaxMessageSize)
+	pattern := func(n int) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(i*13 + n)
+		}
+		return p
+	}
+	var stream []byte
+	sizes := []int{0, 1, 125, 126, 127, 1000, wire.MaxMessageSize}
+	for _, n := range sizes {
+		stream = append(stream, clientFrame(opBinary, true, pattern(n))...)
+	}
+	// One message in three frames, a ping and a pong between them.
+	msg := pattern(3000)
+	stream = append(stream, clientFrame(opBinary, false, msg[:1000])...)
+	stream = append(stream, clientFrame(opPing, true, []byte("are you there"))...)
+	stream = append(stream, clientFrame(opContinuation, false, msg[1000:1001])...)
+	stream = append(stream, clientFrame(opPong, true, []byte("unasked"))...)
+	stream = append(stream, clientFrame(opContinuation, true, msg[1001:])...)
+	go func() { _, _ = peer.Write(stream) }()
+	for i, n := range sizes {
+		if got := r.mustNext(t); !bytes.Equal(got, pattern(n)) {
+			t.Fatalf("message %d: %d bytes, want the %d of its pattern", i, len(got), n)
+		}
+	}
+	if got := r.mustNext(t); !bytes.Equal(got, msg) {
+		t.Fatalf("fragmented message: %d bytes, want the 3000 of its pattern", len(got))
+	}
+	expectFrame(t, peer, opPong, []byte("are you there"))
+
+	// more: two messages written at once, then none.
+	if _, err := peer.Write(append(clientFrame(opBinary, true, []byte("a")), clientFrame(opBinary, true, []byte("b"))...)); err != nil {
+		t.Fatal(err)
+	}
+	r.mustNext(t)
+	r.mu.Lock()
+	more := r.more()
+	r.mu.Unlock()
+	if !more {
+		t.Fatal("more is false with a second message read")
+	}
+	r.mustNext(t)
+	r.mu.Lock()
+	more = r.more()
+	r.mu.Unlock()
+	if more {
+		t.Fatal("more is true with nothing left")
+	}
+}
+
+// TestFrameReaderEnds: what ends a connection, and what the relay says.
+func TestFrameReaderEnds(t *testing.T) {
+	unmasked := clientFrame(opBinary, true, []byte("x"))
+	unmasked[1] &^= 0x80
+	rsv := clientFrame(opBinary, true, []byte("x"))
+	rsv[0] |= 0x40
+	huge := []byte{0x82, 0x80 | 127, 0x80, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
+	protocolError := binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusProtocolError))
+	for _, tc := range []struct {
+		name   string
+		stream []byte
+		want   closeReason
+		answer []byte // the relay's close frame payload (nil: none)
+	}{
+		{"text", clientFrame(opText, true, []byte("hi")), reasonTextFrame, nil},
+		{"too big", clientFrame(opBinary, true, make([]byte, 1001)), reasonTooBig,
+			append(binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusMessageTooBig)), "message too big"...)},
+		{"too big in fragments", append(clientFrame(opBinary, false, make([]byte, 600)), clientFrame(opContinuation, true, make([]byte, 401))...),
+			reasonTooBig, append(binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusMessageTooBig)), "message too big"...)},
+		{"unmasked", unmasked, reasonPeerClosed, protocolError},
+		{"reserved bits", rsv, reasonPeerClosed, protocolError},
+		{"length with its top bit", huge, reasonPeerClosed, protocolError},
+		{"reserved opcode", clientFrame(0x3, true, nil), reasonPeerClosed, protocolError},
+		{"reserved control opcode", clientFrame(0xb, true, nil), reasonPeerClosed, protocolError},
+		{"continuation of nothing", clientFrame(opContinuation, true, []byte("x")), reasonPeerClosed, protocolError},
+		{"data inside a fragmented message", append(clientFrame(opBinary, false, []byte("x")), clientFrame(opBinary, true, []byte("y"))...),
+			reasonPeerClosed, protocolError},
+		{"fragmented ping", clientFrame(opPing, false, nil), reasonPeerClosed, protocolError},
+		{"long ping", clientFrame(opPing, true, make([]byte, 126)), reasonPeerClosed, protocolError},
+		{"close with one byte", clientFrame(opClose, true, []byte{3}), reasonPeerClosed, protocolError},
+		{"close", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 1001), "bye"...)), reasonPeerClosed,
+			binary.BigEndian.AppendUint16(nil, 1001)},
+		{"empty close", clientFrame(opClose, true, nil), reasonPeerClosed, []byte{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, peer := frameReaderPair(t, 1000)
+			go func() { _, _ = peer.Write(tc.stream) }()
+			r.mustEnd(t, tc.want)
+			if tc.answer != nil {
+				expectFrame(t, peer, opClose, tc.answer)
+			}
+			r.mustEnd(t, reasonPeerClosed) // and nothing more is read
+		})
+	}
+	t.Run("the peer gone", func(t *testing.T) {
+		r, peer := frameReaderPair(t, 1000)
+		_, _ = peer.Write(clientFrame(opBinary, false, []byte("half")))
+		peer.Close()
+		r.mustEnd(t, reasonPeerClosed)
+	})
+}
+
+// TestFrameReaderAwaitsTheClose: after the relay's close frame, what the
+// peer still sends is read and dropped up to its close frame (the rest of
+// a text frame refused unread first), and no ping is answered.
+func TestFrameReaderAwaitsTheClose(t *testing.T) {
+	r, peer := frameReaderPair(t, 1000)
+	go func() {
+		_, _ = peer.Write(clientFrame(opText, true, bytes.Repeat([]byte("t"), 5000)))
+	}()
+	r.mustEnd(t, reasonTextFrame)
+	var f [4 + 123]byte
+	code, text := reasonTextFrame.wsCode()
+	if _, err := r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text)); err != nil {
+		t.Fatal(err)
+	}
+	expectFrame(t, peer, opClose, append(binary.BigEndian.AppendUint16(nil, uint16(code)), text...))
+	go func() {
+		var s []byte
+		s = append(s, clientFrame(opBinary, true, make([]byte, 2000))...)
+		s = append(s, clientFrame(opPing, true, []byte("p"))...)
+		s = append(s, clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, uint16(code)))...)
+		s = append(s, clientFrame(opBinary, true, []byte("after the close"))...)
+		_, _ = peer.Write(s)
+	}()
+	r.mu.Lock()
+	r.awaitClose()
+	closed := r.closed
+	r.mu.Unlock()
+	if !closed {
+		t.Fatal("awaitClose returned before the peer's close")
+	}
+	// Nothing was answered: the relay's close was the last frame it sent.
+	r.rc.frameConn.Conn.Close()
+	if rest, err := io.ReadAll(peer); len(rest) != 0 {
+		t.Fatalf("the relay sent %d more bytes (%v) after its close", len(rest), err)
+	}
+}
+
+// TestFrameReaderAllocatesNothing: reading game-sized messages, one frame
+// each, costs no allocation.
+func TestFrameReaderAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	r, peer := frameReaderPair(t, wire.MaxMessageSize)
+	frame := clientFrame(opBinary, true, make([]byte, 100))
+	const runs = 1000
+	go func() {
+		for range runs + 1 {
+			if _, err := peer.Write(frame); err != nil {
+				return
+			}
+		}
+	}()
+	allocs := testing.AllocsPerRun(runs, func() {
+		r.mu.Lock()
+		b, reason := r.next()
+		r.mu.Unlock()
+		if reason != reasonNone || b.len() != 100 {
+			t.Fatalf("next: %v", reason)
+		}
+		putBuf(b)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per message, want 0", allocs)
+	}
+}
