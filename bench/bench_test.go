@@ -71,6 +71,12 @@ func TestRunWithBaseline(t *testing.T) {
 	if got.RatioMsgs <= 0 || got.RatioCPU <= 0 {
 		t.Errorf("ratios missing: %s", b)
 	}
+	// Both directions loaded: the relay's round trip, two crossings,
+	// against the echo's one.
+	if res.Relay.RTTP99us < res.Relay.P99us || res.Baseline.RTTP99us != 0 || res.RatioRTTP99 <= 0 {
+		t.Errorf("round trip p99 %v (one crossing %v), baseline %v, ratio %v", res.Relay.RTTP99us, res.Relay.P99us,
+			res.Baseline.RTTP99us, res.RatioRTTP99)
+	}
 	// The relay's write path, read from its /metrics: frames its readers
 	// wrote themselves and its writers' batches; the echo has none.
 	if n := res.Relay.DirectFrames + res.Relay.WriteBatches; n <= 0 {
@@ -150,6 +156,34 @@ func TestHistogramQuantiles(t *testing.T) {
 	a.merge(&b)
 	if a.n != 2 || a.quantile(1) != time.Millisecond {
 		t.Errorf("merge: n=%d max=%v", a.n, a.quantile(1))
+	}
+}
+
+// TestHistogramConvolve: two independent crossings add up: 1 ms always
+// and then 1 or 3 ms (even odds) is 2 or 4 ms; 10 uniform delays of 1 to
+// 10 ms twice over make a triangle whose p99 is 19 ms.
+func TestHistogramConvolve(t *testing.T) {
+	var one, oneOrThree histogram
+	one.record(int64(time.Millisecond))
+	oneOrThree.record(int64(time.Millisecond))
+	oneOrThree.record(int64(3 * time.Millisecond))
+	sum := one.convolve(&oneOrThree)
+	if sum.n != 2 || sum.quantile(1) != 4*time.Millisecond {
+		t.Fatalf("n %d, max %v, want 2 and 4ms", sum.n, sum.quantile(1))
+	}
+	near := func(got, want time.Duration) bool {
+		d := float64(got-want) / float64(want)
+		return d > -0.035 && d < 0.035
+	}
+	if got := sum.quantile(0.25); !near(got, 2*time.Millisecond) {
+		t.Errorf("q0.25 %v, want 2ms", got)
+	}
+	var u histogram
+	for i := range 10 {
+		u.record(int64(i+1) * int64(time.Millisecond))
+	}
+	if got := u.convolve(&u).quantile(0.99); !near(got, 19*time.Millisecond) {
+		t.Errorf("p99 of two uniform crossings %v, want 19ms", got)
 	}
 }
 

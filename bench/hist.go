@@ -83,3 +83,25 @@ func (h *histogram) quantile(q float64) time.Duration {
 	}
 	return time.Duration(h.max)
 }
+
+// convolve returns the histogram of a + b for a drawn from h and b from o
+// independently: the latency of two crossings one after the other, each
+// taken at its bucket's middle.
+func (h *histogram) convolve(o *histogram) *histogram {
+	var sum histogram
+	for i, ci := range h.counts {
+		if ci == 0 {
+			continue
+		}
+		a := (histLow(i) + histLow(i+1)) / 2
+		for j, cj := range o.counts {
+			if cj == 0 {
+				continue
+			}
+			sum.counts[histIndex(a+(histLow(j)+histLow(j+1))/2)] += ci * cj
+		}
+	}
+	sum.n = h.n * o.n
+	sum.max = h.max + o.max
+	return &sum
+}

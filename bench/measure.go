@@ -116,9 +116,11 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 // summarize adds the loops' counters and latencies to s.
 func (tr *traffic) summarize(s *Side) {
 	var h histogram
+	var crossings [crossingToClient + 1]histogram
 	var bytes int64
 	for _, r := range tr.recvs {
 		h.merge(&r.h)
+		crossings[r.crossing].merge(&r.h)
 		s.Messages += r.msgs
 		bytes += r.bytes
 		s.Errors += r.errs
@@ -137,6 +139,9 @@ func (tr *traffic) summarize(s *Side) {
 	}
 	s.P50us, s.P99us, s.P999us = us(h.quantile(0.5)), us(h.quantile(0.99)), us(h.quantile(0.999))
 	s.MaxUs = us(time.Duration(h.max))
+	if toHost, toClient := &crossings[crossingToHost], &crossings[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
+		s.RTTP99us = us(toHost.convolve(toClient).quantile(0.99))
+	}
 }
 
 // meter reads a process's CPU and RSS; pid 0 reads nothing. The first

@@ -37,6 +37,11 @@ type Result struct {
 	RatioCPUPerPair float64 `json:"ratio_cpu_per_pair,omitempty"`
 	// RatioP99 is relay/baseline p99 latency (<= 1: the relay is no slower).
 	RatioP99 float64 `json:"ratio_p99,omitempty"`
+	// RatioRTTP99 is, with both directions loaded (Mode both), the relay's
+	// round trip p99 (Side.RTTP99us, two crossings) over the baseline's p99
+	// (its round trip, one crossing): under 2, a game's round trip through
+	// the relay takes less than twice what one through the echo does.
+	RatioRTTP99 float64 `json:"ratio_rtt_p99,omitempty"`
 	// RatioRSSPerConn is relay/baseline memory per connection.
 	RatioRSSPerConn float64 `json:"ratio_rss_per_conn,omitempty"`
 	// Runs holds every repetition when Repeat > 1 (Relay and Baseline are
@@ -77,13 +82,19 @@ type Side struct {
 	ServerPID int    `json:"server_pid,omitempty"`
 	EdgePID   int    `json:"edge_pid,omitempty"`
 
-	Messages     int64   `json:"messages,omitempty"` // received in the measured window
-	Seconds      float64 `json:"seconds"`
-	MsgsPerSec   float64 `json:"msgs_per_sec"`
-	BytesPerSec  float64 `json:"bytes_per_sec"` // payload bytes received (size per message)
-	P50us        float64 `json:"p50_us"`
-	P99us        float64 `json:"p99_us"`
-	P999us       float64 `json:"p999_us"`
+	Messages    int64   `json:"messages,omitempty"` // received in the measured window
+	Seconds     float64 `json:"seconds"`
+	MsgsPerSec  float64 `json:"msgs_per_sec"`
+	BytesPerSec float64 `json:"bytes_per_sec"` // payload bytes received (size per message)
+	P50us       float64 `json:"p50_us"`
+	P99us       float64 `json:"p99_us"`
+	P999us      float64 `json:"p999_us"`
+	// RTTP99us is, when both directions are loaded through the relay
+	// (Mode both), the p99 of a round trip: a client's message to its host
+	// and a host's to that client, the two measured crossings taken as
+	// independent (their distributions convolved). A message's latency
+	// (P50us...) is one crossing.
+	RTTP99us     float64 `json:"rtt_p99_us,omitempty"`
 	MaxUs        float64 `json:"max_us"`
 	Sent         int64   `json:"sent,omitempty"`          // sent in the measured window
 	Errors       int64   `json:"errors,omitempty"`        // send or receive errors in the window
@@ -181,6 +192,9 @@ func (r *Result) computeRatios() {
 	r.RatioMsgs = ratio(a.MsgsPerSec, b.MsgsPerSec)
 	r.RatioCPU = ratio(b.CPUusPerMsg, a.CPUusPerMsg)
 	r.RatioP99 = ratio(a.P99us, b.P99us)
+	if b.RTTP99us == 0 { // an echo, whose message is its round trip
+		r.RatioRTTP99 = ratio(a.RTTP99us, b.P99us)
+	}
 	r.RatioRSSPerConn = ratio(a.RSSPerConnBytes, b.RSSPerConnBytes)
 }
 
@@ -241,6 +255,7 @@ func medianSide(sides []*Side) *Side {
 	m.P50us = med(func(s *Side) float64 { return s.P50us })
 	m.P99us = med(func(s *Side) float64 { return s.P99us })
 	m.P999us = med(func(s *Side) float64 { return s.P999us })
+	m.RTTP99us = med(func(s *Side) float64 { return s.RTTP99us })
 	m.MaxUs = med(func(s *Side) float64 { return s.MaxUs })
 	m.CPUSeconds = med(func(s *Side) float64 { return s.CPUSeconds })
 	m.CPUCores = med(func(s *Side) float64 { return s.CPUCores })

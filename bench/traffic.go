@@ -52,9 +52,19 @@ type sender struct {
 	sent, errs, stalls int64 // owned by the loop
 }
 
+// Which crossing of the relay a receiver times: a client's message to its
+// host, or a host's to a client (a relay round trip is one of each); the
+// echo's are its own round trips.
+const (
+	crossingEcho = iota
+	crossingToHost
+	crossingToClient
+)
+
 // receiver is one reading loop.
 type receiver struct {
-	recv func(buf []byte) ([]byte, error) // payload, or nil to skip
+	recv     func(buf []byte) ([]byte, error) // payload, or nil to skip
+	crossing int                              // static
 
 	h                 histogram
 	msgs, bytes, errs int64 // owned by the loop
@@ -103,7 +113,7 @@ func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
 			tr.addSender(make([]byte, tr.o.Size), 0, 1, func(f []byte) error { return cl.SendWith(ctx, d, f) })
 		}
 		h := r.host.host
-		tr.addReceiver(func(buf []byte) ([]byte, error) {
+		tr.addReceiverOf(crossingToHost, func(buf []byte) ([]byte, error) {
 			ev, err := h.NextInto(ctx, buf)
 			if err != nil || ev.Type != wire.ToHostData {
 				return nil, err
@@ -121,7 +131,7 @@ func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
 			return h.SendOneWith(ctx, t, d, f)
 		})
 		for _, c := range r.clients {
-			tr.addReceiver(clientRecv(c.cl, 0))
+			tr.addReceiverOf(crossingToClient, clientRecv(c.cl, 0))
 		}
 	}
 }
@@ -174,7 +184,11 @@ func (tr *traffic) addSender(frame []byte, off, peers int, send func([]byte) err
 }
 
 func (tr *traffic) addReceiver(recv func([]byte) ([]byte, error)) {
-	tr.recvs = append(tr.recvs, &receiver{recv: recv})
+	tr.addReceiverOf(crossingEcho, recv)
+}
+
+func (tr *traffic) addReceiverOf(crossing int, recv func([]byte) ([]byte, error)) {
+	tr.recvs = append(tr.recvs, &receiver{recv: recv, crossing: crossing})
 }
 
 // start runs every loop.

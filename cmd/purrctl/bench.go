@@ -171,6 +171,9 @@ func printBench(w io.Writer, r *bench.Result) {
 		if sd.OtherCPUCores > 0.2 {
 			fmt.Fprintf(w, "          (other processes used %.2f cores meanwhile: numbers are low)\n", sd.OtherCPUCores)
 		}
+		if sd.RTTP99us > 0 {
+			fmt.Fprintf(w, "          (a round trip through it, client to host and back, p99 %.0f us: the two directions' latencies as independent crossings)\n", sd.RTTP99us)
+		}
 		if sd.Errors > 0 || sd.CreditStalls > 0 {
 			fmt.Fprintf(w, "          (%d errors, %d lost-message stalls)\n", sd.Errors, sd.CreditStalls)
 		}
@@ -189,6 +192,9 @@ func printBench(w io.Writer, r *bench.Result) {
 		}
 		fmt.Fprintf(w, "%s: msgs/s %.3f  msgs per CPU-s %.3f  p99 %.3f  RSS/conn %.3f\n",
 			names, r.RatioMsgs, r.RatioCPU, r.RatioP99, r.RatioRSSPerConn)
+		if r.RatioRTTP99 > 0 {
+			fmt.Fprintf(w, "relay round trip p99 / baseline p99 (two crossings against one): %.3f\n", r.RatioRTTP99)
+		}
 	}
 }
 
