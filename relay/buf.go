@@ -82,16 +82,8 @@ func newFrame(p ...byte) *buf {
 	return b
 }
 
-// readMessage reads one message from r into a pooled buffer, leaving
-// headroom bytes free in front. It starts with the smallest class and moves
-// up only when the message does not fit, so small game packets never touch
-// a 64 KiB buffer. The caller owns the result.
-func readMessage(r io.Reader) (*buf, error) {
-	return readInto(r, headroom, wire.MaxMessageSize)
-}
-
 // readInto reads one message of at most limit bytes into a pooled buffer,
-// leaving head bytes free in front (readMessage: a client's message; a
+// leaving head bytes free in front (a client's message read by coder/websocket; a
 // link's frames from a holder machine need no headroom but may be five
 // bytes longer than a message, as [2][sender:4][payload] is).
 func readInto(r io.Reader, head, limit int) (*buf, error) {

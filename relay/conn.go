@@ -156,10 +156,11 @@ const (
 	directPartial                     // it took part of it; the rest is the writer's
 	directAgain                       // it took nothing (full, or a control frame being written)
 	directFailed                      // the socket failed or was closed; the frame is lost with it
+	directClosing                     // a close frame went out (its reason closes the conn) or the socket is broken: the frame is dropped
 	numDirectResults
 )
 
-var directResultNames = [numDirectResults]string{"whole", "partial", "again", "failed"}
+var directResultNames = [numDirectResults]string{"whole", "partial", "again", "failed", "closing"}
 
 // nopTransport is the transport of a conn without one (core tests).
 type nopTransport struct{}
@@ -336,11 +337,13 @@ func (cl claim) write() {
 	c.mu.Lock()
 	switch res {
 	case directAgain:
-		// Nothing was written (a full socket, or coder/websocket writing a
+		// Nothing was written (a full socket, or the reader writing a
 		// control frame): the frame goes first in the queue, still ahead
 		// of whatever was queued during the attempt, for the writer, which
 		// may block. A closing conn gets it too: a graceful close flushes
-		// it, an abrupt one releases it.
+		// it, an abrupt one releases it. (It is not held to the queue's
+		// bounds again: it was admitted when it was claimed, so the queue
+		// passes them by one frame at most.)
 		c.q = slices.Insert(c.q, 0, cl.b)
 		c.qBytes += cl.b.weight()
 		c.wr = wrIdle

@@ -212,8 +212,8 @@ func (rc *rawClient) readFrames(n int, pong string) {
 	}
 }
 
-// waitControlBlocked waits until coder/websocket's write of a control
-// frame is waiting for the frame mutex (held by a frame in progress).
+// waitControlBlocked waits until the reader's write of a control frame
+// (a pong) is waiting for the frame mutex (held by a frame in progress).
 func waitControlBlocked(t *testing.T) {
 	t.Helper()
 	waitFor(t, "the pong to wait for the frame mutex", func() bool {

@@ -122,11 +122,11 @@
 // which fixes the frame's place in the receiver's order; the write happens
 // after the room lock is released, with one non-blocking write system
 // call on the socket's descriptor (frameConn.writeDirect). It never waits:
-// if coder/websocket holds the frame mutex (a pong to a full socket), or
-// the socket takes nothing, the frame goes back to the front of the queue
+// if the connection's reader holds the frame mutex (a pong to a full
+// socket), or the socket takes nothing, the frame goes back to the front of the queue
 // for the writer; if the socket takes part of it, the rest and the frame
 // mutex pass to the writer, which finishes the frame before anything else
-// (coder/websocket's control frames included) goes out. Meanwhile frames
+// (the reader's control frames included) goes out. Meanwhile frames
 // routed to the receiver queue behind the claim, and the writer, closing
 // or not, waits for it to end. A throwaway prototype that wrote every
 // frame directly lost 15% at saturation (every frame its own system call,
@@ -188,9 +188,13 @@
 //     handle and leave; only the transport's writer drains the queue, and
 //     only the owner of the write side writes data frames.
 //   - frameConn: its mutex is the frame mutex, held for whole frames by
-//     whoever writes to the socket (the writer, coder/websocket, a
-//     sender's direct write); a direct write that leaves part of a frame
-//     hands it, locked, to the writer with the rest.
+//     whoever writes to the socket (the writer, the reader's control
+//     frames, coder/websocket on a link, a sender's direct write); a
+//     direct write that leaves part of a frame hands it, locked, to the
+//     writer with the rest.
+//   - frameReader: its mu is held by whoever reads an accepted
+//     connection's frames (the reader; the writer's close handshake once
+//     the reader is done), and guards its state.
 //   - wsTransport: channels static, the close grace guarded by its mu.
 //   - udpConn: the peer and conn static; the routed-authentication state
 //     (authing, early, left) guarded by its mu; litenet serialises a peer's

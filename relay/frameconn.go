@@ -98,17 +98,30 @@ func (f *frameConn) Write(p []byte) (int, error) {
 
 // writeUnlessClosing writes a control frame of the relay's own (a pong, a
 // close: one whole frame, wsread.go) unless a close frame went out
-// already, after which nothing may.
-func (f *frameConn) writeUnlessClosing(p []byte) (int, error) {
+// already, after which nothing may. The write is bounded by deadline: a
+// peer that sends pings and never reads must not hold the reader, and the
+// frame mutex, for good (coder/websocket bounded its control frames by
+// 5 s too). A write that fails may have left part of the frame on the
+// wire: nothing may follow it.
+func (f *frameConn) writeUnlessClosing(p []byte, deadline time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closeSent || f.broken {
-		return 0, nil
+		return nil
 	}
 	if p[0]&0x0f == 0x8 {
 		f.closeSent = true
 	}
-	return f.Conn.Write(p)
+	err := f.Conn.SetWriteDeadline(deadline)
+	if err == nil {
+		_, err = f.Conn.Write(p)
+	}
+	_ = f.Conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		f.broken = true
+		return fmt.Errorf("failed to write a control frame: %w", err)
+	}
+	return nil
 }
 
 // enableDirect lets senders write frames to f's socket themselves
@@ -133,9 +146,11 @@ func (f *frameConn) writeDirect(b *buf) directResult {
 		return directAgain
 	}
 	if f.closeSent || f.broken {
+		// The conn is closing already, for the reason that sent the
+		// close frame (or broke the socket): not a write error.
 		f.mu.Unlock()
 		putBuf(b)
-		return directFailed
+		return directClosing
 	}
 	bp := batchBufs.Get().(*[]byte)
 	out := f.appendOne((*bp)[:0], b)

@@ -42,11 +42,13 @@ func FuzzFrameReader(f *testing.F) {
 	const limit = 256
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		theirs, theirEnd := coderReads(t, stream, limit)
-		ours, ourEnd := relayReads(t, stream, limit)
-		if len(theirs) == len(ours)+1 && theirEnd == endOther && ourEnd == endOther {
+		ours, ourEnd, ranOut := relayReads(t, stream, limit)
+		if len(theirs) == len(ours)+1 && theirEnd == endOther && ranOut {
 			// coder/websocket takes the end of the stream right before a
 			// frame's payload for the end of the message, and hands out
-			// the message cut short; the relay's reader does not.
+			// the message cut short; the relay's reader does not. Only
+			// there: a relay that refused a good last message (a close
+			// frame written) is caught.
 			theirs = theirs[:len(ours)]
 		}
 		if len(ours) != len(theirs) {
@@ -77,23 +79,29 @@ const (
 type streamConn struct {
 	net.Conn // nil: only the methods below are used
 	r        io.Reader
+	wrote    []byte // what was written to it
 }
 
 func newStreamConn(stream []byte) *streamConn { return &streamConn{r: bytes.NewReader(stream)} }
 
-func (c *streamConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
-func (c *streamConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (c *streamConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *streamConn) Write(p []byte) (int, error) {
+	c.wrote = append(c.wrote, p...)
+	return len(p), nil
+}
 func (c *streamConn) Close() error                     { return nil }
 func (c *streamConn) SetDeadline(time.Time) error      { return nil }
 func (c *streamConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *streamConn) SetWriteDeadline(time.Time) error { return nil }
 
-// relayReads reads stream with a frameReader.
-func relayReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
-	rc := newReadConn(&frameConn{Conn: newStreamConn(stream), upgraded: true}, nil)
+// relayReads reads stream with a frameReader; ranOut is whether it ended
+// at the end of the stream, without writing a close frame (a breach's, a
+// refusal's or the answer to the peer's).
+func relayReads(t *testing.T, stream []byte, limit int) (msgs [][]byte, end readEnd, ranOut bool) {
+	sc := newStreamConn(stream)
+	rc := newReadConn(&frameConn{Conn: sc, upgraded: true}, nil)
 	rc.bufio()
 	r := newFrameReader(rc, limit)
-	var msgs [][]byte
 	for {
 		r.mu.Lock()
 		b, reason := r.next()
@@ -104,12 +112,24 @@ func relayReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
 			putBuf(b)
 			continue
 		case reasonTextFrame:
-			return msgs, endText
+			return msgs, endText, false
 		case reasonTooBig:
-			return msgs, endBig
+			return msgs, endBig, false
 		}
-		return msgs, endOther
+		return msgs, endOther, !wroteClose(sc.wrote)
 	}
+}
+
+// wroteClose reports whether the relay's control frames in w (unmasked,
+// each at most 127 bytes) include a close frame.
+func wroteClose(w []byte) bool {
+	for len(w) >= 2 {
+		if w[0]&0x0f == opClose {
+			return true
+		}
+		w = w[min(len(w), 2+int(w[1]&0x7f)):]
+	}
+	return false
 }
 
 // coderReads reads stream with coder/websocket, as the relay's accepted

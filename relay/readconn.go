@@ -36,11 +36,11 @@ const readBufSize = 4 << 10
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
-// readConn is the net.Conn coder/websocket reads an accepted connection
-// through; writes and Close are frameConn's. raw and readFD are static;
-// the rest belongs to whoever is reading: coder/websocket serialises its
-// reads under its read lock, and RawConn.Read calls fillFD on the reading
-// goroutine.
+// readConn is the net.Conn an accepted connection is read through
+// (coder/websocket for the upgrade, then the relay's frameReader); writes
+// and Close are frameConn's. raw and readFD are static; the rest belongs
+// to whoever is reading: frameReader.mu serialises the reads, and
+// RawConn.Read calls fillFD on the reading goroutine.
 type readConn struct {
 	*frameConn
 	raw     syscall.RawConn // nil: the socket has no raw access, read it directly

@@ -270,14 +270,11 @@ func (t *wsTransport) endWriter() {
 // Issue 7 counts what an idle connection costs; BENCHMARKS.md has the
 // numbers.
 //
-// rc is what the connection is read through: the relay reads its frames
-// itself (wsread.go); without one (nil) coder/websocket does.
+// rc is what the connection is read through: coder/websocket did the
+// upgrade, the relay reads the frames itself (wsread.go).
 func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded bool, f framing, done func()) {
-	ws.SetReadLimit(wire.MaxMessageSize)
 	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
-	if rc != nil {
-		t.fr = newFrameReader(rc, wire.MaxMessageSize)
-	}
+	t.fr = newFrameReader(rc, wire.MaxMessageSize)
 	if f == framingUDP {
 		fc.prefixMethod = true
 	}
@@ -293,9 +290,9 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 		<-writerDone
 		done()
 	}
-	reason := s.wsAuth(ws, t.fr, c, forwarded)
+	reason := s.wsAuth(t.fr, c, forwarded)
 	if reason == reasonNone && !c.closing.Load() {
-		go func() { end(s.wsReadLoop(ws, t.fr, c)) }()
+		go func() { end(s.wsReadLoop(t.fr, c)) }()
 		return
 	}
 	end(reason)
@@ -306,22 +303,17 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 // (reasonNone: it goes on). On a multi-machine relay, a connection whose
 // first message names a room held by another machine (and that is not
 // itself forwarded) is carried to that machine instead (forward.go).
-func (s *Server) wsAuth(ws *websocket.Conn, fr *frameReader, c *conn, forwarded bool) closeReason {
-	var b *buf
-	var reason closeReason
-	if fr != nil {
-		// Authenticated or not, the deadline only covers the first message.
-		nc := fr.rc.frameConn.Conn
-		_ = nc.SetReadDeadline(time.Now().Add(s.opts.AuthTimeout)) // wall clock: the socket's own deadline bounds the authentication
-		fr.mu.Lock()
-		b, reason = fr.next()
-		fr.mu.Unlock()
-		_ = nc.SetReadDeadline(time.Time{})
-	} else {
-		authCtx, cancel := context.WithTimeout(context.Background(), s.opts.AuthTimeout)
-		b, reason = wsRead(authCtx, ws)
-		cancel()
-	}
+func (s *Server) wsAuth(fr *frameReader, c *conn, forwarded bool) closeReason {
+	// Authenticated or not, the deadline only covers the first message
+	// (and the control frames written while it is read).
+	nc := fr.rc.frameConn.Conn
+	fr.mu.Lock()
+	fr.authBy = time.Now().Add(s.opts.AuthTimeout) // wall clock: the socket's own deadline bounds the authentication
+	_ = nc.SetReadDeadline(fr.authBy)
+	b, reason := fr.next()
+	fr.authBy = time.Time{}
+	fr.mu.Unlock()
+	_ = nc.SetReadDeadline(time.Time{})
 	if reason != reasonNone {
 		return reason
 	}
@@ -336,21 +328,12 @@ func (s *Server) wsAuth(ws *websocket.Conn, fr *frameReader, c *conn, forwarded 
 // core until the connection ends; it returns why. A message after which
 // nothing more is waiting to be read may be written to its receiver's
 // socket by this goroutine (conn.direct).
-func (s *Server) wsReadLoop(ws *websocket.Conn, fr *frameReader, c *conn) closeReason {
-	// A Background context keeps coder/websocket from arming a timer per
-	// read.
-	ctx := context.Background()
+func (s *Server) wsReadLoop(fr *frameReader, c *conn) closeReason {
 	for {
-		var b *buf
-		var reason closeReason
-		if fr != nil {
-			fr.mu.Lock()
-			b, reason = fr.next()
-			c.direct = !fr.more()
-			fr.mu.Unlock()
-		} else {
-			b, reason = wsRead(ctx, ws)
-		}
+		fr.mu.Lock()
+		b, reason := fr.next()
+		c.direct = !fr.more()
+		fr.mu.Unlock()
 		if reason != reasonNone {
 			return reason
 		}
@@ -359,33 +342,6 @@ func (s *Server) wsReadLoop(ws *websocket.Conn, fr *frameReader, c *conn) closeR
 			return reasonNone
 		}
 	}
-}
-
-// wsRead reads one binary message into a pooled buffer (which the caller
-// owns), or returns why the connection ends.
-func wsRead(ctx context.Context, ws *websocket.Conn) (*buf, closeReason) {
-	typ, rd, err := ws.Reader(ctx)
-	if err != nil {
-		return nil, readFailure(err, ctx)
-	}
-	if typ != websocket.MessageBinary {
-		return nil, reasonTextFrame
-	}
-	b, err := readMessage(rd)
-	if err != nil {
-		return nil, readFailure(err, ctx)
-	}
-	return b, reasonNone
-}
-
-func readFailure(err error, authCtx context.Context) closeReason {
-	switch {
-	case errors.Is(err, websocket.ErrMessageTooBig), errors.Is(err, errMessageTooBig):
-		return reasonTooBig
-	case errors.Is(authCtx.Err(), context.DeadlineExceeded):
-		return reasonAuthTimeout
-	}
-	return reasonPeerClosed
 }
 
 // wsWriter is the connection's only writer: it drains the queue in batches
@@ -463,7 +419,10 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 			continue
 		}
 		if st == takeHandoff {
-			if flush && ok {
+			// The rest of a frame already begun is finished for any
+			// graceful close, even one that flushes nothing else (a text
+			// frame's): without it no close frame could follow.
+			if ok && !reason.abrupt() {
 				ok = t.fc.finishRest(deadline) == nil
 			} else {
 				t.fc.dropRest() // half a frame: no close frame can follow
@@ -499,7 +458,7 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 	// connection's reader if it is still reading or else here (bounded by
 	// the close grace, which drops the socket), then the socket closes.
 	var f [4 + 123]byte
-	if _, err := t.fc.writeUnlessClosing(appendCloseFrame(f[:0], code, text)); err == nil {
+	if err := t.fc.writeUnlessClosing(appendCloseFrame(f[:0], code, text), time.Now().Add(ctlWriteTimeout)); err == nil { // wall clock: a real socket's write deadline
 		t.fr.mu.Lock()
 		t.fr.awaitClose()
 		t.fr.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -28,7 +30,13 @@ import (
 // (continuations), with ping, pong and close frames anywhere between
 // them; a ping is answered with a pong through the frame mutex, a pong is
 // ignored (the relay never pings), a close is answered with a close of the
-// same code when the relay has not sent one, and ends the reading. A text
+// same code when the relay has not sent one, and ends the reading (a close
+// whose code RFC 6455 7.4 does not allow on the wire, or whose reason is
+// not UTF-8, is a breach, as coder/websocket had it). Each control frame
+// the relay writes is bounded by ctlWriteTimeout, and during the
+// authentication by its deadline: a peer that pings and never reads is
+// dropped, it does not hold a reader (and its slot among the pending
+// upgrades) for good. A text
 // message ends the connection (reasonTextFrame, 1003), a message over the
 // limit too (reasonTooBig, after a 1009 close frame), and so does any
 // other breach of the framing (reserved bits, unknown opcodes, a control
@@ -52,6 +60,23 @@ type frameReader struct {
 	skip   uint64        // payload bytes of the current frame left unread (a text frame, refused unread)
 	closed bool          // the peer's close frame was read, or the stream ended
 	ctl    [2 + 125]byte // a control frame: its payload as read, then the answer
+	// authBy is the authentication's deadline while it is read (wsAuth),
+	// else zero: it bounds the control frames written meanwhile too.
+	authBy time.Time
+}
+
+// ctlWriteTimeout bounds each control frame the relay writes to a peer
+// (pong, close), as coder/websocket's 5 s did.
+const ctlWriteTimeout = 5 * time.Second
+
+// ctlDeadline is when a control frame written now must be out. The
+// caller holds mu.
+func (r *frameReader) ctlDeadline() time.Time {
+	d := time.Now().Add(ctlWriteTimeout) // wall clock: a real socket's write deadline
+	if !r.authBy.IsZero() && r.authBy.Before(d) {
+		return r.authBy
+	}
+	return d
 }
 
 // newFrameReader reads rc's frames, messages of up to limit bytes (at
@@ -87,20 +112,27 @@ func (r *frameReader) next() (*buf, closeReason) {
 			return nil, r.failed(err)
 		}
 		fin, op, n := h[0]&0x80 != 0, h[0]&0x0f, uint64(h[1]&0x7f)
-		if h[0]&0x70 != 0 || h[1]&0x80 == 0 {
-			putBuf(b)
-			return nil, r.breach() // reserved bits, or an unmasked frame
-		}
-		hl := 6
+		masked := h[1]&0x80 != 0
+		hl := 2
 		switch n {
 		case 126:
-			hl = 8
+			hl += 2
 		case 127:
-			hl = 14
+			hl += 8
 		}
+		if masked {
+			hl += 4
+		}
+		// The whole header first, then its checks, as coder/websocket
+		// read it: a stream that ends inside a header ends the same way
+		// whatever the header says.
 		if h, err = br.Peek(hl); err != nil {
 			putBuf(b)
 			return nil, r.failed(err)
+		}
+		if h[0]&0x70 != 0 || !masked {
+			putBuf(b)
+			return nil, r.breach() // reserved bits, or an unmasked frame
 		}
 		switch n {
 		case 126:
@@ -183,18 +215,18 @@ func (r *frameReader) control(op byte, n int, key [4]byte) closeReason {
 	case opPing:
 		// (None after the relay's close frame.)
 		r.ctl[0], r.ctl[1] = 0x80|opPong, byte(n)
-		if _, err := fc.writeUnlessClosing(r.ctl[:2+n]); err != nil {
-			return r.failed(err)
+		if err := fc.writeUnlessClosing(r.ctl[:2+n], r.ctlDeadline()); err != nil {
+			return r.writeFailed()
 		}
 	case opClose:
 		r.closed = true
-		if n == 1 {
+		if n == 1 || (n >= 2 && !closeCodeAllowed(binary.BigEndian.Uint16(p))) || !utf8.Valid(p[min(n, 2):]) {
 			return r.breach()
 		}
 		// The handshake's answer: the same code (none for none), unless
 		// this close answers ours.
 		r.ctl[0], r.ctl[1] = 0x80|opClose, byte(min(n, 2))
-		_, _ = fc.writeUnlessClosing(r.ctl[:2+min(n, 2)])
+		_ = fc.writeUnlessClosing(r.ctl[:2+min(n, 2)], r.ctlDeadline())
 		return reasonPeerClosed
 	case opPong:
 	default:
@@ -260,6 +292,31 @@ func (r *frameReader) awaitClose() {
 	}
 }
 
+// closeCodeAllowed reports whether a peer may send code in a close frame
+// (RFC 6455 7.4.1 and 7.4.2): 1000 to 1014 less the reserved 1004 and
+// the codes that stand for no frame (1005, 1006), and the 3000 to 4999
+// of libraries and applications.
+func closeCodeAllowed(code uint16) bool {
+	switch {
+	case code == 1004 || code == 1005 || code == 1006:
+		return false
+	case code >= 1000 && code <= 1014, code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}
+
+// writeFailed is why a control frame that could not be written in time
+// ends the connection: the peer is not reading (it may have been sent
+// part of the frame, so the socket is dropped).
+func (r *frameReader) writeFailed() closeReason {
+	r.closed = true
+	if !r.authBy.IsZero() {
+		return reasonAuthTimeout
+	}
+	return reasonWriteError
+}
+
 // failed is why a read that failed ends the connection: the
 // authentication's deadline passed, or the peer is gone.
 func (r *frameReader) failed(err error) closeReason {
@@ -289,7 +346,7 @@ func (r *frameReader) tooBig() closeReason {
 
 func (r *frameReader) closeWith(code websocket.StatusCode, text string) {
 	var f [4 + 123]byte
-	_, _ = r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text))
+	_ = r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text), r.ctlDeadline())
 }
 
 // appendCloseFrame appends an unmasked close frame with code and text (at

@@ -105,6 +105,12 @@ func TestFrameReaderMessages(t *testing.T) {
 	for _, n := range sizes {
 		stream = append(stream, clientFrame(opBinary, true, pattern(n))...)
 	}
+	// Five bytes with a 64-bit length, longer than it needs to be (what
+	// coder/websocket read too).
+	sizes = append(sizes, 5)
+	long := binary.BigEndian.AppendUint64([]byte{0x80 | opBinary, 0x80 | 127}, 5)
+	long = append(long, 0, 0, 0, 0) // a zero mask: the payload as it is
+	stream = append(stream, append(long, pattern(5)...)...)
 	// One message in three frames, a ping and a pong between them.
 	msg := pattern(3000)
 	stream = append(stream, clientFrame(opBinary, false, msg[:1000])...)
@@ -173,6 +179,14 @@ func TestFrameReaderEnds(t *testing.T) {
 		{"fragmented ping", clientFrame(opPing, false, nil), reasonPeerClosed, protocolError},
 		{"long ping", clientFrame(opPing, true, make([]byte, 126)), reasonPeerClosed, protocolError},
 		{"close with one byte", clientFrame(opClose, true, []byte{3}), reasonPeerClosed, protocolError},
+		{"close with a code for no frame", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 1005)), reasonPeerClosed, protocolError},
+		{"close with a reserved code", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 1004)), reasonPeerClosed, protocolError},
+		{"close with a code under 1000", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 999)), reasonPeerClosed, protocolError},
+		{"close with a code past 4999", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 5000)), reasonPeerClosed, protocolError},
+		{"close with a reason not UTF-8", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 1000), 0xff, 0xfe)),
+			reasonPeerClosed, protocolError},
+		{"close of an application", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 4000), "done, thanks"...)),
+			reasonPeerClosed, binary.BigEndian.AppendUint16(nil, 4000)},
 		{"close", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 1001), "bye"...)), reasonPeerClosed,
 			binary.BigEndian.AppendUint16(nil, 1001)},
 		{"empty close", clientFrame(opClose, true, nil), reasonPeerClosed, []byte{}},
@@ -206,7 +220,7 @@ func TestFrameReaderAwaitsTheClose(t *testing.T) {
 	r.mustEnd(t, reasonTextFrame)
 	var f [4 + 123]byte
 	code, text := reasonTextFrame.wsCode()
-	if _, err := r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text)); err != nil {
+	if err := r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text), time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	expectFrame(t, peer, opClose, append(binary.BigEndian.AppendUint16(nil, uint16(code)), text...))
