@@ -2,9 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -273,5 +276,73 @@ func TestFrameReaderAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per message, want 0", allocs)
+	}
+}
+
+// cyclicConn is a peer that sends frame over and over, as fast as it is
+// read (what a benchmark of a reader needs: no socket in the way).
+type cyclicConn struct {
+	streamConn
+	frame []byte
+	off   int
+}
+
+func (c *cyclicConn) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k := copy(p[n:], c.frame[c.off:])
+		c.off = (c.off + k) % len(c.frame)
+		n += k
+	}
+	return n, nil
+}
+
+// BenchmarkFrameReader: one game-sized binary message a frame, read by
+// the relay's frameReader and, for comparison, by coder/websocket as the
+// relay read it before (wsRead), from the same endless stream without a
+// socket.
+func BenchmarkFrameReader(b *testing.B) {
+	for _, size := range []int{100, 1024} {
+		frame := clientFrame(opBinary, true, make([]byte, size))
+		b.Run(fmt.Sprintf("relay/%d", size), func(b *testing.B) {
+			rc := newReadConn(&frameConn{Conn: &cyclicConn{frame: frame}, upgraded: true}, nil)
+			rc.bufio()
+			r := newFrameReader(rc, wire.MaxMessageSize)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.mu.Lock()
+				m, reason := r.next()
+				r.mu.Unlock()
+				if reason != reasonNone {
+					b.Fatal(reason)
+				}
+				putBuf(m)
+			}
+		})
+		b.Run(fmt.Sprintf("coder/%d", size), func(b *testing.B) {
+			r, _ := http.NewRequest(http.MethodGet, "http://relay/", nil)
+			r.Header.Set("Connection", "Upgrade")
+			r.Header.Set("Upgrade", "websocket")
+			r.Header.Set("Sec-WebSocket-Version", "13")
+			r.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+			ws, err := websocket.Accept(&pipeHijacker{conn: &cyclicConn{frame: frame}, h: http.Header{}}, r,
+				&websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ws.CloseNow()
+			ws.SetReadLimit(wire.MaxMessageSize)
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				m, reason := wsRead(ctx, ws)
+				if reason != reasonNone {
+					b.Fatal(reason)
+				}
+				putBuf(m)
+			}
+		})
 	}
 }
