@@ -120,7 +120,7 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 	})
 	direct := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "purrfly_relay_direct_writes_total",
-		Help: "Frames a sender's reader wrote to the receiver's socket itself, without blocking, by result (whole; partial: the rest left to the writer; again: nothing written, queued; failed).",
+		Help: "Frames a sender's reader wrote to the receiver's socket itself, without blocking, by result (whole; partial: the rest left to the writer; again: nothing written, queued; failed; closing: the connection was closing, dropped).",
 	}, []string{"result"})
 	m.batches = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_relay_write_batches_total",
