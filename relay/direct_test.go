@@ -340,14 +340,7 @@ func TestDirectWriteRacesClose(t *testing.T) {
 		// The peer reads all along: a peer that stops reading while its
 		// window is shut may wait for TCP's zero-window probes, seconds
 		// apart, longer than a graceful close's flush is given.
-		var got int
-		var status websocket.StatusCode
-		var err error
-		read := make(chan struct{})
-		go func() {
-			defer close(read)
-			got, status, err = rc.readUntilEnd()
-		}()
+		read := rc.readToEnd()
 		go func() {
 			defer close(sent)
 			for seq := range frames {
@@ -366,7 +359,7 @@ func TestDirectWriteRacesClose(t *testing.T) {
 			reason = reasonKicked
 		}
 		rc.c.close(reason)
-		<-read
+		got, status, err := read()
 		<-sent
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
@@ -378,18 +371,44 @@ func TestDirectWriteRacesClose(t *testing.T) {
 			t.Fatalf("round %d, abrupt: read %d of %d frames taken, close %v", round, got, taken, status)
 		}
 		rc.nc.Close()
-		select {
-		case <-rc.c.t.(*wsTransport).ended:
-		case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
-			t.Fatalf("round %d: the writer did not end", round)
-		}
-		if !rc.fc.mu.TryLock() {
-			t.Fatalf("round %d: the frame mutex is still held", round)
-		}
-		rc.fc.mu.Unlock()
+		rc.writerEnded(fmt.Sprintf("round %d", round))
 	}
 	t.Logf("whole %v, partial %v, again %v, failed %v", r.direct(directWhole), r.direct(directPartial),
 		r.direct(directAgain), r.direct(directFailed))
+}
+
+// readToEnd runs readUntilEnd on a goroutine of its own; the function it
+// returns waits for its result.
+func (rc *rawClient) readToEnd() func() (int, websocket.StatusCode, error) {
+	type end struct {
+		frames int
+		status websocket.StatusCode
+		err    error
+	}
+	done := make(chan end, 1)
+	go func() {
+		n, status, err := rc.readUntilEnd()
+		done <- end{n, status, err}
+	}()
+	return func() (int, websocket.StatusCode, error) {
+		e := <-done
+		return e.frames, e.status, e.err
+	}
+}
+
+// writerEnded checks that the writer of rc's conn ends and leaves the
+// frame mutex free (what: the case, in the failure).
+func (rc *rawClient) writerEnded(what string) {
+	rc.t.Helper()
+	select {
+	case <-rc.c.t.(*wsTransport).ended:
+	case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
+		rc.t.Fatalf("%s: the writer did not end", what)
+	}
+	if !rc.fc.mu.TryLock() {
+		rc.t.Fatalf("%s: the frame mutex is still held", what)
+	}
+	rc.fc.mu.Unlock()
 }
 
 // readUntilEnd reads data frames (each the next in order) until a close
@@ -532,16 +551,9 @@ func TestDirectWriteClaimOutlivesClose(t *testing.T) {
 			if rc.offer(1, 10) {
 				t.Fatal("a frame routed after the close was taken")
 			}
-			var got int
-			var status websocket.StatusCode
-			var err error
-			read := make(chan struct{})
-			go func() {
-				defer close(read)
-				got, status, err = rc.readUntilEnd()
-			}()
+			read := rc.readToEnd()
 			cl.write()
-			<-read
+			got, status, err := read()
 			rc.nc.Close() // the close handshake's answer: the peer is gone
 			if err != nil {
 				t.Fatal(err)
@@ -553,15 +565,7 @@ func TestDirectWriteClaimOutlivesClose(t *testing.T) {
 			} else if got != 1 || status != websocket.StatusNormalClosure {
 				t.Fatalf("read %d frames and close %v, want the claimed frame, then 1000", got, status)
 			}
-			select {
-			case <-rc.c.t.(*wsTransport).ended:
-			case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
-				t.Fatal("the writer did not end")
-			}
-			if !rc.fc.mu.TryLock() {
-				t.Fatal("the frame mutex is still held")
-			}
-			rc.fc.mu.Unlock()
+			rc.writerEnded(tc.name)
 			if tc.window > 0 && !tc.reason.abrupt() && r.direct(directPartial) != 1 {
 				t.Fatalf("partial writes %v, want the claimed frame's", r.direct(directPartial))
 			}

@@ -102,21 +102,30 @@ func relayReads(t *testing.T, stream []byte, limit int) (msgs [][]byte, end read
 	rc := newReadConn(&frameConn{Conn: sc, upgraded: true}, nil)
 	rc.bufio()
 	r := newFrameReader(rc, limit)
-	for {
+	msgs, end = readAll(func() (*buf, closeReason) {
 		r.mu.Lock()
-		b, reason := r.next()
-		r.mu.Unlock()
+		defer r.mu.Unlock()
+		return r.next()
+	})
+	return msgs, end, end == endOther && !wroteClose(sc.wrote)
+}
+
+// readAll reads messages with next until it ends them, and says how.
+func readAll(next func() (*buf, closeReason)) ([][]byte, readEnd) {
+	var msgs [][]byte
+	for {
+		b, reason := next()
 		switch reason {
 		case reasonNone:
 			msgs = append(msgs, append([]byte{}, b.frame()...))
 			putBuf(b)
 			continue
 		case reasonTextFrame:
-			return msgs, endText, false
+			return msgs, endText
 		case reasonTooBig:
-			return msgs, endBig, false
+			return msgs, endBig
 		}
-		return msgs, endOther, !wroteClose(sc.wrote)
+		return msgs, endOther
 	}
 }
 
@@ -135,36 +144,31 @@ func wroteClose(w []byte) bool {
 // coderReads reads stream with coder/websocket, as the relay's accepted
 // connections were read before its own reader (wsRead, at the limit).
 func coderReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
+	ws := acceptOver(t, newStreamConn(stream))
+	defer ws.CloseNow()
+	ws.SetReadLimit(int64(limit))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The relay's read path before its own reader.
+	return readAll(func() (*buf, closeReason) { return wsRead(ctx, ws) })
+}
+
+// acceptOver is a coder/websocket server connection over conn, upgraded
+// from a client's handshake.
+func acceptOver(tb testing.TB, conn net.Conn) *websocket.Conn {
+	tb.Helper()
 	r, _ := http.NewRequest(http.MethodGet, "http://relay/", nil)
 	r.Header.Set("Connection", "Upgrade")
 	r.Header.Set("Upgrade", "websocket")
 	r.Header.Set("Sec-WebSocket-Version", "13")
 	r.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-	ws, err := websocket.Accept(&pipeHijacker{conn: newStreamConn(stream), h: http.Header{}}, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(&pipeHijacker{conn: conn, h: http.Header{}}, r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
-		t.Fatalf("Accept: %v", err)
+		tb.Fatalf("Accept: %v", err)
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(int64(limit))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var msgs [][]byte
-	for {
-		b, reason := wsRead(ctx, ws) // the relay's read path before its own reader
-		switch reason {
-		case reasonNone:
-			msgs = append(msgs, append([]byte{}, b.frame()...))
-			putBuf(b)
-			continue
-		case reasonTextFrame:
-			return msgs, endText
-		case reasonTooBig:
-			return msgs, endBig
-		}
-		return msgs, endOther
-	}
+	return ws
 }
 
 // pipeHijacker is the http.ResponseWriter coder/websocket's Accept

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
@@ -321,16 +320,7 @@ func BenchmarkFrameReader(b *testing.B) {
 			}
 		})
 		b.Run(fmt.Sprintf("coder/%d", size), func(b *testing.B) {
-			r, _ := http.NewRequest(http.MethodGet, "http://relay/", nil)
-			r.Header.Set("Connection", "Upgrade")
-			r.Header.Set("Upgrade", "websocket")
-			r.Header.Set("Sec-WebSocket-Version", "13")
-			r.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-			ws, err := websocket.Accept(&pipeHijacker{conn: &cyclicConn{frame: frame}, h: http.Header{}}, r,
-				&websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-			if err != nil {
-				b.Fatal(err)
-			}
+			ws := acceptOver(b, &cyclicConn{frame: frame})
 			defer ws.CloseNow()
 			ws.SetReadLimit(wire.MaxMessageSize)
 			ctx := context.Background()
