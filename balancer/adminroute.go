@@ -41,12 +41,17 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
 		}
 		src := s.adminSource(r)
-		if blocked, wait := s.authThrottle.blocked(src); blocked {
+		if ok, wait := s.authThrottle.try(src); !ok {
 			return throttled(w, wait)
 		}
+		if s.beforeAuth != nil {
+			s.beforeAuth()
+		}
 		cred, ok := s.authenticate(r, rt.legacySecret, rt.queryKey)
-		if !ok {
-			s.authThrottle.fail(src)
+		if ok {
+			s.authThrottle.succeeded(src)
+		} else {
+			// The token try took stays taken: this failure's.
 			s.metrics.adminAuthFailures.Inc()
 			s.log.Warn("admin authentication failed", "route", rt.name, "source", src)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="purrfly"`)

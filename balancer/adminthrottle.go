@@ -13,8 +13,14 @@ import (
 // token bucket per source (a failure takes a token; with none left every
 // request from that source is 429 throttled, whatever its credential, so a
 // guess is never checked), in a table of at most max sources. Past max the
-// least recently failed source is forgotten: memory stays bounded however
+// least recently tried source is forgotten: memory stays bounded however
 // many (forged) sources fail. Safe for concurrent use.
+//
+// A request takes its token before its credential is checked (try) and
+// gives it back when the credential was right (succeeded): with the check
+// first and the failure recorded after, a source's concurrent guesses
+// would all pass a check made before any of them had failed, as many as
+// it could keep in flight.
 type authThrottle struct {
 	rate limit.Rate // static
 	clk  clock.Clock
@@ -41,35 +47,51 @@ func (t *authThrottle) refillLocked(e *throttleEntry, now time.Time) {
 	e.at = now
 }
 
-// blocked reports whether src has no failure left, and how long until it
-// has one. It records nothing.
-func (t *authThrottle) blocked(src string) (bool, time.Duration) {
+// try takes one of src's tokens for a credential about to be checked, or
+// reports that src has none and how long until it has one (the request is
+// then throttled unchecked). A source tried for the first time enters the
+// table; a right credential gives the token back (succeeded).
+func (t *authThrottle) try(src string) (bool, time.Duration) {
 	if t.rate.Every <= 0 {
-		return false, 0
+		return true, 0
 	}
 	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	el := t.m[src]
-	if el == nil {
-		return false, 0
-	}
-	e := el.Value.(*throttleEntry)
+	e := t.entryLocked(src, now)
 	t.refillLocked(e, now)
-	if e.tokens >= 1 {
-		return false, 0
+	if e.tokens < 1 {
+		return false, time.Duration((1 - e.tokens) * float64(t.rate.Every))
 	}
-	return true, time.Duration((1 - e.tokens) * float64(t.rate.Every))
+	e.tokens--
+	return true, 0
 }
 
-// fail records a failed authentication of src.
-func (t *authThrottle) fail(src string) {
+// succeeded gives back the token try took for src's right credential; a
+// source whose bucket is full again leaves the table.
+func (t *authThrottle) succeeded(src string) {
 	if t.rate.Every <= 0 {
 		return
 	}
 	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	el := t.m[src]
+	if el == nil {
+		return // forgotten meanwhile
+	}
+	e := el.Value.(*throttleEntry)
+	t.refillLocked(e, now)
+	if e.tokens = min(float64(t.rate.Burst), e.tokens+1); e.tokens >= float64(t.rate.Burst) {
+		t.lru.Remove(el)
+		delete(t.m, src)
+	}
+}
+
+// entryLocked is src's entry, made (with a full bucket, forgetting the
+// least recently tried source when the table is full) if it has none, and
+// moved to the front.
+func (t *authThrottle) entryLocked(src string, now time.Time) *throttleEntry {
 	el := t.m[src]
 	if el == nil {
 		for t.lru.Len() >= t.max {
@@ -82,9 +104,7 @@ func (t *authThrottle) fail(src string) {
 	} else {
 		t.lru.MoveToFront(el)
 	}
-	e := el.Value.(*throttleEntry)
-	t.refillLocked(e, now)
-	e.tokens = max(e.tokens-1, 0)
+	return el.Value.(*throttleEntry)
 }
 
 // len is how many sources are remembered.

@@ -37,7 +37,11 @@ type Server struct {
 	adminKeys    adminKeys
 	generatedKey string
 	authThrottle *authThrottle
-	events       *eventHub
+	// beforeAuth, when set (tests only, before the first request), runs
+	// between the throttle's admission of a /v1 request and the check of
+	// its credential.
+	beforeAuth func()
+	events     *eventHub
 	history      statsHistory // internally locked: the dashboard's last hour
 
 	draining atomic.Bool // Shutdown began: /ping says so

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,13 +187,64 @@ func TestAdminThrottle(t *testing.T) {
 	}
 }
 
+// TestAdminThrottleConcurrentGuesses: a source's guesses sent all at once
+// are checked no more often than its burst allows; the rest are throttled
+// unchecked. (With the check made before any failure was recorded, each
+// of them used to pass it.) A right key gives its token back.
+func TestAdminThrottleConcurrentGuesses(t *testing.T) {
+	h, _ := adminHarness(t, nil, func(o *Options) {
+		o.AuthFailureRate = limit.Rate{Every: time.Hour, Burst: 3}
+		o.TrustProxy = true
+	})
+	from := func(ip, key string) int {
+		st, _, _ := h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": ip + ", 10.0.0.1"}, nil)
+		return st
+	}
+	for range 20 { // right keys, one after another: no token is kept
+		if st := from("203.0.113.9", adminKeyA); st != http.StatusOK {
+			t.Fatalf("a right key: %d", st)
+		}
+	}
+	// Every guess admitted waits before its check until all have been
+	// answered or admitted: checks and failures cannot take turns.
+	const guesses = 64
+	var admitted, answered atomic.Int32
+	release := make(chan struct{})
+	h.s.beforeAuth = func() {
+		admitted.Add(1)
+		<-release
+	}
+	statuses := make(chan int, guesses)
+	var wg sync.WaitGroup
+	for range guesses {
+		wg.Go(func() {
+			st := from("203.0.113.9", "wrong-key-0123456789")
+			answered.Add(1)
+			statuses <- st
+		})
+	}
+	waitFor(t, "every guess admitted or throttled", func() bool {
+		return admitted.Load()+answered.Load() == guesses
+	})
+	close(release)
+	wg.Wait()
+	close(statuses)
+	counts := map[int]int{}
+	for st := range statuses {
+		counts[st]++
+	}
+	if counts[http.StatusUnauthorized] != 3 || counts[http.StatusTooManyRequests] != guesses-3 {
+		t.Fatalf("%d concurrent guesses: %v, want 3 checked (401) and the rest throttled (429)", guesses, counts)
+	}
+}
+
 // TestAdminThrottleBound: however many sources fail, the throttle's table
 // holds at most its cap; the most recent sources stay throttled.
 func TestAdminThrottleBound(t *testing.T) {
 	h, _ := adminHarness(t, nil, nil)
 	th := newAuthThrottle(limit.Rate{Every: time.Minute, Burst: 1}, h.clk, 64)
 	for i := range 100_000 {
-		th.fail(fmt.Sprintf("198.51.%d.%d", i/256, i%256))
+		th.try(fmt.Sprintf("198.51.%d.%d", i/256, i%256)) // a failure: its one token stays taken
 		if n := th.len(); n > 64 {
 			t.Fatalf("after %d sources the table holds %d, over its cap of 64", i+1, n)
 		}
@@ -199,10 +252,10 @@ func TestAdminThrottleBound(t *testing.T) {
 	if th.len() != 64 || th.lru.Len() != 64 {
 		t.Fatalf("table holds %d (list %d), want 64", th.len(), th.lru.Len())
 	}
-	if b, _ := th.blocked(fmt.Sprintf("198.51.%d.%d", 99_999/256, 99_999%256)); !b {
+	if ok, _ := th.try(fmt.Sprintf("198.51.%d.%d", 99_999/256, 99_999%256)); ok {
 		t.Fatal("the last failing source is not throttled")
 	}
-	if b, _ := th.blocked("198.51.0.0"); b {
+	if ok, _ := th.try("198.51.0.0"); !ok {
 		t.Fatal("the first source (evicted) is still remembered")
 	}
 	// And through the server: its table is bounded by AuthThrottleSources.
