@@ -38,7 +38,9 @@ const (
 // through the same relay child, Repeat times each, alternating which
 // goes first.
 func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
-	balCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancer, Secret: o.Secret, Region: benchRegion, CPUProfile: o.profile(KindBalancer)})
+	adminKey := "bench-admin-" + randomHex(16)
+	balCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancer, Secret: o.Secret, Region: benchRegion, AdminKey: adminKey,
+		CPUProfile: o.profile(KindBalancer)})
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +64,9 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	sides := []pairTarget{{name: "balancer", ch: balCh, bc: bc}}
+	if o.WatchEvents {
+		sides[0].admin = &client.Admin{BaseURL: balCh.url, Key: adminKey, HTTP: hc}
+	}
 	if o.Baseline {
 		floorCh, err := startChild(ctx, o, ServerConfig{Kind: KindBalancerFloor, Secret: o.Secret, RelayURL: relayCh.http, CPUProfile: o.profile(KindBalancerFloor)})
 		if err != nil {
@@ -102,9 +107,10 @@ func runBalancerLoad(ctx context.Context, o Options) (*Result, error) {
 // pairTarget is one server of the balancer mode: the balancer, or its
 // floor.
 type pairTarget struct {
-	name string // "balancer" or "floor"
-	ch   *child
-	bc   *client.Balancer
+	name  string // "balancer" or "floor"
+	ch    *child
+	bc    *client.Balancer
+	admin *client.Admin // the balancer's /v1 while events are watched (Options.WatchEvents), else nil
 }
 
 // measurePairs runs the closed-loop workers against t for the warmup and
@@ -113,6 +119,13 @@ func measurePairs(ctx context.Context, o Options, t pairTarget, relayCh *child) 
 	s := &Side{Server: t.name, ServerPID: t.ch.pid}
 	m, self, rm := meter{pid: t.ch.pid}, meter{pid: 0}, meter{pid: relayCh.pid}
 	s.RSSStartBytes = m.rss()
+	if t.admin != nil {
+		stop, err := watchEvents(ctx, t.admin)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { s.Events = stop() }()
+	}
 	w := &pairWorkers{o: o, bc: t.bc, prefix: "bench-" + randomHex(4)}
 	w.start()
 	err := clock.Sleep(ctx, nil, o.Warmup)

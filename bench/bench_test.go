@@ -220,10 +220,11 @@ func TestBalancerLoadAgainstFloor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Two repetitions, so each side goes first once; MaxMessages bounds
-	// every run's pairs (a few seconds' worth on a quiet machine).
+	// every run's pairs (a few seconds' worth on a quiet machine). An
+	// event stream is watched on the balancer, as a dashboard would.
 	res, err := Run(ctx, childOptions(Options{
 		BalancerLoad: 2, Baseline: true, Repeat: 2, MaxMessages: 20_000,
-		Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Duration: time.Second, Warmup: 200 * time.Millisecond, WatchEvents: true,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +236,9 @@ func TestBalancerLoadAgainstFloor(t *testing.T) {
 		if s == nil || s.Server != name || s.Messages == 0 || s.Errors != 0 || s.CPUusPerMsg <= 0 || s.P99us <= 0 || s.ServerPID == 0 {
 			t.Errorf("%s side %+v", name, s)
 		}
+	}
+	if res.Balancer.Events <= 0 || res.Baseline.Events != 0 {
+		t.Errorf("events read: balancer %d, floor %d; want some from the balancer's stream only", res.Balancer.Events, res.Baseline.Events)
 	}
 	if res.Balancer.ServerPID == res.Baseline.ServerPID {
 		t.Errorf("the balancer and the floor ran in one process (%d)", res.Balancer.ServerPID)

@@ -56,6 +56,8 @@ type ServerConfig struct {
 	// HeartbeatSec > 0 is a relay child's heartbeat interval in seconds
 	// (default relay.DefaultHeartbeatInterval).
 	HeartbeatSec int `json:"heartbeat_sec,omitempty"`
+	// AdminKey is a balancer child's /v1 key (Options.WatchEvents).
+	AdminKey string `json:"admin_key,omitempty"`
 	// RelayURL is a balancer floor child's relay (its HTTP base URL).
 	RelayURL string `json:"relay_url,omitempty"`
 	// CPUProfile, when set, is the file the child writes its CPU

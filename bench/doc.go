@@ -35,7 +35,9 @@
 //     The relay child holds every room of the run (no room bound) and
 //     does not heartbeat during it: its heartbeat republishes every room,
 //     work the floor would never see. CPUProfile writes each child's CPU
-//     profile.
+//     profile. WatchEvents keeps a GET /v1/events stream open on the
+//     balancer during its runs (watch.go), as an operator's dashboard
+//     does: the event hub's cost under allocations.
 //   - Forwarding mode (Options.Forwarded, issue 6): what one mesh hop
 //     costs. The balancer runs in the load process and two relay children
 //     form one multi-machine app (relay.Options.MultiMachine, each

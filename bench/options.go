@@ -139,6 +139,10 @@ type Options struct {
 	// child (KindBalancerFloor); Repeat runs each that many times,
 	// alternating which goes first.
 	BalancerLoad int
+	// WatchEvents, in the balancer mode, keeps a GET /v1/events stream
+	// open on the balancer (not the floor) for every measured run and
+	// reads it, as an operator's dashboard does.
+	WatchEvents bool
 	// CPUProfile, in the balancer mode, is a path prefix: each server
 	// child writes its CPU profile (runtime/pprof) over its whole life to
 	// PREFIX-<kind>.pprof (balancer, relay, balancer-floor).
@@ -236,6 +240,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: balancer-load must be 0 to 4096 workers", ErrInvalidOptions)
 	case o.BalancerLoad > 0 && (o.Idle > 0 || o.SkipRelay || o.BalancerURL != ""):
 		return o, fmt.Errorf("%w: the balancer mode runs alone (no idle, baseline-only or external balancer)", ErrInvalidOptions)
+	case o.WatchEvents && o.BalancerLoad == 0:
+		return o, fmt.Errorf("%w: watching events is the balancer mode's", ErrInvalidOptions)
 	case o.CPUProfile != "" && o.BalancerLoad == 0:
 		return o, fmt.Errorf("%w: CPU profiles are the balancer mode's", ErrInvalidOptions)
 	case o.SkipRelay && !o.Baseline:

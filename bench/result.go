@@ -140,6 +140,10 @@ type Side struct {
 	// is the frames per batch.
 	DirectFrames int64 `json:"direct_frames,omitempty"`
 	WriteBatches int64 `json:"write_batches,omitempty"`
+	// Events is, in the balancer mode with Options.WatchEvents, how many
+	// events the open GET /v1/events stream read over the run (warmup
+	// included).
+	Events int64 `json:"events,omitempty"`
 
 	Connections       int     `json:"connections"`
 	RSSStartBytes     int64   `json:"rss_start_bytes"`     // before the load connected
@@ -266,6 +270,7 @@ func medianSide(sides []*Side) *Side {
 	m.UDPDatagramsOut = int64(med(func(s *Side) float64 { return float64(s.UDPDatagramsOut) }))
 	m.DirectFrames = int64(med(func(s *Side) float64 { return float64(s.DirectFrames) }))
 	m.WriteBatches = int64(med(func(s *Side) float64 { return float64(s.WriteBatches) }))
+	m.Events = int64(med(func(s *Side) float64 { return float64(s.Events) }))
 	m.CPUusPerMsg = med(func(s *Side) float64 { return s.CPUusPerMsg })
 	m.RelayCPUCores = med(func(s *Side) float64 { return s.RelayCPUCores })
 	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })
