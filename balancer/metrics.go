@@ -71,6 +71,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		Name: "purrfly_balancer_event_streams",
 		Help: "GET /v1/events streams open.",
 	}, func() float64 { return float64(s.events.streams()) })
+	diffs := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "purrfly_balancer_event_diffs_total",
+		Help: "Diffs of the whole fleet for GET /v1/events streams (pokes are paced: at most ten a second, and at most a tenth of a core).",
+	}, func() float64 { return float64(s.events.diffs.Load()) })
 	m.allocationsOK = m.allocations.WithLabelValues("ok")
 	m.relayAllocate = m.relayCall.WithLabelValues("allocate")
 	m.relayPing = m.relayCall.WithLabelValues("ping")
@@ -86,7 +90,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		return float64(n)
 	})
 	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms,
-		m.adminAuthFailures, m.eventDrops, streams} {
+		m.adminAuthFailures, m.eventDrops, streams, diffs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
 		}

@@ -42,7 +42,7 @@ type Server struct {
 	// its credential.
 	beforeAuth func()
 	events     *eventHub
-	history      statsHistory // internally locked: the dashboard's last hour
+	history    statsHistory // internally locked: the dashboard's last hour
 
 	draining atomic.Bool // Shutdown began: /ping says so
 

@@ -3,6 +3,7 @@ package balancer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -79,6 +80,8 @@ func TestEvents(t *testing.T) {
 	epoch := eu.rooms["live-room"].epoch
 	eu.mu.Unlock()
 	wantStatuses(t, eu.publish(h, wire.Publication{Name: "live-room", Epoch: epoch, Revision: 2, Connections: 2, ClientSecret: "c", AllocationID: "a1"}), wire.PubApplied)
+	// Diffs are paced: the next one comes eventMinInterval after the last.
+	h.clk.Advance(eventMinInterval)
 	if ev := nextEvent(t, s, wire.EventRoomUpdate); ev.Room.Connections != 2 || ev.Room.Phase != wire.RoomActive {
 		t.Fatalf("room.update %+v", ev)
 	}
@@ -86,17 +89,20 @@ func TestEvents(t *testing.T) {
 	if _, err := a.Drain(t.Context(), eu.boot()); err != nil {
 		t.Fatal(err)
 	}
+	h.clk.Advance(eventMinInterval)
 	if ev := nextEvent(t, s, wire.EventInstanceDrain); ev.Instance == nil || ev.Instance.BootID != eu.boot() || ev.Instance.Status != wire.InstanceDraining {
 		t.Fatalf("instance.drain %+v", ev)
 	}
 	if _, err := a.Undrain(t.Context(), eu.boot()); err != nil {
 		t.Fatal(err)
 	}
+	h.clk.Advance(eventMinInterval)
 	nextEvent(t, s, wire.EventInstanceUndrain)
 
 	if _, err := a.CloseRoom(t.Context(), "live-room"); err != nil {
 		t.Fatal(err)
 	}
+	h.clk.Advance(eventMinInterval)
 	if ev := nextEvent(t, s, wire.EventRoomClose); ev.Room == nil || ev.Room.Name != "live-room" {
 		t.Fatalf("room.close %+v", ev)
 	}
@@ -254,5 +260,33 @@ func TestEventHubKeepsAReaderThroughABigChange(t *testing.T) {
 	frames := strings.Count(string(<-sub.ch), "event: room.create\n")
 	if frames != 3*eventBuffer || drops != 0 {
 		t.Fatalf("%d room.create frames (want %d), %d drops", frames, 3*eventBuffer, drops)
+	}
+}
+
+// TestEventDiffsPaced: while a stream is open, allocations one after
+// another at one instant are not diffed one by one (each diff is a view of
+// the whole fleet): the pokes after a diff wait eventMinInterval and then
+// come as one diff, which still tells every room's creation.
+func TestEventDiffsPaced(t *testing.T) {
+	h, _ := adminHarness(t, nil, nil)
+	eu := newFakeRelay(t, "eu")
+	eu.register(h)
+	s := openEvents(t, h.admin(adminKeyA))
+	nextEvent(t, s, wire.EventStats)
+	base := h.s.events.diffs.Load()
+	const rooms = 20
+	for i := range rooms {
+		_, err := h.allocate(fmt.Sprintf("paced-%d", i), "eu", fmt.Sprintf("a%d", i))
+		noErr(t, err)
+		// The loop has taken this allocation's poke before the next one.
+		waitFor(t, "the diff loop to take the poke", func() bool { return len(h.s.events.kick) == 0 })
+	}
+	h.clk.Advance(eventMinInterval)
+	created := map[string]bool{}
+	for len(created) < rooms {
+		created[nextEvent(t, s, wire.EventRoomCreate).Room.Name] = true
+	}
+	if d := h.s.events.diffs.Load() - base; d > 2 {
+		t.Fatalf("%d allocations made %d diffs, want at most 2 (one at once, one paced)", rooms, d)
 	}
 }
