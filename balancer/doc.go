@@ -269,7 +269,10 @@
 // is open: no allocation wakes the hub for nothing) and every second (for
 // heartbeats, removals and staleness), and fans the events out to bounded
 // per-stream queues; a stream that falls behind is closed, Shutdown closes
-// them all first. Pings use the injected clock.
+// them all first. A diff views the whole fleet, so pokes are paced
+// (eventMinInterval, eventMaxShare): while allocations keep coming they
+// are diffed together at most every 100 ms, and the diffs take at most a
+// tenth of a core. Pings and the pacing use the injected clock.
 //
 // # Code map: handlers, state, calls
 //
