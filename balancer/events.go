@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -19,17 +20,23 @@ const (
 	// eventTick is the hub's catch-all diff interval (heartbeats, health
 	// removals and staleness have no push of their own).
 	eventTick = time.Second
-	// eventMinInterval is the least time between two diffs that pokes
-	// start, and eventMaxShare bounds the loop's share of a core: after a
-	// diff that took d the next poke's waits max(eventMinInterval,
-	// d*(1/eventMaxShare-1)). A diff takes the whole fleet's view (about
-	// 20 ms and 11 MB at 10,000 rooms, BenchmarkEventSync): one per
-	// allocation, back to back while allocations keep coming, would take a
-	// core for as long as a dashboard is open. Pokes in between coalesce
-	// into one diff, so events lag by at most that wait.
+	// eventMinInterval is the least time between two diffs, and
+	// eventMaxShare bounds the diff loop's share of a core: after a diff
+	// that took d the next one waits diffGap(d) from its start. A diff
+	// takes the whole fleet's view (about 20 ms and 11 MB at 10,000 rooms,
+	// BenchmarkEventSync): one per allocation, back to back while
+	// allocations keep coming, would take a core for as long as a
+	// dashboard is open. The pokes and ticks in between make one diff when
+	// the wait is over, so an event lags by at most that wait.
 	eventMinInterval = 100 * time.Millisecond
 	eventMaxShare    = 0.1
 )
+
+// diffGap is the least time from the start of a diff that took took to
+// the start of the next.
+func diffGap(took time.Duration) time.Duration {
+	return max(eventMinInterval, time.Duration(float64(took)/eventMaxShare))
+}
 
 // eventHub fans fleet changes out to the GET /v1/events streams. It
 // diffs the fleet's semantic state (fleetView) on every poke and tick,
@@ -87,6 +94,15 @@ func (h *eventHub) streams() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.subs)
+}
+
+// diffCount is how many diffs were made (0 before the hub exists: the
+// metrics are registered first).
+func (h *eventHub) diffCount() float64 {
+	if h == nil {
+		return 0
+	}
+	return float64(h.diffs.Load())
 }
 
 // subscribe opens a stream, or answers ErrTooManyStreams (and ErrDraining
@@ -192,36 +208,50 @@ func (h *eventHub) encodeLocked(ev wire.Event) []byte {
 	return append(b, "\n\n"...)
 }
 
-// eventLoop diffs the fleet for the event streams on every eventTick and
-// on pokes, paced (eventMinInterval: a poke too soon after the last diff
-// is left pending for the pace ticker), until ctx ends.
+// eventLoop diffs the fleet for the event streams on pokes and every
+// eventTick, paced (diffGap: what comes sooner after the last diff waits
+// for a timer armed for the end of the gap), until ctx ends. The pacing
+// runs on the injected clock; the diff's cost is the wall clock's.
 func (s *Server) eventLoop(ctx context.Context) {
 	tick := s.clock.NewTicker(eventTick)
 	defer tick.Stop()
-	pace := s.clock.NewTicker(eventMinInterval)
-	defer pace.Stop()
-	var last time.Time      // when the last diff began
-	gap := eventMinInterval // the least time from last to a poke's diff
-	pending := false        // a poke came sooner than gap: diff when it has passed
+	var (
+		next  time.Time        // the earliest start of the next diff
+		pace  clock.Timer      // armed for next while something waits; nil when nothing does
+		paceC <-chan time.Time // pace's channel, nil with it
+	)
+	defer func() {
+		if pace != nil {
+			pace.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.events.kick:
-			if s.clock.Now().Sub(last) < gap {
-				pending = true
-				continue
-			}
-		case <-pace.C():
-			if !pending || s.clock.Now().Sub(last) < gap {
-				continue
-			}
 		case <-tick.C():
+		case <-paceC:
+			pace, paceC = nil, nil
+		}
+		if wait := next.Sub(s.clock.Now()); wait > 0 {
+			if pace == nil {
+				pace = s.clock.NewTimer(wait)
+				paceC = pace.C()
+			}
+			// The clock may have passed next while the timer was armed
+			// (for wait from then): then it is time now.
+			if next.After(s.clock.Now()) {
+				continue
+			}
+		}
+		if pace != nil {
+			pace.Stop()
+			pace, paceC = nil, nil
 		}
 		start := s.clock.Now()
+		t0 := time.Now() // wall clock: what the diff cost, not when it ran
 		s.events.sync()
-		took := s.clock.Now().Sub(start)
-		last, pending = start, false
-		gap = max(eventMinInterval, time.Duration(float64(took)*(1/eventMaxShare-1)))
+		next = start.Add(diffGap(time.Since(t0))) // wall clock: idem
 	}
 }

@@ -74,7 +74,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	diffs := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "purrfly_balancer_event_diffs_total",
 		Help: "Diffs of the whole fleet for GET /v1/events streams (pokes are paced: at most ten a second, and at most a tenth of a core).",
-	}, func() float64 { return float64(s.events.diffs.Load()) })
+	}, func() float64 { return s.events.diffCount() })
 	m.allocationsOK = m.allocations.WithLabelValues("ok")
 	m.relayAllocate = m.relayCall.WithLabelValues("allocate")
 	m.relayPing = m.relayCall.WithLabelValues("ping")

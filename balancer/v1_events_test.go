@@ -80,8 +80,10 @@ func TestEvents(t *testing.T) {
 	epoch := eu.rooms["live-room"].epoch
 	eu.mu.Unlock()
 	wantStatuses(t, eu.publish(h, wire.Publication{Name: "live-room", Epoch: epoch, Revision: 2, Connections: 2, ClientSecret: "c", AllocationID: "a1"}), wire.PubApplied)
-	// Diffs are paced: the next one comes eventMinInterval after the last.
-	h.clk.Advance(eventMinInterval)
+	// Diffs are paced (diffGap: at least eventMinInterval apart, more
+	// after a slow one); a second of the test's clock is past any gap a
+	// diff of this fleet leaves, even under the race detector.
+	h.clk.Advance(eventTick)
 	if ev := nextEvent(t, s, wire.EventRoomUpdate); ev.Room.Connections != 2 || ev.Room.Phase != wire.RoomActive {
 		t.Fatalf("room.update %+v", ev)
 	}
@@ -89,20 +91,20 @@ func TestEvents(t *testing.T) {
 	if _, err := a.Drain(t.Context(), eu.boot()); err != nil {
 		t.Fatal(err)
 	}
-	h.clk.Advance(eventMinInterval)
+	h.clk.Advance(eventTick)
 	if ev := nextEvent(t, s, wire.EventInstanceDrain); ev.Instance == nil || ev.Instance.BootID != eu.boot() || ev.Instance.Status != wire.InstanceDraining {
 		t.Fatalf("instance.drain %+v", ev)
 	}
 	if _, err := a.Undrain(t.Context(), eu.boot()); err != nil {
 		t.Fatal(err)
 	}
-	h.clk.Advance(eventMinInterval)
+	h.clk.Advance(eventTick)
 	nextEvent(t, s, wire.EventInstanceUndrain)
 
 	if _, err := a.CloseRoom(t.Context(), "live-room"); err != nil {
 		t.Fatal(err)
 	}
-	h.clk.Advance(eventMinInterval)
+	h.clk.Advance(eventTick)
 	if ev := nextEvent(t, s, wire.EventRoomClose); ev.Room == nil || ev.Room.Name != "live-room" {
 		t.Fatalf("room.close %+v", ev)
 	}
@@ -265,8 +267,8 @@ func TestEventHubKeepsAReaderThroughABigChange(t *testing.T) {
 
 // TestEventDiffsPaced: while a stream is open, allocations one after
 // another at one instant are not diffed one by one (each diff is a view of
-// the whole fleet): the pokes after a diff wait eventMinInterval and then
-// come as one diff, which still tells every room's creation.
+// the whole fleet): the pokes after a diff wait for the end of its gap
+// and then come as one diff, which still tells every room's creation.
 func TestEventDiffsPaced(t *testing.T) {
 	h, _ := adminHarness(t, nil, nil)
 	eu := newFakeRelay(t, "eu")
@@ -281,12 +283,27 @@ func TestEventDiffsPaced(t *testing.T) {
 		// The loop has taken this allocation's poke before the next one.
 		waitFor(t, "the diff loop to take the poke", func() bool { return len(h.s.events.kick) == 0 })
 	}
-	h.clk.Advance(eventMinInterval)
+	h.clk.Advance(eventTick)
 	created := map[string]bool{}
 	for len(created) < rooms {
 		created[nextEvent(t, s, wire.EventRoomCreate).Room.Name] = true
 	}
 	if d := h.s.events.diffs.Load() - base; d > 2 {
 		t.Fatalf("%d allocations made %d diffs, want at most 2 (one at once, one paced)", rooms, d)
+	}
+}
+
+// TestDiffGap: diffs are at least eventMinInterval apart, and a slow one
+// keeps the loop within eventMaxShare of a core.
+func TestDiffGap(t *testing.T) {
+	for _, tc := range []struct{ took, want time.Duration }{
+		{0, eventMinInterval},
+		{5 * time.Millisecond, eventMinInterval},
+		{20 * time.Millisecond, 200 * time.Millisecond},
+		{200 * time.Millisecond, 2 * time.Second},
+	} {
+		if got := diffGap(tc.took); got != tc.want {
+			t.Errorf("diffGap(%v) = %v, want %v", tc.took, got, tc.want)
+		}
 	}
 }
