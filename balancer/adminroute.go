@@ -41,17 +41,15 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, maxAdminBody)
 		}
 		src := s.adminSource(r)
-		if ok, wait := s.authThrottle.try(src); !ok {
+		cred, ok := s.authenticate(r, rt.legacySecret, rt.queryKey)
+		if s.beforeAdmit != nil {
+			s.beforeAdmit()
+		}
+		// A throttled source is answered 429 whatever its credential.
+		if limited, wait := s.authThrottle.admit(src, ok); limited {
 			return throttled(w, wait)
 		}
-		if s.beforeAuth != nil {
-			s.beforeAuth()
-		}
-		cred, ok := s.authenticate(r, rt.legacySecret, rt.queryKey)
-		if ok {
-			s.authThrottle.succeeded(src)
-		} else {
-			// The token try took stays taken: this failure's.
+		if !ok {
 			s.metrics.adminAuthFailures.Inc()
 			s.log.Warn("admin authentication failed", "route", rt.name, "source", src)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="purrfly"`)

@@ -13,14 +13,14 @@ import (
 // token bucket per source (a failure takes a token; with none left every
 // request from that source is 429 throttled, whatever its credential, so a
 // guess is never checked), in a table of at most max sources. Past max the
-// least recently tried source is forgotten: memory stays bounded however
+// least recently failed source is forgotten: memory stays bounded however
 // many (forged) sources fail. Safe for concurrent use.
 //
-// A request takes its token before its credential is checked (try) and
-// gives it back when the credential was right (succeeded): with the check
-// first and the failure recorded after, a source's concurrent guesses
-// would all pass a check made before any of them had failed, as many as
-// it could keep in flight.
+// The credential is compared first (in constant time), then admit decides
+// the request at once: with the throttle checked before the comparison
+// and the failure recorded after it, a source's concurrent guesses would
+// all pass a check made before any of them had failed, as many as it
+// could keep in flight.
 type authThrottle struct {
 	rate limit.Rate // static
 	clk  clock.Clock
@@ -47,53 +47,25 @@ func (t *authThrottle) refillLocked(e *throttleEntry, now time.Time) {
 	e.at = now
 }
 
-// try takes one of src's tokens for a credential about to be checked, or
-// reports that src has none and how long until it has one (the request is
-// then throttled unchecked). A source tried for the first time enters the
-// table; a right credential gives the token back (succeeded).
-func (t *authThrottle) try(src string) (bool, time.Duration) {
+// admit decides, in one step under the lock, a /v1 request from src whose
+// credential was right or not: a source with no token left is throttled
+// whatever its credential (its guess is not answered, and wait is how
+// long until it has a token); otherwise a wrong credential takes a token
+// (a failure) and a right one takes nothing. Deciding at once is what
+// keeps guesses sent all together from being answered more often than
+// the burst allows. Only failures put a source in the table.
+func (t *authThrottle) admit(src string, right bool) (throttled bool, wait time.Duration) {
 	if t.rate.Every <= 0 {
-		return true, 0
-	}
-	now := t.clk.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.entryLocked(src, now)
-	t.refillLocked(e, now)
-	if e.tokens < 1 {
-		return false, time.Duration((1 - e.tokens) * float64(t.rate.Every))
-	}
-	e.tokens--
-	return true, 0
-}
-
-// succeeded gives back the token try took for src's right credential; a
-// source whose bucket is full again leaves the table.
-func (t *authThrottle) succeeded(src string) {
-	if t.rate.Every <= 0 {
-		return
+		return false, 0
 	}
 	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	el := t.m[src]
 	if el == nil {
-		return // forgotten meanwhile
-	}
-	e := el.Value.(*throttleEntry)
-	t.refillLocked(e, now)
-	if e.tokens = min(float64(t.rate.Burst), e.tokens+1); e.tokens >= float64(t.rate.Burst) {
-		t.lru.Remove(el)
-		delete(t.m, src)
-	}
-}
-
-// entryLocked is src's entry, made (with a full bucket, forgetting the
-// least recently tried source when the table is full) if it has none, and
-// moved to the front.
-func (t *authThrottle) entryLocked(src string, now time.Time) *throttleEntry {
-	el := t.m[src]
-	if el == nil {
+		if right {
+			return false, 0
+		}
 		for t.lru.Len() >= t.max {
 			old := t.lru.Back()
 			t.lru.Remove(old)
@@ -101,10 +73,17 @@ func (t *authThrottle) entryLocked(src string, now time.Time) *throttleEntry {
 		}
 		el = t.lru.PushFront(&throttleEntry{src: src, tokens: float64(t.rate.Burst), at: now})
 		t.m[src] = el
-	} else {
+	}
+	e := el.Value.(*throttleEntry)
+	t.refillLocked(e, now)
+	if e.tokens < 1 {
+		return true, time.Duration((1 - e.tokens) * float64(t.rate.Every))
+	}
+	if !right {
+		e.tokens--
 		t.lru.MoveToFront(el)
 	}
-	return el.Value.(*throttleEntry)
+	return false, 0
 }
 
 // len is how many sources are remembered.

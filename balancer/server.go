@@ -37,12 +37,12 @@ type Server struct {
 	adminKeys    adminKeys
 	generatedKey string
 	authThrottle *authThrottle
-	// beforeAuth, when set (tests only, before the first request), runs
-	// between the throttle's admission of a /v1 request and the check of
-	// its credential.
-	beforeAuth func()
-	events     *eventHub
-	history    statsHistory // internally locked: the dashboard's last hour
+	// beforeAdmit, when set (tests only, before the requests it is for),
+	// runs between the check of a /v1 request's credential and the
+	// throttle's decision.
+	beforeAdmit func()
+	events      *eventHub
+	history     statsHistory // internally locked: the dashboard's last hour
 
 	draining atomic.Bool // Shutdown began: /ping says so
 

@@ -188,53 +188,71 @@ func TestAdminThrottle(t *testing.T) {
 }
 
 // TestAdminThrottleConcurrentGuesses: a source's guesses sent all at once
-// are checked no more often than its burst allows; the rest are throttled
-// unchecked. (With the check made before any failure was recorded, each
-// of them used to pass it.) A right key gives its token back.
+// are answered no more often than its burst allows; the rest are throttled
+// whatever they say. (With the throttle checked before the credential and
+// the failure recorded after, each of them used to get its answer.) Right
+// keys take no token.
 func TestAdminThrottleConcurrentGuesses(t *testing.T) {
 	h, _ := adminHarness(t, nil, func(o *Options) {
 		o.AuthFailureRate = limit.Rate{Every: time.Hour, Burst: 3}
 		o.TrustProxy = true
 	})
-	from := func(ip, key string) int {
-		st, _, _ := h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": ip + ", 10.0.0.1"}, nil)
-		return st
+	get := func(key string) (int, error) {
+		req, err := http.NewRequest(http.MethodGet, h.s.URL()+wire.PathStats, nil)
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Forwarded-For", "203.0.113.9, 10.0.0.1")
+		resp, err := h.client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
 	}
-	for range 20 { // right keys, one after another: no token is kept
-		if st := from("203.0.113.9", adminKeyA); st != http.StatusOK {
-			t.Fatalf("a right key: %d", st)
+	for range 20 { // right keys, one after another: no token is taken
+		if st, err := get(adminKeyA); err != nil || st != http.StatusOK {
+			t.Fatalf("a right key: %d %v", st, err)
 		}
 	}
-	// Every guess admitted waits before its check until all have been
-	// answered or admitted: checks and failures cannot take turns.
+	// Every guess waits between its check and the throttle's decision
+	// until all have been checked: decisions cannot take turns with checks.
 	const guesses = 64
-	var admitted, answered atomic.Int32
+	var checked atomic.Int32
 	release := make(chan struct{})
-	h.s.beforeAuth = func() {
-		admitted.Add(1)
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	h.s.beforeAdmit = func() {
+		checked.Add(1)
 		<-release
 	}
-	statuses := make(chan int, guesses)
-	var wg sync.WaitGroup
-	for range guesses {
-		wg.Go(func() {
-			st := from("203.0.113.9", "wrong-key-0123456789")
-			answered.Add(1)
-			statuses <- st
-		})
+	type answer struct {
+		status int
+		err    error
 	}
-	waitFor(t, "every guess admitted or throttled", func() bool {
-		return admitted.Load()+answered.Load() == guesses
-	})
-	close(release)
-	wg.Wait()
-	close(statuses)
+	answers := make(chan answer, guesses)
+	for range guesses {
+		go func() {
+			st, err := get("wrong-key-0123456789")
+			answers <- answer{st, err}
+		}()
+	}
+	waitFor(t, "every guess checked", func() bool { return checked.Load() == guesses })
+	once.Do(func() { close(release) })
 	counts := map[int]int{}
-	for st := range statuses {
-		counts[st]++
+	for range guesses {
+		a := <-answers
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		counts[a.status]++
 	}
 	if counts[http.StatusUnauthorized] != 3 || counts[http.StatusTooManyRequests] != guesses-3 {
-		t.Fatalf("%d concurrent guesses: %v, want 3 checked (401) and the rest throttled (429)", guesses, counts)
+		t.Fatalf("%d concurrent guesses: %v, want 3 answered (401) and the rest throttled (429)", guesses, counts)
+	}
+	if st, err := get(adminKeyA); err != nil || st != http.StatusTooManyRequests {
+		t.Fatalf("a right key from the throttled source: %d %v, want 429", st, err)
 	}
 }
 
@@ -244,7 +262,7 @@ func TestAdminThrottleBound(t *testing.T) {
 	h, _ := adminHarness(t, nil, nil)
 	th := newAuthThrottle(limit.Rate{Every: time.Minute, Burst: 1}, h.clk, 64)
 	for i := range 100_000 {
-		th.try(fmt.Sprintf("198.51.%d.%d", i/256, i%256)) // a failure: its one token stays taken
+		th.admit(fmt.Sprintf("198.51.%d.%d", i/256, i%256), false)
 		if n := th.len(); n > 64 {
 			t.Fatalf("after %d sources the table holds %d, over its cap of 64", i+1, n)
 		}
@@ -252,10 +270,10 @@ func TestAdminThrottleBound(t *testing.T) {
 	if th.len() != 64 || th.lru.Len() != 64 {
 		t.Fatalf("table holds %d (list %d), want 64", th.len(), th.lru.Len())
 	}
-	if ok, _ := th.try(fmt.Sprintf("198.51.%d.%d", 99_999/256, 99_999%256)); ok {
+	if limited, _ := th.admit(fmt.Sprintf("198.51.%d.%d", 99_999/256, 99_999%256), true); !limited {
 		t.Fatal("the last failing source is not throttled")
 	}
-	if ok, _ := th.try("198.51.0.0"); !ok {
+	if limited, _ := th.admit("198.51.0.0", false); limited {
 		t.Fatal("the first source (evicted) is still remembered")
 	}
 	// And through the server: its table is bounded by AuthThrottleSources.
