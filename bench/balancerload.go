@@ -119,12 +119,18 @@ func measurePairs(ctx context.Context, o Options, t pairTarget, relayCh *child) 
 	s := &Side{Server: t.name, ServerPID: t.ch.pid}
 	m, self, rm := meter{pid: t.ch.pid}, meter{pid: 0}, meter{pid: relayCh.pid}
 	s.RSSStartBytes = m.rss()
+	var stopWatch func() (int64, error)
 	if t.admin != nil {
 		stop, err := watchEvents(ctx, t.admin)
 		if err != nil {
 			return nil, err
 		}
-		defer func() { s.Events = stop() }()
+		stopWatch = stop
+		defer func() {
+			if stopWatch != nil {
+				_, _ = stopWatch()
+			}
+		}()
 	}
 	w := &pairWorkers{o: o, bc: t.bc, prefix: "bench-" + randomHex(4)}
 	w.start()
@@ -151,6 +157,14 @@ func measurePairs(ctx context.Context, o Options, t pairTarget, relayCh *child) 
 	w.stop()
 	if err != nil {
 		return nil, err
+	}
+	if stopWatch != nil {
+		n, werr := stopWatch()
+		stopWatch = nil
+		if werr != nil {
+			return nil, fmt.Errorf("%s: %w", t.name, werr)
+		}
+		s.Events = n
 	}
 	for _, c := range []*child{t.ch, relayCh} {
 		if e := c.exited(); e != nil {

@@ -141,8 +141,8 @@ type Side struct {
 	DirectFrames int64 `json:"direct_frames,omitempty"`
 	WriteBatches int64 `json:"write_batches,omitempty"`
 	// Events is, in the balancer mode with Options.WatchEvents, how many
-	// events the open GET /v1/events stream read over the run (warmup
-	// included).
+	// room and instance events the open GET /v1/events stream read over
+	// the run (warmup included).
 	Events int64 `json:"events,omitempty"`
 
 	Connections       int     `json:"connections"`

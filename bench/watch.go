@@ -6,13 +6,17 @@ import (
 	"sync/atomic"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // watchEvents opens the balancer's GET /v1/events stream and reads it, as
-// an operator's dashboard does, until the returned stop is called; stop
-// ends the stream and returns how many events it read (the balancer mode's
-// Options.WatchEvents: the event hub's cost while allocations run).
-func watchEvents(ctx context.Context, a *client.Admin) (stop func() int64, err error) {
+// an operator's dashboard does, until the returned stop is called (the
+// balancer mode's Options.WatchEvents: the event hub's cost while
+// allocations run). stop ends the stream and returns how many room and
+// instance events it read, or an error when the stream had ended before
+// (the balancer closed it, as it does a stream that falls behind): the run
+// would not have measured what it says.
+func watchEvents(ctx context.Context, a *client.Admin) (stop func() (int64, error), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	es, err := a.Events(ctx)
 	if err != nil {
@@ -20,23 +24,30 @@ func watchEvents(ctx context.Context, a *client.Admin) (stop func() int64, err e
 		return nil, fmt.Errorf("failed to open the event stream: %w", err)
 	}
 	var n atomic.Int64
-	done := make(chan struct{})
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
 		for {
 			f, err := es.Next()
 			if err != nil {
-				return // stopped, or the balancer ended the stream
+				done <- err
+				return
 			}
-			if f.Event.Type != "" {
+			if t := f.Event.Type; t != "" && t != wire.EventStats {
 				n.Add(1)
 			}
 		}
 	}()
-	return func() int64 {
+	return func() (int64, error) {
+		select {
+		case err := <-done: // ended before stop
+			cancel()
+			_ = es.Close()
+			return n.Load(), fmt.Errorf("the event stream ended during the run: %w", err)
+		default:
+		}
 		cancel()
 		_ = es.Close()
 		<-done
-		return n.Load()
+		return n.Load(), nil
 	}, nil
 }
