@@ -12,7 +12,7 @@ import (
 // authThrottle limits failed /v1 authentications per source address: a
 // token bucket per source (a failure takes a token; with none left every
 // request from that source is 429 throttled, whatever its credential, so a
-// guess is never checked), in a table of at most max sources. Past max the
+// guess is never answered), in a table of at most max sources. Past max the
 // least recently failed source is forgotten: memory stays bounded however
 // many (forged) sources fail. Safe for concurrent use.
 //

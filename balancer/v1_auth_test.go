@@ -158,7 +158,7 @@ func TestAdminKeyRules(t *testing.T) {
 }
 
 // TestAdminThrottle: a source's failures past the burst are 429 throttled
-// with Retry-After, even with the right key (a guess is never checked
+// with Retry-After, even with the right key (a guess is never answered
 // then); other sources are not affected; the injected clock refills it.
 func TestAdminThrottle(t *testing.T) {
 	h, _ := adminHarness(t, nil, func(o *Options) {
