@@ -204,6 +204,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.AuthFailureRate.Every == 0 {
 		o.AuthFailureRate = DefaultAuthFailureRate
 	}
+	// A burst of none would throttle a source for good after its first
+	// failure, its right key included: at least one failure refills.
+	o.AuthFailureRate.Burst = max(o.AuthFailureRate.Burst, 1)
 	if o.AuthThrottleSources <= 0 {
 		o.AuthThrottleSources = DefaultAuthThrottleSources
 	}

@@ -187,6 +187,30 @@ func TestAdminThrottle(t *testing.T) {
 	}
 }
 
+// TestAdminThrottleBurstOfNone: a failure rate with no burst is taken as
+// a burst of one, so a source that failed gets in again once a token has
+// refilled (with none, its right key stayed refused for good).
+func TestAdminThrottleBurstOfNone(t *testing.T) {
+	h, _ := adminHarness(t, nil, func(o *Options) {
+		o.AuthFailureRate = limit.Rate{Every: time.Minute}
+		o.TrustProxy = true
+	})
+	from := func(key string) int {
+		st, _, _ := h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": "203.0.113.10, 10.0.0.1"}, nil)
+		return st
+	}
+	if st := from("wrong-key-0123456789"); st != http.StatusUnauthorized {
+		t.Fatalf("the first failure: %d", st)
+	}
+	if st := from(adminKeyA); st != http.StatusTooManyRequests {
+		t.Fatalf("right after it: %d, want 429", st)
+	}
+	h.clk.Advance(time.Minute)
+	if st := from(adminKeyA); st != http.StatusOK {
+		t.Fatalf("a minute later: %d, want 200", st)
+	}
+}
+
 // TestAdminThrottleConcurrentGuesses: a source's guesses sent all at once
 // are answered no more often than its burst allows; the rest are throttled
 // whatever they say. (With the throttle checked before the credential and
