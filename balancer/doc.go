@@ -51,6 +51,10 @@
 //     boot points at the old entry, so all of them vanish from join, list
 //     and totals at that instant, and the old boot's delayed publications
 //     are rejected. Orphaned routes are dropped on the cleanup tick.
+//   - The registry holds at most Options.MaxRelays endpoints: a new one
+//     past it is too_many_relays (a retryable 503) before its proof, and
+//     again at install if others registered during the proof; registered
+//     endpoints heartbeat and replace boots as ever.
 //
 // # Health
 //

@@ -29,6 +29,9 @@ const (
 	DefaultHealthFailures     = 3
 	// DefaultMaxEventStreams bounds concurrent /v1/events streams.
 	DefaultMaxEventStreams = 100
+	// DefaultMaxRelays bounds the relays registered at once (relay
+	// machines, not apps: an app of several machines counts each).
+	DefaultMaxRelays = 1000
 	// DefaultEventPing is the idle ping of an event stream.
 	DefaultEventPing = 15 * time.Second
 	// DefaultAuthThrottleSources bounds the failed-auth throttle's table.
@@ -160,6 +163,11 @@ type Options struct {
 	// MaxEventStreams bounds concurrent GET /v1/events streams (default
 	// DefaultMaxEventStreams); past it: 429 too_many_streams.
 	MaxEventStreams int
+	// MaxRelays bounds the relays registered at once (default
+	// DefaultMaxRelays): a new endpoint past it is refused with 503
+	// too_many_relays (retryable) until one is gone; the registered ones
+	// go on as before.
+	MaxRelays int
 	// EventPing is the interval of the ": ping" comment on an idle event
 	// stream (default DefaultEventPing).
 	EventPing time.Duration
@@ -212,6 +220,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxEventStreams <= 0 {
 		o.MaxEventStreams = DefaultMaxEventStreams
+	}
+	if o.MaxRelays <= 0 {
+		o.MaxRelays = DefaultMaxRelays
 	}
 	if err := checkAdminKeys(o.AdminKeys, o.Secret, o.RequireAdminKey); err != nil {
 		return o, err

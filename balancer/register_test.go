@@ -323,3 +323,36 @@ func TestRegistryForgetsEndpointsThatWentAway(t *testing.T) {
 		t.Fatalf("after the retention: retired %d, drained %d, gates %d, gone %d; want nothing", r, d, g, gone)
 	}
 }
+
+// TestRegistryBound: past MaxRelays a new endpoint is refused with a
+// retryable 503 too_many_relays (before its proof: no probe is spent on
+// it), while the registered relays keep heartbeating; once one has
+// gone (its probe failed), the newcomer gets in.
+func TestRegistryBound(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxRelays = 2; o.HealthFailures = 1 })
+	a, b, c := newFakeRelay(t, "eu"), newFakeRelay(t, "eu"), newFakeRelay(t, "us")
+	a.register(h)
+	b.register(h)
+	var probes atomic.Int32
+	c.set(func(f *fakeRelay) { f.pingHook = func() { probes.Add(1) } })
+	_, err := c.registerAs(h, c.info)
+	wantCode(t, err, wire.ErrTooManyRelays.Code)
+	if !err.Retryable || err.Status != http.StatusServiceUnavailable {
+		t.Fatalf("too_many_relays must be a retryable 503, got %+v", err)
+	}
+	if got := probes.Load(); got != 0 {
+		t.Fatalf("the refused relay was probed %d times", got)
+	}
+	if hb := a.register(h); hb.New {
+		t.Fatalf("a registered relay's heartbeat past the bound: %+v, want a refresh", hb)
+	}
+	c.set(func(f *fakeRelay) { f.pingHook = nil })
+	b.set(func(f *fakeRelay) { f.pingFail = true })
+	failHealth(h, 1)
+	if first := c.register(h); !first.New {
+		t.Fatalf("after one left: %+v, want a new registration", first)
+	}
+	if n := len(h.servers()); n != 2 {
+		t.Fatalf("%d relays listed, want 2", n)
+	}
+}

@@ -53,6 +53,7 @@ type relaySnap struct {
 // per-endpoint proof gates serialize the (networked) boot proofs.
 type registry struct {
 	livenessSeq atomic.Uint64 // balancer-owned liveness versions
+	max         int           // static once set (newState): registrations at most; 0 for none
 
 	mu         sync.RWMutex
 	byEndpoint map[string]*relayEntry // guarded by mu
@@ -118,6 +119,9 @@ func (g *registry) refresh(req wire.RegisterRequest, now time.Time) (uint64, hea
 		}
 	}
 	r := g.byEndpoint[info.Endpoint]
+	if r == nil && g.fullLocked() {
+		return 0, 0, wire.ErrTooManyRelays // refused before its proof costs a probe
+	}
 	if r == nil || r.info.BootID != info.BootID {
 		return 0, hbNeedProof, nil
 	}
@@ -136,16 +140,25 @@ func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time
 	return r.liveness
 }
 
+// fullLocked reports whether a new endpoint would pass the bound.
+func (g *registry) fullLocked() bool { return g.max > 0 && len(g.byEndpoint) >= g.max }
+
 // install makes a proven boot the endpoint's registration, replacing (and
 // so invalidating the routes of) any previous one. The caller holds the
-// endpoint's proof gate. It reports whether a different boot was replaced.
-func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, string) {
+// endpoint's proof gate. It reports whether a different boot was replaced;
+// a new endpoint past the bound is refused (ErrTooManyRelays: others may
+// have registered during its proof).
+func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, string, error) {
 	info := req.Relay
 	r := &relayEntry{info: info, restPort: endpointPort(publicEndpoint(info))}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var replaced string
-	if old := g.byEndpoint[info.Endpoint]; old != nil {
+	old := g.byEndpoint[info.Endpoint]
+	if old == nil && g.fullLocked() {
+		return 0, "", wire.ErrTooManyRelays
+	}
+	if old != nil {
 		delete(g.byBoot, old.info.BootID)
 		if old.info.BootID != info.BootID {
 			replaced = old.info.BootID
@@ -159,7 +172,7 @@ func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, str
 	g.byEndpoint[info.Endpoint] = r
 	g.byBoot[info.BootID] = r
 	delete(g.gone, info.Endpoint)
-	return g.touchLocked(r, req, now), replaced
+	return g.touchLocked(r, req, now), replaced, nil
 }
 
 func (g *registry) retireLocked(endpoint, boot string) {

@@ -30,7 +30,9 @@ type state struct {
 }
 
 func newState(o Options, relays *relayClient) *state {
-	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: newRegistry(), rooms: newRoomTable()}
+	reg := newRegistry()
+	reg.max = o.MaxRelays
+	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable()}
 }
 
 // leaseForRelay takes a room's lease for a relay request, waiting at most

@@ -39,6 +39,9 @@ func (st *state) check() error {
 
 	g := st.reg
 	g.mu.RLock()
+	if g.max > 0 && len(g.byEndpoint) > g.max {
+		bad("%d relays registered, over the bound of %d", len(g.byEndpoint), g.max)
+	}
 	entries := make(map[*relayEntry]bool, len(g.byEndpoint))
 	for ep, r := range g.byEndpoint {
 		entries[r] = true

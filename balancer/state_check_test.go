@@ -33,6 +33,12 @@ func TestConsistencyCheckFindsBrokenInvariants(t *testing.T) {
 			st.reg.byBoot["other"] = rel
 			return func() { delete(st.reg.byBoot, "other") }
 		}, "2 registrations by boot, 1 by endpoint"},
+		{"more relays than the bound", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			max := st.reg.max
+			st.reg.max = 1
+			st.reg.byEndpoint["http://one-too-many"] = rel
+			return func() { delete(st.reg.byEndpoint, "http://one-too-many"); st.reg.max = max }
+		}, "2 relays registered, over the bound of 1"},
 		{"an admin mark lost", func(st *state, rel *relayEntry, e *roomEntry) func() {
 			rel.adminDraining = true
 			return func() { rel.adminDraining = false }

@@ -57,7 +57,10 @@ func (st *state) register(ctx context.Context, req wire.RegisterRequest) (regist
 		}
 		return registered{}, wire.ErrBootNotProven
 	}
-	v, replaced := st.reg.install(req, st.clock.Now())
+	v, replaced, err := st.reg.install(req, st.clock.Now())
+	if err != nil {
+		return registered{}, err
+	}
 	if replaced != "" {
 		st.log.Info("relay boot replaced", "endpoint", endpoint, "boot", boot, "old_boot", replaced)
 		return registered{liveness: v, outcome: "replaced", replaced: replaced}, nil

@@ -84,6 +84,7 @@ var (
 	ErrNoRelays       = newErr(http.StatusServiceUnavailable, "no_relays", true, "no relay is registered")
 	ErrDraining       = newErr(http.StatusServiceUnavailable, "draining", true, "this server is draining and takes no new rooms")
 	ErrRelayFull      = newErr(http.StatusServiceUnavailable, "relay_full", true, "this relay holds as many rooms as it may")
+	ErrTooManyRelays  = newErr(http.StatusServiceUnavailable, "too_many_relays", true, "the balancer registers as many relays as it may; retry once one has gone")
 	ErrTooManyConns   = newErr(http.StatusServiceUnavailable, "too_many_connections", true, "too many connections are waiting to authenticate; retry")
 	ErrNotReady       = newErr(http.StatusServiceUnavailable, "not_ready", true, "this relay is not registered with its balancer")
 	ErrRelayBadAnswer = newErr(http.StatusBadGateway, "relay_bad_answer", true, "the relay answered with an incomplete or malformed capability")
