@@ -64,6 +64,15 @@ func putBuf(b *buf) {
 	bufPools[b.class].Put(b)
 }
 
+// release returns a batch's frames to their pools and clears its slots
+// (the slice is the caller's to reuse).
+func release(batch []*buf) {
+	for i, b := range batch {
+		putBuf(b)
+		batch[i] = nil
+	}
+}
+
 // frame is the bytes to send or route.
 func (b *buf) frame() []byte { return b.b[b.off:b.end] }
 

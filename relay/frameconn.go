@@ -44,6 +44,12 @@ const batchBufSize = 32 << 10
 
 var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, batchBufSize); return &b }}
 
+// putBatchBuf gives a batch buffer back, empty.
+func putBatchBuf(bp *[]byte) {
+	*bp = (*bp)[:0]
+	batchBufs.Put(bp)
+}
+
 // frameConn is the TCP connection of one WebSocket whose data frames the
 // relay writes itself. masked is static; upgraded and closeSent are
 // guarded by mu with the socket's write side.
@@ -139,7 +145,7 @@ func (f *frameConn) enableDirect() *frameConn {
 
 // writeDirect writes b as one frame with a non-blocking system call, for
 // a sender that claimed the socket (conn.send); see directWriter. It never
-// waits: not for the frame mutex (coder/websocket may be writing a pong to
+// waits: not for the frame mutex (a control frame may be being written to
 // a full socket), not for the socket.
 func (f *frameConn) writeDirect(b *buf) directResult {
 	if !f.mu.TryLock() {
@@ -158,30 +164,27 @@ func (f *frameConn) writeDirect(b *buf) directResult {
 	err := f.raw.Write(f.writeFD)
 	n, werr := f.wn, f.werr
 	f.wout, f.werr = nil, nil
+	var res directResult
 	switch {
 	case err != nil || werr != nil:
-		f.mu.Unlock()
-		*bp = out[:0]
-		batchBufs.Put(bp)
-		putBuf(b)
-		return directFailed
+		res = directFailed
 	case n == 0:
-		f.mu.Unlock()
-		*bp = out[:0]
-		batchBufs.Put(bp)
-		return directAgain
+		res = directAgain // b stays the caller's
 	case n < len(out):
 		// The frame mutex stays locked: the rest goes out before any
-		// other frame, coder/websocket's included.
+		// other frame, the control frames included.
 		f.rest, f.restBuf = out[n:], bp
 		putBuf(b)
 		return directPartial
+	default:
+		res = directWhole
 	}
 	f.mu.Unlock()
-	*bp = out[:0]
-	batchBufs.Put(bp)
-	putBuf(b)
-	return directWhole
+	putBatchBuf(bp)
+	if res != directAgain {
+		putBuf(b)
+	}
+	return res
 }
 
 // rawWriteFD is the raw write: once, whatever the socket takes.
@@ -224,8 +227,7 @@ func (f *frameConn) dropRest() {
 }
 
 func (f *frameConn) releaseRest() {
-	*f.restBuf = (*f.restBuf)[:0]
-	batchBufs.Put(f.restBuf)
+	putBatchBuf(f.restBuf)
 	f.rest, f.restBuf = nil, nil
 }
 
@@ -235,16 +237,11 @@ func (f *frameConn) releaseRest() {
 // bounds the writes.
 func (f *frameConn) writeBatch(batch []*buf, deadline time.Time) error {
 	bp := batchBufs.Get().(*[]byte)
-	out := (*bp)[:0]
 	f.mu.Lock()
-	err := f.encodeAndWrite(batch, out, deadline)
+	err := f.encodeAndWrite(batch, (*bp)[:0], deadline)
 	f.mu.Unlock()
-	*bp = out[:0]
-	batchBufs.Put(bp)
-	for i, b := range batch {
-		putBuf(b)
-		batch[i] = nil
-	}
+	putBatchBuf(bp)
+	release(batch)
 	return err
 }
 

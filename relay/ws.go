@@ -391,14 +391,6 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 	}
 }
 
-// release returns a batch's frames to their pools.
-func release(batch []*buf) {
-	for i, b := range batch {
-		putBuf(b)
-		batch[i] = nil
-	}
-}
-
 // wsClose ends a closed conn's transport: it flushes what is still queued
 // when the reason allows (bounded by flushTimeout), then sends the close
 // frame, or drops the socket for abrupt reasons.
@@ -457,8 +449,7 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 	// The close handshake: our close frame, then the peer's, read by the
 	// connection's reader if it is still reading or else here (bounded by
 	// the close grace, which drops the socket), then the socket closes.
-	var f [4 + 123]byte
-	if err := t.fc.writeUnlessClosing(appendCloseFrame(f[:0], code, text), time.Now().Add(ctlWriteTimeout)); err == nil { // wall clock: a real socket's write deadline
+	if err := t.fc.writeClose(code, text, time.Now().Add(ctlWriteTimeout)); err == nil { // wall clock: a real socket's write deadline
 		t.fr.mu.Lock()
 		t.fr.awaitClose()
 		t.fr.mu.Unlock()

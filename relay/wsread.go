@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -106,46 +107,22 @@ func (r *frameReader) next() (*buf, closeReason) {
 	var b *buf
 	pos := headroom
 	for {
-		h, err := br.Peek(2)
+		// The whole header first, then its checks, as coder/websocket
+		// read it: a stream that ends inside a header ends the same way
+		// whatever the header says.
+		fh, err := peekHeader(br)
 		if err != nil {
 			putBuf(b)
 			return nil, r.failed(err)
 		}
-		fin, op, n := h[0]&0x80 != 0, h[0]&0x0f, uint64(h[1]&0x7f)
-		masked := h[1]&0x80 != 0
-		hl := 2
-		switch n {
-		case 126:
-			hl += 2
-		case 127:
-			hl += 8
-		}
-		if masked {
-			hl += 4
-		}
-		// The whole header first, then its checks, as coder/websocket
-		// read it: a stream that ends inside a header ends the same way
-		// whatever the header says.
-		if h, err = br.Peek(hl); err != nil {
+		if fh.b0&0x70 != 0 || !fh.masked || fh.n>>63 != 0 {
+			// Reserved bits, an unmasked frame, or a length whose most
+			// significant bit is set.
 			putBuf(b)
-			return nil, r.failed(err)
+			return nil, r.breach()
 		}
-		if h[0]&0x70 != 0 || !masked {
-			putBuf(b)
-			return nil, r.breach() // reserved bits, or an unmasked frame
-		}
-		switch n {
-		case 126:
-			n = uint64(binary.BigEndian.Uint16(h[2:]))
-		case 127:
-			if n = binary.BigEndian.Uint64(h[2:]); n>>63 != 0 {
-				putBuf(b)
-				return nil, r.breach() // the most significant bit must be 0
-			}
-		}
-		var key [4]byte
-		copy(key[:], h[hl-4:hl])
-		_, _ = br.Discard(hl)
+		_, _ = br.Discard(fh.len)
+		fin, op, n, key := fh.b0&0x80 != 0, fh.b0&0x0f, fh.n, fh.key
 
 		if op >= opClose {
 			if !fin || n > 125 {
@@ -203,6 +180,47 @@ func (r *frameReader) next() (*buf, closeReason) {
 	}
 }
 
+// frameHeader is a frame's header as peekHeader read it.
+type frameHeader struct {
+	b0     byte    // FIN, RSV1-3 and the opcode
+	masked bool    // the MASK bit
+	n      uint64  // the payload length, decoded (not checked)
+	key    [4]byte // the masking key when masked
+	len    int     // the header's length on the wire, 2 to 14 bytes
+}
+
+// peekHeader reads the next frame's whole header from br without
+// consuming it (the caller discards fh.len bytes once it accepts it).
+func peekHeader(br *bufio.Reader) (fh frameHeader, err error) {
+	h, err := br.Peek(2)
+	if err != nil {
+		return fh, err
+	}
+	fh = frameHeader{b0: h[0], masked: h[1]&0x80 != 0, n: uint64(h[1] & 0x7f), len: 2}
+	switch fh.n {
+	case 126:
+		fh.len += 2
+	case 127:
+		fh.len += 8
+	}
+	if fh.masked {
+		fh.len += 4
+	}
+	if h, err = br.Peek(fh.len); err != nil {
+		return fh, err
+	}
+	switch fh.n {
+	case 126:
+		fh.n = uint64(binary.BigEndian.Uint16(h[2:]))
+	case 127:
+		fh.n = binary.BigEndian.Uint64(h[2:])
+	}
+	if fh.masked {
+		copy(fh.key[:], h[fh.len-4:fh.len])
+	}
+	return fh, nil
+}
+
 // control reads a control frame's n-byte payload and answers it.
 func (r *frameReader) control(op byte, n int, key [4]byte) closeReason {
 	p := r.ctl[2 : 2+n]
@@ -258,35 +276,14 @@ func (r *frameReader) awaitClose() {
 			r.skip -= uint64(k)
 			continue
 		}
-		h, err := br.Peek(2)
+		fh, err := peekHeader(br)
 		if err != nil {
 			r.closed = true
 			return
 		}
-		op, n := h[0]&0x0f, uint64(h[1]&0x7f)
-		hl := 2
-		if h[1]&0x80 != 0 {
-			hl += 4
-		}
-		switch n {
-		case 126:
-			hl += 2
-		case 127:
-			hl += 8
-		}
-		if h, err = br.Peek(hl); err != nil {
-			r.closed = true
-			return
-		}
-		switch n {
-		case 126:
-			n = uint64(binary.BigEndian.Uint16(h[2:]))
-		case 127:
-			n = binary.BigEndian.Uint64(h[2:])
-		}
-		_, _ = br.Discard(hl)
-		r.skip = n
-		if op == opClose {
+		_, _ = br.Discard(fh.len)
+		r.skip = fh.n
+		if fh.b0&0x0f == opClose {
 			r.closed = true
 		}
 	}
@@ -345,14 +342,14 @@ func (r *frameReader) tooBig() closeReason {
 }
 
 func (r *frameReader) closeWith(code websocket.StatusCode, text string) {
-	var f [4 + 123]byte
-	_ = r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text), r.ctlDeadline())
+	_ = r.rc.frameConn.writeClose(code, text, r.ctlDeadline())
 }
 
-// appendCloseFrame appends an unmasked close frame with code and text (at
-// most 123 bytes).
-func appendCloseFrame(out []byte, code websocket.StatusCode, text string) []byte {
-	out = append(out, 0x80|opClose, byte(2+len(text)))
+// writeClose writes an unmasked close frame with code and text (at most
+// 123 bytes) through writeUnlessClosing, bounded by deadline.
+func (f *frameConn) writeClose(code websocket.StatusCode, text string, deadline time.Time) error {
+	var b [4 + 123]byte
+	out := append(b[:0], 0x80|opClose, byte(2+len(text)))
 	out = binary.BigEndian.AppendUint16(out, uint16(code))
-	return append(out, text...)
+	return f.writeUnlessClosing(append(out, text...), deadline)
 }

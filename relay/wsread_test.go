@@ -220,9 +220,8 @@ func TestFrameReaderAwaitsTheClose(t *testing.T) {
 		_, _ = peer.Write(clientFrame(opText, true, bytes.Repeat([]byte("t"), 5000)))
 	}()
 	r.mustEnd(t, reasonTextFrame)
-	var f [4 + 123]byte
 	code, text := reasonTextFrame.wsCode()
-	if err := r.rc.frameConn.writeUnlessClosing(appendCloseFrame(f[:0], code, text), time.Now().Add(time.Second)); err != nil {
+	if err := r.rc.frameConn.writeClose(code, text, time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	expectFrame(t, peer, opClose, append(binary.BigEndian.AppendUint16(nil, uint16(code)), text...))
