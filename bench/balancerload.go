@@ -125,12 +125,8 @@ func measurePairs(ctx context.Context, o Options, t pairTarget, relayCh *child) 
 		if err != nil {
 			return nil, err
 		}
+		defer stop() // a run that ends early reports its own error
 		stopWatch = stop
-		defer func() {
-			if stopWatch != nil {
-				_, _ = stopWatch()
-			}
-		}()
 	}
 	w := &pairWorkers{o: o, bc: t.bc, prefix: "bench-" + randomHex(4)}
 	w.start()
@@ -160,7 +156,6 @@ func measurePairs(ctx context.Context, o Options, t pairTarget, relayCh *child) 
 	}
 	if stopWatch != nil {
 		n, werr := stopWatch()
-		stopWatch = nil
 		if werr != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, werr)
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/purrfly/purrfly/client"
@@ -15,7 +16,8 @@ import (
 // allocations run). stop ends the stream and returns how many room and
 // instance events it read, or an error when the stream had ended before
 // (the balancer closed it, as it does a stream that falls behind): the run
-// would not have measured what it says.
+// would not have measured what it says. Calls after the first return what
+// the first did.
 func watchEvents(ctx context.Context, a *client.Admin) (stop func() (int64, error), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	es, err := a.Events(ctx)
@@ -37,17 +39,21 @@ func watchEvents(ctx context.Context, a *client.Admin) (stop func() (int64, erro
 			}
 		}
 	}()
+	var once sync.Once
+	var stopErr error
 	return func() (int64, error) {
-		select {
-		case err := <-done: // ended before stop
+		once.Do(func() {
+			select {
+			case err := <-done: // ended before stop
+				stopErr = fmt.Errorf("the event stream ended during the run: %w", err)
+			default:
+			}
 			cancel()
 			_ = es.Close()
-			return n.Load(), fmt.Errorf("the event stream ended during the run: %w", err)
-		default:
-		}
-		cancel()
-		_ = es.Close()
-		<-done
-		return n.Load(), nil
+			if stopErr == nil {
+				<-done
+			}
+		})
+		return n.Load(), stopErr
 	}, nil
 }
