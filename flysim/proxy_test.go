@@ -128,9 +128,15 @@ func TestProxyFlyReplay(t *testing.T) {
 	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "not started") {
 		t.Fatalf("replay to a missing machine: %d %s", status, body)
 	}
-	replayed := counterValue(t, s.met.proxyRequests.WithLabelValues("web", "replayed"))
-	refused := counterValue(t, s.met.proxyRequests.WithLabelValues("web", "replay_refused"))
-	if replayed != 4 || refused != 2 {
+	// The proxy counts a request once its handler returns, which may be
+	// just after the client has read the answer.
+	var replayed, refused float64
+	settled := testutil.Poll(5*time.Second, func() bool {
+		replayed = counterValue(t, s.met.proxyRequests.WithLabelValues("web", "replayed"))
+		refused = counterValue(t, s.met.proxyRequests.WithLabelValues("web", "replay_refused"))
+		return replayed == 4 && refused == 2
+	})
+	if !settled {
 		t.Fatalf("metrics: replayed %v, refused %v; want 4 and 2", replayed, refused)
 	}
 }
