@@ -101,7 +101,7 @@ func (st *state) roomsView(q roomQuery) []wire.Room {
 		i := rec.relay.info
 		switch {
 		case q.region != "" && !strings.EqualFold(i.Region, q.region),
-			q.instance != "" && i.BootID != q.instance && (i.MachineID == "" || i.MachineID != q.instance),
+			q.instance != "" && !isInstance(&i, q.instance),
 			q.boot != "" && i.BootID != q.boot,
 			!wire.HasLabels(i.Labels, q.labels):
 			return
@@ -114,6 +114,19 @@ func (st *state) roomsView(q roomQuery) []wire.Room {
 	})
 	slices.SortFunc(out, func(a, b wire.Room) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// minBootPrefix is the shortest boot ID prefix a rooms filter matches:
+// the dashboard and purrctl fleet show 12 characters of a boot ID, and an
+// operator pastes what they see.
+const minBootPrefix = 8
+
+// isInstance reports whether id names the relay i: its boot ID, its
+// machine ID, or a prefix of its boot ID of at least minBootPrefix
+// characters (which may name several relays: a filter then shows all).
+func isInstance(i *wire.RelayInfo, id string) bool {
+	return i.BootID == id || i.MachineID != "" && i.MachineID == id ||
+		len(id) >= minBootPrefix && strings.HasPrefix(i.BootID, id)
 }
 
 // liveRooms returns the valid live routes, ordered by name.

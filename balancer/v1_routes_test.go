@@ -133,6 +133,10 @@ func TestV1RoomsList(t *testing.T) {
 		{client.RoomFilter{}, "eu-active,eu-waiting,us-vacant"},
 		{client.RoomFilter{Region: "EU"}, "eu-active,eu-waiting"},
 		{client.RoomFilter{Instance: us.boot()}, "us-vacant"},
+		// The 12 characters the dashboard and purrctl fleet show find the
+		// relay; a prefix too short to mean anything finds nothing.
+		{client.RoomFilter{Instance: us.boot()[:12]}, "us-vacant"},
+		{client.RoomFilter{Instance: us.boot()[:minBootPrefix-1]}, ""},
 		{client.RoomFilter{Instance: eu.info.MachineID, Phase: wire.RoomWaiting}, "eu-waiting"},
 		{client.RoomFilter{Phase: wire.RoomActive}, "eu-active"},
 		{client.RoomFilter{Region: "us", Phase: wire.RoomActive}, ""},
