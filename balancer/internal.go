@@ -15,6 +15,7 @@ import (
 func (s *Server) internal(allowed []string, h wire.Handler) http.Handler {
 	checked := methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
 		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+			s.refusedInternal(r)
 			return err
 		}
 		return h(w, r)

@@ -24,7 +24,9 @@ type metrics struct {
 
 	// The /v1 admin API.
 	adminAuthFailures prometheus.Counter // failed authentications (throttled ones not counted)
-	eventDrops        prometheus.Counter // event streams closed for falling behind
+	// Relay calls (internal routes) refused for a wrong SECRET.
+	internalAuthFailures prometheus.Counter
+	eventDrops           prometheus.Counter // event streams closed for falling behind
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
@@ -63,6 +65,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		Name: "purrfly_balancer_admin_auth_failures_total",
 		Help: "Failed authentications on the /v1 admin API.",
 	})
+	m.internalAuthFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_balancer_internal_auth_failures_total",
+		Help: "Relay calls (registration, publication, migration) refused for a wrong SECRET.",
+	})
 	m.eventDrops = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_balancer_event_streams_dropped_total",
 		Help: "GET /v1/events streams closed because they fell behind.",
@@ -90,7 +96,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		return float64(n)
 	})
 	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms,
-		m.adminAuthFailures, m.eventDrops, streams, diffs} {
+		m.adminAuthFailures, m.internalAuthFailures, m.eventDrops, streams, diffs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
 		}

@@ -43,6 +43,9 @@ type Server struct {
 	beforeAdmit func()
 	events      *eventHub
 	history     statsHistory // internally locked: the dashboard's last hour
+	// internalAuth paces the log of relay calls refused for a wrong
+	// SECRET (internally locked).
+	internalAuth internalAuthLog
 
 	draining atomic.Bool // Shutdown began: /ping says so
 
