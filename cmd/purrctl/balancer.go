@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -86,11 +87,24 @@ func runBalancer(c *cli.Context) error {
 	}
 	log.Info("balancer started", "url", srv.URL(), "boot", srv.BootID())
 	if k := srv.GeneratedAdminKey(); k != "" {
-		// Printed once, to the terminal, never through the logger.
-		fmt.Fprintf(c.App.ErrWriter, "admin key for %s/v1 (generated for this process; set ADMIN_KEY to keep one): %s\n", srv.URL(), k)
+		showGeneratedKey(log, srv.URL(), k)
 	}
 	<-c.Context.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(ctx)
+}
+
+// showGeneratedKey prints a generated admin key once, to the controlling
+// terminal only: stdout and stderr may be a log (the logger writes to
+// stderr), and a key must never land in one. Without a terminal the key
+// is not shown at all, and the log says how to have one.
+func showGeneratedKey(log *slog.Logger, url, key string) {
+	tty, ok := terminal()
+	if !ok {
+		log.Warn("generated an admin key for /v1 but no terminal is attached to show it on; set ADMIN_KEY to choose one")
+		return
+	}
+	defer tty.Close()
+	fmt.Fprintf(tty, "admin key for %s/v1 (generated for this process; set ADMIN_KEY to keep one): %s\n", url, key)
 }
