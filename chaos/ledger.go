@@ -79,3 +79,14 @@ func (l *ledger) fault(kind string) {
 	l.faults[kind]++
 	l.mu.Unlock()
 }
+
+// faultCount is how many faults were injected so far.
+func (l *ledger) faultCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.faults {
+		n += c
+	}
+	return n
+}

@@ -82,3 +82,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// InterruptedError is Run's answer when its context ended during the
+// storm (Ctrl-C): the fleet was neither healed nor settled, so no
+// invariant was judged.
+type InterruptedError struct {
+	Seed    uint64
+	Elapsed time.Duration
+	Faults  int
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("the chaos soak stopped after %s and %d fault(s), before its invariants were judged (seed %d)",
+		e.Elapsed.Round(time.Second), e.Faults, e.Seed)
+}

@@ -138,6 +138,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	endPlay()
 	logf("storm over: healing, closing rooms")
 	w.wait()
+	if ctx.Err() != nil {
+		// Stopped (Ctrl-C): the fleet was never healed nor settled, so
+		// judging its leaks or its rooms now would report the stop itself.
+		stopViews()
+		vwg.Wait()
+		return nil, &InterruptedError{Seed: o.Seed, Elapsed: time.Since(started), Faults: led.faultCount()}
+	}
 	f.healAll(ctx)
 	stopViews()
 	vwg.Wait()
