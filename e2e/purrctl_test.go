@@ -108,6 +108,10 @@ func TestPurrctl(t *testing.T) {
 		b.interrupt(t, 10*time.Second)
 	})
 
+	t.Run("exit-codes", func(t *testing.T) { testExitCodes(t, bin) })
+	t.Run("bench-interrupted", func(t *testing.T) { testBenchInterrupted(t, bin) })
+	t.Run("generated-admin-key", func(t *testing.T) { testGeneratedAdminKey(t, bin) })
+
 	// A bad SECRET, or none on Fly, is a usage error (exit 2) that says so
 	// and never echoes the value.
 	for _, tc := range []struct {
@@ -148,8 +152,18 @@ type proc struct {
 // The process is killed (by its own pid) at cleanup if still running.
 func startProc(t testing.TB, bin string, env []string, re *regexp.Regexp, args ...string) *proc {
 	t.Helper()
+	return startProcWith(t, bin, env, re, nil, args...)
+}
+
+// startProcWith is startProc with setup applied to the command before it
+// starts (process attributes, extra files).
+func startProcWith(t testing.TB, bin string, env []string, re *regexp.Regexp, setup func(*exec.Cmd), args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(bin, args...), found: make(chan string, 1), waited: make(chan struct{})}
 	p.cmd.Env = env
+	if setup != nil {
+		setup(p.cmd)
+	}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

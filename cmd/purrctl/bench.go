@@ -108,6 +108,11 @@ func runBench(c *cli.Context) error {
 	if errors.Is(err, bench.ErrInvalidOptions) {
 		return usageError{err}
 	}
+	if c.Context.Err() != nil {
+		// Stopped mid-run: the figures (and a soak's growth check) cover a
+		// run cut short, so none is printed as if it were a result.
+		return interrupted{"the benchmark stopped before its run ended; no figures were kept"}
+	}
 	if err != nil {
 		return err
 	}

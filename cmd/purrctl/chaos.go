@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,10 +20,10 @@ func chaosCommand() *cli.Command {
 		Name:  "chaos",
 		Usage: "chaos soak: rooms of real clients play while relays and the balancer are killed, machines stopped, links cut and DNS goes stale; invariants reported",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Value: "fly/chaos.toml", Usage: "emulated organisation (the one `purrctl sim --config` runs when attaching)"},
-			&cli.StringFlag{Name: "state", Usage: "attach to a running `purrctl sim --state FILE` (default: run the organisation in this process)"},
+			&cli.StringFlag{Name: "config", Value: "fly/chaos.toml", Usage: "the organisation `FILE` to storm (when attaching: the one purrctl sim --config runs)"},
+			&cli.StringFlag{Name: "state", Usage: "attach to a running sim through the `FILE` its --state wrote (default: run the organisation in this process)"},
 			&cli.StringFlag{Name: "log-dir", Usage: "machine log folder (the sim's --log-dir when attaching; scanned for secrets)"},
-			&cli.DurationFlag{Name: "duration", Value: chaosDefaultDuration, Usage: "how long the storm lasts"},
+			&cli.DurationFlag{Name: "duration", Value: chaosDefaultDuration, Usage: "how long the storm lasts, at least 1m (every fault kind runs once); starting the organisation before and settling after add up to about 2 minutes"},
 			&cli.Uint64Flag{Name: "seed", Usage: "fault and room RNG seed (0: random; printed, so a run can be repeated)"},
 			&cli.IntFlag{Name: "rooms", Value: 6, Usage: "rooms playing at once (at most 64)"},
 			&cli.IntFlag{Name: "players", Value: 2, Usage: "players per room (at most 8)"},
@@ -66,6 +67,10 @@ func runChaos(c *cli.Context) error {
 		o.State = &st
 	}
 	rep, err := chaos.Run(c.Context, o)
+	var stopped *chaos.InterruptedError
+	if errors.As(err, &stopped) {
+		return interrupted{stopped.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -90,4 +95,8 @@ const (
 	chaosDefaultDuration = time.Minute
 	chaosDefaultLifetime = 20 * time.Second
 	chaosDefaultGap      = 2 * time.Second
+	// chaosMinDuration: the storm injects every fault kind once before
+	// --duration can end it, which takes about a minute; a shorter
+	// --duration would be a promise the run cannot keep.
+	chaosMinDuration = time.Minute
 )

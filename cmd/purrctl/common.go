@@ -31,16 +31,13 @@ func version() string {
 	return "dev"
 }
 
-// describeBuild is the long form (purrctl version): module version, VCS
-// revision (+modified when built from a dirty tree) and Go version.
+// describeBuild is the long form (purrctl version): the short form, so that
+// both name the binary alike, then the VCS revision (+modified when built
+// from a dirty tree) and the Go version.
 func describeBuild() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(no build info)"
-	}
-	mod := bi.Main.Version
-	if buildVersion != "" {
-		mod = buildVersion
+		return version() + " (no build info)"
 	}
 	rev, modified := vcsRevision()
 	if rev == "" {
@@ -49,7 +46,7 @@ func describeBuild() string {
 	if modified {
 		rev += "+modified"
 	}
-	return fmt.Sprintf("%s (revision %s, %s)", mod, rev, bi.GoVersion)
+	return fmt.Sprintf("%s (revision %s, %s)", version(), rev, bi.GoVersion)
 }
 
 // vcsRevision is the build's VCS revision and whether the tree was dirty.

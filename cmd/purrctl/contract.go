@@ -38,6 +38,7 @@ func enforce(app *cli.App) {
 }
 
 func enforceCommand(cmd *cli.Command, path string) {
+	enforceRanges(cmd, path)
 	cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usagef("%v (run '%s --help')", err, path)
 	}
@@ -90,6 +91,11 @@ func httpURL(c *cli.Context, flag string, optional bool) (string, error) {
 		return "", nil
 	}
 	u, ok := wire.ParseHTTPURL(v)
+	// A base URL: the commands append their own paths, so a path, query or
+	// fragment given here would be silently dropped or mangled.
+	if ok && (u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery) {
+		return "", usagef("--%s (or its environment variable) must be a base URL, http(s)://host[:port] with no path, query or fragment, got %q", flag, u.Redacted())
+	}
 	if !ok || u.User != nil {
 		shown := "an unparsable value" // it may hold a credential: never echoed whole
 		if u != nil {

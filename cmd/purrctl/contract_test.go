@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // TestUsageMistakesExit2WithOneLine: every usage mistake exits 2 with one
@@ -34,8 +36,8 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"relay", "--labels", "tier"}, `RELAY_LABELS: entry 1 ("tier") is not key=value`},
 		{[]string{"relay", "--labels", "tier=pro,tier=free"}, `RELAY_LABELS: key "tier" is given twice`},
 		{[]string{"relay", "--labels", "tier=pro!"}, `RELAY_LABELS: entry 1 ("tier=pro!"): the value may hold only letters, digits`},
-		{[]string{"relay", "--capacity-rooms", "-1"}, "RELAY_MAX_ROOMS must be 0 (no limit) or a positive number"},
-		{[]string{"relay", "--capacity-connections", "-1"}, "RELAY_MAX_CONNECTIONS must be 0 (no limit) or a positive number"},
+		{[]string{"relay", "--capacity-rooms", "-1"}, "--capacity-rooms (RELAY_MAX_ROOMS) must be 0 (no limit) or a positive number"},
+		{[]string{"relay", "--capacity-connections", "-1"}, "--capacity-connections (RELAY_MAX_CONNECTIONS) must be 0 (no limit) or a positive number"},
 		{[]string{"balancer", "--placement", "fullest"}, "BALANCER_PLACEMENT must be least, most or random"},
 		{[]string{"smoke", "--balancer", "ftp://x"}, `--balancer (or its environment variable) must be an http(s) URL`},
 		{[]string{"smoke", "--balancer", "127.0.0.1:8080"}, `--balancer (or its environment variable) must be an http(s) URL`},
@@ -49,6 +51,21 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"launch", "prod"}, "launch needs --image REF"},
 		{[]string{"launch", "prod", "--rollback"}, "flag provided but not defined: -rollback (run 'purrctl launch --help')"},
 		{[]string{"launch", "nowhere", "--image", "x", "--config", "../../fly/rollout.toml"}, `unknown environment "nowhere"`},
+		// Ranges are enforced as the help states them.
+		{[]string{"smoke", "--balancer", "http://127.0.0.1:8080/path"}, "must be a base URL, http(s)://host[:port] with no path"},
+		{[]string{"fleet", "status", "--balancer", "http://127.0.0.1:8080/?x=1"}, "with no path, query or fragment"},
+		{[]string{"fleet"}, "purrctl fleet needs a command: status, instances"},
+		{[]string{"relay", "--heartbeat", "-5"}, "--heartbeat (HEARTBEAT_SECONDS) must be at least 1 second, got -5"},
+		{[]string{"relay", "--udp-sockets", "0"}, "--udp-sockets (UDP_SOCKETS) must be 1 to 64 sockets, got 0"},
+		{[]string{"relay", "--ws-port", "-2"}, "-1 disables the dedicated WebSocket port"},
+		{[]string{"relay", "--port", "70000"}, "--port (PORT) must be a port number"},
+		{[]string{"balancer", "--join-rate", "-1"}, "--join-rate (JOIN_RATE_PER_MINUTE) must not be negative, got -1"},
+		{[]string{"chaos", "--rooms", "100"}, "--rooms must be 1 to 64 rooms, got 100"},
+		{[]string{"chaos", "--players", "20"}, "--players must be 1 to 8 players, got 20"},
+		{[]string{"chaos", "--duration", "5s"}, "--duration must be at least 1m0s: the storm runs every fault kind once, got 5s"},
+		{[]string{"bench", "--size", "4"}, "--size must be 12 to 65,535 bytes"},
+		{[]string{"bench", "--rate", "-3"}, "--rate must not be negative, got -3"},
+		{[]string{"dev", "--port", "-1"}, "--port must be a port number (0: any free port), got -1"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -83,7 +100,7 @@ func TestHelpAndVersionExit0(t *testing.T) {
 		{[]string{"help", "rollout"}, "--image value"},
 		{[]string{"help", "launch"}, "create ENV's fleet from its fly.tomls"},
 		{[]string{"smoke", "--help"}, "purrctl smoke - allocate a room"},
-		{[]string{"version"}, "purrctl (devel) (revision "},
+		{[]string{"version"}, "purrctl dev (revision "},
 		{[]string{"--version"}, "purrctl version "},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -125,4 +142,41 @@ func TestExitCodesMatchTheREADME(t *testing.T) {
 	if !slices.Equal(documented, returned) {
 		t.Fatalf("README documents exit codes %v, purrctl returns %v", documented, returned)
 	}
+}
+
+// TestRangesFromTheEnvironment: a range is enforced on a value from the
+// environment as from the command line, and names the variable.
+func TestRangesFromTheEnvironment(t *testing.T) {
+	t.Setenv("HEARTBEAT_SECONDS", "-5")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"purrctl", "relay"}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "HEARTBEAT_SECONDS") {
+		t.Fatalf("HEARTBEAT_SECONDS=-5 purrctl relay: exit %d, %q; want exit 2 naming the variable", code, stderr.String())
+	}
+}
+
+// TestHelpPlaceholders: urfave/cli turns a flag usage's first backquoted
+// text into the value's placeholder; every placeholder is one word in
+// capitals (FILE, URL), never a phrase of the usage.
+func TestHelpPlaceholders(t *testing.T) {
+	app := newApp(&bytes.Buffer{}, &bytes.Buffer{})
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			for _, f := range c.Flags {
+				doc, ok := f.(cli.DocGenerationFlag)
+				if !ok {
+					continue
+				}
+				if _, rest, found := strings.Cut(doc.GetUsage(), "`"); found {
+					ph, _, _ := strings.Cut(rest, "`")
+					if !regexp.MustCompile(`^[A-Z][A-Z_]*$`).MatchString(ph) {
+						t.Errorf("%s %s: placeholder %q, want one word in capitals", path+c.Name, f.Names()[0], ph)
+					}
+				}
+			}
+			walk(path+c.Name+" ", c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
 }

@@ -53,7 +53,7 @@ func fleetCommand() *cli.Command {
 			if c.Args().Present() {
 				return usagef("unknown fleet command %q (run 'purrctl fleet --help')", c.Args().First())
 			}
-			return cli.ShowSubcommandHelp(c)
+			return usagef("purrctl fleet needs a command: status, instances, rooms, drain, undrain, close or watch (run 'purrctl fleet --help')")
 		},
 		Subcommands: []*cli.Command{
 			sub("status", "the fleet's totals by region", "", nil, func(c *cli.Context, a *client.Admin) error {
@@ -76,14 +76,16 @@ func fleetCommand() *cli.Command {
 			}),
 			sub("rooms", "the live rooms (filters combine)", "", []cli.Flag{
 				&cli.StringFlag{Name: "region", Usage: "only this region"},
-				&cli.StringFlag{Name: "instance", Usage: "only this relay (boot id or machine id)"},
+				&cli.StringFlag{Name: "instance", Usage: "only this relay (boot id, or the first 8 or more characters of one, or machine id)"},
 				&cli.StringSliceFlag{Name: "label", Usage: "only relays with this label, key:value (repeatable)"},
 				&cli.StringFlag{Name: "phase", Usage: "only this phase: waiting, active or vacant"},
 				&cli.IntFlag{Name: "limit", Usage: "at most this many (default the balancer's, 1000)"},
 				&cli.StringFlag{Name: "after", Usage: "the page after this room name"},
 			}, func(c *cli.Context, a *client.Admin) error {
-				if c.Int("limit") < 0 {
-					return usagef("--limit must not be negative")
+				switch c.String("phase") {
+				case "", wire.RoomWaiting, wire.RoomActive, wire.RoomVacant:
+				default:
+					return usagef("--phase must be %s, %s or %s, got %q", wire.RoomWaiting, wire.RoomActive, wire.RoomVacant, c.String("phase"))
 				}
 				ctx, cancel := timeout(c)
 				defer cancel()
@@ -169,9 +171,6 @@ func setDrain(c *cli.Context, a *client.Admin, on bool) error {
 
 // watch prints each event of GET /v1/events, bounded by --count and --for.
 func watch(c *cli.Context, a *client.Admin) error {
-	if c.Int("count") < 0 || c.Duration("for") < 0 {
-		return usagef("--count and --for must not be negative")
-	}
 	ctx, cancel := c.Context, func() {}
 	if d := c.Duration("for"); d > 0 {
 		ctx, cancel = context.WithTimeout(ctx, d)

@@ -99,6 +99,7 @@ func TestFleetCommand(t *testing.T) {
 		{[]string{"rooms", "--limit", "x"}, "invalid value"},
 		{[]string{"rooms", "--limit", "-5"}, "--limit must not be negative"},
 		{[]string{"watch", "--count", "-1"}, "must not be negative"},
+		{[]string{"rooms", "--phase", "playing"}, `--phase must be waiting, active or vacant, got "playing"`},
 	} {
 		code, out, errs := fleet(tc.args...)
 		if code != exitUsage || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, tc.want) || out != "" {
