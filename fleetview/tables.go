@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -69,7 +70,7 @@ func WriteRooms(w io.Writer, res wire.RoomsResponse) error {
 // EventLine is one event of GET /v1/events as a line.
 func EventLine(ev wire.Event) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-16s", dash(ev.At), ev.Type)
+	fmt.Fprintf(&b, "%s %-16s", eventTime(ev.At), ev.Type)
 	switch {
 	case ev.Instance != nil:
 		in := ev.Instance
@@ -82,4 +83,18 @@ func EventLine(ev wire.Event) string {
 		fmt.Fprintf(&b, " %d relay(s) (%d draining), %d room(s), %d player(s)", st.Relays, st.Draining, st.Rooms, st.Players)
 	}
 	return b.String()
+}
+
+// eventTimeLayout prints an event's time with milliseconds always, so the
+// columns of `fleet watch` line up (the API drops trailing zeros).
+const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// eventTime is an event's RFC 3339 time in eventTimeLayout, or the text
+// as it came when it is not one ("-" when empty).
+func eventTime(at string) string {
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return dash(at)
+	}
+	return t.Format(eventTimeLayout)
 }

@@ -24,7 +24,16 @@ func TestTablesSayWhatTheAPISays(t *testing.T) {
 		t.Errorf("rooms:\n%s", s)
 	}
 	line := EventLine(wire.Event{Type: wire.EventRoomCreate, At: "2026-12-01T00:00:00Z", Room: &wire.Room{Name: "r1", Region: "us", Phase: "waiting"}})
-	if line != "2026-12-01T00:00:00Z room.create      room r1 (us) waiting: 0 player(s)" {
+	if line != "2026-12-01T00:00:00.000Z room.create      room r1 (us) waiting: 0 player(s)" {
 		t.Errorf("event line %q", line)
+	}
+	// Times of every precision print alike, so the columns line up.
+	var widths []int
+	for _, at := range []string{"2026-12-01T00:00:00Z", "2026-12-01T00:00:00.5Z", "2026-12-01T00:00:00.123456789Z"} {
+		line := EventLine(wire.Event{Type: wire.EventStats, At: at, Stats: &wire.Stats{}})
+		widths = append(widths, strings.Index(line, "stats"))
+	}
+	if widths[0] != widths[1] || widths[1] != widths[2] {
+		t.Errorf("event type columns start at %v, want one column", widths)
 	}
 }
