@@ -36,6 +36,19 @@ func (s *stubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if r.URL.Path == "/v1/rooms" && r.URL.Query().Get("region") == "bad!" {
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"code":"bad_request","error":"query parameter region is too long or malformed","retryable":false}`)
+		return
+	}
+	if r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/stuck") {
+		s.calls = append(s.calls, r.Method+" "+r.URL.Path)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, `{"code":"relay_unreachable","error":"the room's relay did not answer","retryable":true}`)
+		return
+	}
 	if r.Method != http.MethodGet {
 		s.calls = append(s.calls, r.Method+" "+r.URL.Path)
 		switch {
@@ -194,4 +207,92 @@ func TestPageInABrowser(t *testing.T) {
 	if !api.called("DELETE /v1/rooms/alpha") {
 		t.Errorf("no close call: %v", api.calls)
 	}
+}
+
+// signedIn opens the page at a window size against api and signs in.
+func signedIn(t *testing.T, api *stubAPI, width, height int) context.Context {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle(Path, Handler())
+	mux.Handle("/v1/", api)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ctx := browser.New(t, width, height)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+Path)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the login form", `!document.getElementById("login").hidden`)
+	do(t, ctx, `document.getElementById("key").value = "`+api.key+`"; document.getElementById("login-form").requestSubmit()`)
+	waitJS(t, ctx, "the relay row", `document.querySelector('#relays tr[data-boot="b1"]') !== null`)
+	return ctx
+}
+
+// TestChartReadsOnAPhoneAndADesktop: the history chart's labels are drawn
+// at a readable size (at least 11 CSS pixels) in a phone's 390 px and a
+// desktop's 1280 px, it has a legend, and its time axis fits the data (30
+// minutes of history fill the width instead of half of a fixed hour).
+func TestChartReadsOnAPhoneAndADesktop(t *testing.T) {
+	for _, size := range [][2]int{{390, 844}, {1280, 900}} {
+		t.Run(fmt.Sprintf("%dpx", size[0]), func(t *testing.T) {
+			api := &stubAPI{key: "0123456789abcdef0123456789abcdef", status: "live", rooms: []string{"alpha"}, events: make(chan string, 8)}
+			ctx := signedIn(t, api, size[0], size[1])
+			waitJS(t, ctx, "the chart's history", `Number(document.getElementById("chart").dataset.points) >= 3`)
+			// A label's font size as drawn: its CSS size times the SVG's scale.
+			smallest, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`Math.min(...[...document.querySelectorAll("#chart text")].map((e) =>
+				parseFloat(getComputedStyle(e).fontSize) * e.getScreenCTM().a))`))
+			if err != nil || smallest < 11 {
+				t.Errorf("the chart's smallest label is drawn at %.1f px (%v), want at least 11 (the page's small print is 12)", smallest, err)
+			}
+			legend, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#chart-legend li")].filter((li) => li.getBoundingClientRect().height > 0).map((li) => li.textContent).join(",")`))
+			if legend != "Players,Rooms" {
+				t.Errorf("legend %q, want Players,Rooms shown", legend)
+			}
+			span, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("chart").dataset.spanMinutes`))
+			if span != "30" {
+				t.Errorf("the time axis spans %s minutes for 30 minutes of history, want 30", span)
+			}
+			// The oldest sample sits at the left edge, not in the middle.
+			left, _ := chromedp.Run(ctx, chromedp.Evaluate[float64](`(() => { const svg = document.getElementById("chart");
+				const pl = svg.querySelector("polyline.players"); const x = Number(pl.getAttribute("points").split(",")[0]);
+				return x / svg.viewBox.baseVal.width; })()`))
+			if left > 0.1 {
+				t.Errorf("the oldest sample is drawn at %.0f%% of the width, want the left edge", left*100)
+			}
+		})
+	}
+}
+
+// TestFilterAndActionErrors: a filter the balancer refuses is said beside
+// the filters and empties the rooms table (no unfiltered rows under a
+// filter); a relay's full boot ID is the short one's tooltip; a failed
+// action's error stays until dismissed, whatever refreshes come.
+func TestFilterAndActionErrors(t *testing.T) {
+	api := &stubAPI{key: "0123456789abcdef0123456789abcdef", status: "live", rooms: []string{"alpha", "stuck"}, events: make(chan string, 8)}
+	ctx := signedIn(t, api, 1280, 900)
+	waitJS(t, ctx, "the room rows", `document.querySelectorAll("#rooms tbody tr").length === 2`)
+	if title, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#rooms tr[data-room="alpha"] td[data-col="Relay"]').title`)); !strings.Contains(title, "boot b1") {
+		t.Errorf("the relay cell's tooltip is %q, want the full boot id", title)
+	}
+
+	do(t, ctx, `document.querySelector('#filters input[name="region"]').value = "bad!"; document.getElementById("filters").requestSubmit()`)
+	waitJS(t, ctx, "the filter's error", `document.getElementById("filter-error").textContent.includes("malformed")`)
+	if rows, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rooms tbody tr").length`)); rows != 0 {
+		t.Errorf("a refused filter left %d unfiltered rows in the table", rows)
+	}
+	do(t, ctx, `document.querySelector('#filters input[name="region"]').value = ""; document.getElementById("filters").requestSubmit()`)
+	waitJS(t, ctx, "the rows back, the error gone", `document.querySelectorAll("#rooms tbody tr").length === 2 && document.getElementById("filter-error").textContent === ""`)
+
+	do(t, ctx, `document.querySelector('#rooms tr[data-room="stuck"] button').click()`)
+	waitJS(t, ctx, "the confirmation", `document.querySelector('#rooms tr[data-room="stuck"] button').textContent === "Confirm close"`)
+	do(t, ctx, `document.querySelector('#rooms tr[data-room="stuck"] button').click()`)
+	waitJS(t, ctx, "the action's error", `!document.getElementById("action-error").hidden && document.getElementById("action-error").textContent.includes("did not answer")`)
+	// Refreshes (an event, then the filter button) do not clear it.
+	api.events <- "event: room_update\ndata: {}\n\n"
+	do(t, ctx, `window.__n = document.querySelectorAll("#rooms tbody tr").length; document.getElementById("filters").requestSubmit()`)
+	waitJS(t, ctx, "a refresh", `document.querySelectorAll("#rooms tbody tr").length === window.__n`)
+	if shown, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById("action-error").hidden`)); !shown {
+		t.Fatal("a refresh cleared the failed action's error")
+	}
+	do(t, ctx, `document.getElementById("action-dismiss").click()`)
+	waitJS(t, ctx, "the dismissed error", `document.getElementById("action-error").hidden`)
 }

@@ -122,7 +122,7 @@ function renderRelays(list) {
     tr.dataset.boot = r.bootId;
     cell(tr, "Region", r.region);
     cell(tr, "Machine", r.machineId);
-    cell(tr, "Boot", (r.bootId || "").slice(0, 12));
+    cell(tr, "Boot", (r.bootId || "").slice(0, 12)).title = r.bootId || "";
     cell(tr, "Image", r.image);
     cell(tr, "Status", r.status, "status status-" + r.status);
     cell(tr, "Rooms", r.rooms);
@@ -142,7 +142,8 @@ function renderRooms(list) {
     tr.dataset.room = r.name;
     cell(tr, "Name", r.name);
     cell(tr, "Region", r.region);
-    cell(tr, "Relay", r.machineId || (r.instance || r.bootId || "").slice(0, 12));
+    const boot = r.bootId || r.instance || "";
+    cell(tr, "Relay", r.machineId || boot.slice(0, 12)).title = boot ? "boot " + boot + (r.machineId ? ", machine " + r.machineId : "") : "";
     cell(tr, "Phase", r.phase);
     cell(tr, "Players", r.players !== undefined ? r.players : r.connections);
     const td = actions(tr);
@@ -159,30 +160,43 @@ function renderRooms(list) {
   });
 }
 
+// renderChart draws the samples in CSS pixels: its viewBox is the box the
+// page gives it, so labels keep their size on a phone. The time axis runs
+// from the oldest sample (at least five minutes back, at most an hour) to
+// now, so a few minutes of data fill the width.
 function renderChart() {
   const svg = $("chart");
   const now = Date.now();
   state.samples = state.samples.filter((p) => now - p.t <= HOUR);
   const pts = state.samples;
-  const W = 600, H = 160, P = 24;
+  const W = Math.max(240, Math.round(svg.getBoundingClientRect().width) || 600);
+  const H = W < 480 ? 170 : 200;
+  const PL = 12, PR = 12, PT = 22, PB = 26;
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  const span = Math.min(HOUR, Math.max(5 * 60 * 1000, pts.length ? now - pts[0].t : 0));
   const max = Math.max(1, ...pts.map((p) => Math.max(p.players, p.rooms)));
-  const x = (t) => P + ((t - (now - HOUR)) / HOUR) * (W - 2 * P);
-  const y = (v) => H - P - (v / max) * (H - 2 * P);
-  const line = (k) => pts.map((p) => x(p.t).toFixed(1) + "," + y(p[k]).toFixed(1)).join(" ");
+  const x = (t) => PL + ((t - (now - span)) / span) * (W - PL - PR);
+  const y = (v) => H - PB - (v / max) * (H - PT - PB);
   const ns = "http://www.w3.org/2000/svg";
+  const el = (name, attrs, text) => {
+    const e = document.createElementNS(ns, name);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e);
+    return e;
+  };
   svg.replaceChildren();
-  for (const [k, cls] of [["players", "players"], ["rooms", "rooms"]]) {
-    const pl = document.createElementNS(ns, "polyline");
-    pl.setAttribute("class", cls);
-    pl.setAttribute("points", line(k));
-    svg.appendChild(pl);
+  el("line", { class: "grid", x1: PL, x2: W - PR, y1: y(0), y2: y(0) });
+  el("line", { class: "grid", x1: PL, x2: W - PR, y1: y(max), y2: y(max) });
+  for (const k of ["players", "rooms"]) {
+    el("polyline", { class: k, points: pts.map((p) => x(p.t).toFixed(1) + "," + y(p[k]).toFixed(1)).join(" ") });
   }
-  for (const [tx, ty, s] of [[P, 14, String(max)], [P, H - 6, "-60 min"], [W - P - 20, H - 6, "now"]]) {
-    const t = document.createElementNS(ns, "text");
-    t.setAttribute("x", tx); t.setAttribute("y", ty); t.textContent = s;
-    svg.appendChild(t);
-  }
+  const mins = Math.round(span / 60000);
+  el("text", { x: PL, y: PT - 6 }, String(max));
+  el("text", { x: PL, y: H - 8 }, "-" + mins + " min");
+  el("text", { x: W - PR, y: H - 8, "text-anchor": "end" }, "now");
   svg.dataset.points = String(pts.length);
+  svg.dataset.spanMinutes = String(mins);
 }
 
 function sample(s) {
@@ -202,19 +216,35 @@ function roomQuery() {
   return "/v1/rooms" + (s ? "?" + s : "");
 }
 
+// refresh reloads the totals, the relays and the rooms. A filter the
+// balancer refuses is said beside the filters and empties the rooms table
+// (showing unfiltered rows under a filter would mislead); the rest of the
+// page still loads.
 async function refresh() {
+  const rooms = api(roomQuery()).then((r) => ({ ok: r }), (e) => ({ err: e }));
   try {
-    const [stats, inst, rooms] = await Promise.all([api("/v1/stats"), api("/v1/instances"), api(roomQuery())]);
+    const [stats, inst] = await Promise.all([api("/v1/stats"), api("/v1/instances")]);
     renderStats(stats);
     sample(stats);
     renderRelays((inst && inst.instances) || []);
-    renderRooms((rooms && rooms.rooms) || []);
-    const shown = ((rooms && rooms.rooms) || []).length, total = rooms && rooms.total !== undefined ? rooms.total : shown;
-    $("rooms-count").textContent = total > shown ? "Showing " + shown + " of " + total + " rooms: filter to narrow them." : "";
-    $("action-error").textContent = "";
+    $("load-error").textContent = "";
   } catch (e) {
-    if (state.key) $("action-error").textContent = "Could not load the fleet: " + e.message;
+    if (state.key) $("load-error").textContent = "Could not load the fleet: " + e.message;
   }
+  const r = await rooms;
+  if (r.err) {
+    if (!state.key) return;
+    $("filter-error").textContent = "The rooms could not be listed: " + r.err.message;
+    fillTable("rooms", "rooms-empty", [], () => {});
+    $("rooms-empty").hidden = true;
+    $("rooms-count").textContent = "";
+    return;
+  }
+  $("filter-error").textContent = "";
+  const list = (r.ok && r.ok.rooms) || [];
+  renderRooms(list);
+  const total = r.ok && r.ok.total !== undefined ? r.ok.total : list.length;
+  $("rooms-count").textContent = total > list.length ? "Showing " + list.length + " of " + total + " rooms: filter to narrow them." : "";
 }
 
 function scheduleRefresh() {
@@ -222,14 +252,20 @@ function scheduleRefresh() {
   state.refreshTimer = setTimeout(() => { state.refreshTimer = 0; refresh(); }, 300);
 }
 
+// act calls the admin API for an operator's action. Its failure stays on
+// screen, whatever refreshes follow, until the operator dismisses it.
 async function act(method, path) {
   try {
     await api(path, { method });
-    $("action-error").textContent = "";
   } catch (e) {
-    $("action-error").textContent = method + " " + path + ": " + e.message;
+    showActionError(method + " " + path + ": " + e.message);
   }
   await refresh();
+}
+
+function showActionError(text) {
+  $("action-error").querySelector("span").textContent = text;
+  $("action-error").hidden = false;
 }
 
 // follow reads /v1/events (Server-Sent Events) and refreshes on every
@@ -302,6 +338,8 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("logout").addEventListener("click", () => signOut(""));
   $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); refresh(); });
+  $("action-dismiss").addEventListener("click", () => { $("action-error").hidden = true; });
+  window.addEventListener("resize", renderChart);
   renderChart();
   if (state.key) signIn(state.key);
 });
