@@ -77,7 +77,6 @@ func runBalancer(c *cli.Context) error {
 		AdminCORSOrigins:   splitList(c.String("admin-cors-origins")),
 		SSEQueryKey:        c.Bool("admin-sse-query-key"),
 		Logger:             log,
-		Metrics:            serviceMetrics(),
 	})
 	if err != nil {
 		return usagef("invalid balancer configuration: %w", err)

@@ -7,8 +7,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/flyenv"
@@ -64,15 +62,6 @@ func vcsRevision() (rev string, modified bool) {
 		}
 	}
 	return rev, modified
-}
-
-// serviceMetrics is the registry of a relay or balancer process: its own
-// series plus the Go runtime's (go_goroutines, ...) and the process's
-// (process_open_fds, ...), so an operator or the chaos soak can see a leak.
-func serviceMetrics() *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg
 }
 
 // onFly reports whether this process runs on a Fly machine.

@@ -72,7 +72,6 @@ func runRelay(c *cli.Context) error {
 		return err
 	}
 	opts.Secret = secret
-	opts.Metrics = serviceMetrics()
 	log := newLogger(c)
 	opts.Logger = log
 	aff, err := affinity(c, opts, log)
