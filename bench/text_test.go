@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWriteText: the terminal report says the shape, one line per side
+// with its figures, and the ratios, for traffic and for the balancer mode.
+func TestWriteText(t *testing.T) {
+	var b strings.Builder
+	r := &Result{
+		Shape: Shape{Kind: "traffic", Transport: "udp", Delivery: "Unreliable", Mode: Both, Rooms: 2, Clients: 3, Connections: 8, Size: 100, Rate: 30, DurationSec: 10, WarmupSec: 2},
+		Relay: &Side{Server: "relay", MsgsPerSec: 1234, P99us: 456, CPUusPerMsg: 9.5, RTTP99us: 900},
+		Baseline: &Side{Server: "echo", MsgsPerSec: 1200, P99us: 400, CPUusPerMsg: 10},
+		RatioMsgs: 1.028, RatioCPU: 1.053, RatioP99: 1.14, RatioRTTP99: 2.25,
+	}
+	r.WriteText(&b)
+	for _, want := range []string{
+		"both over udp (Unreliable): 2 rooms x 3 clients (8 connections), 100-byte payloads, open loop, 30 msg/s per client",
+		"a plain UDP echo", "relay             1234", "echo              1200",
+		"relay/baseline: msgs/s 1.028  msgs per CPU-s 1.053  p99 1.140",
+		"relay round trip p99 / baseline p99 (two crossings against one): 2.250",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	(&Result{Shape: Shape{Kind: "balancer", Workers: 4, DurationSec: 5}, Balancer: &Side{Server: "balancer", MsgsPerSec: 5000},
+		Baseline: &Side{Server: "floor", MsgsPerSec: 6000}, RatioMsgs: 0.833, RatioCPUPerPair: 1.2, RatioP99: 1.1}).WriteText(&b)
+	if s := b.String(); !strings.Contains(s, "balancer: 4 workers allocate+join fresh rooms") || !strings.Contains(s, "balancer/floor: pairs/s 0.833  CPU per pair 1.200") {
+		t.Errorf("balancer report:\n%s", s)
+	}
+}
