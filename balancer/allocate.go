@@ -22,6 +22,9 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := wire.CheckRoomName(name); err != nil {
+		return err
+	}
 	region, err := wire.OptionalHeader(r, wire.HeaderRegion, wire.MaxRegionLen)
 	if err != nil {
 		return err

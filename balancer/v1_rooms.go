@@ -89,18 +89,8 @@ func validText(s string) bool {
 	return true
 }
 
-// validRoomName is a room name as /allocate_ws takes it: 1 to
-// wire.MaxSessionIDLen bytes of UTF-8 without control characters.
-func validRoomName(n string) error {
-	if n == "" || len(n) > wire.MaxSessionIDLen || !validText(n) {
-		return wire.ErrBadRequest.WithMessage("room name must be 1 to 128 bytes of UTF-8 without control characters")
-	}
-	if n == "." || n == ".." {
-		// /v1/rooms/{name} could never read or close it.
-		return wire.ErrBadRequest.WithMessage("room name must not be . or ..")
-	}
-	return nil
-}
+// validRoomName is wire.CheckRoomName, the rule /allocate_ws applies.
+func validRoomName(n string) error { return wire.CheckRoomName(n) }
 
 // roomOf is the admin view of a live route.
 func roomOf(name string, rec *roomRecord) wire.Room {

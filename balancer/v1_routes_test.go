@@ -3,6 +3,7 @@ package balancer
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -174,7 +175,7 @@ func TestV1Room(t *testing.T) {
 		t.Fatalf("unknown room: %v", err)
 	}
 	st, body, _ := h.do(http.MethodGet, "/v1/rooms/"+strings.Repeat("n", 129), bearer(adminKeyA), nil)
-	wantErrBody(t, st, body, http.StatusBadRequest, wire.ErrBadRequest.Code)
+	wantErrBody(t, st, body, http.StatusBadRequest, wire.ErrInvalidRoomName.Code)
 	st, body, _ = h.do(http.MethodPost, "/v1/rooms/eu-waiting", bearer(adminKeyA), nil)
 	wantErrBody(t, st, body, http.StatusMethodNotAllowed, wire.ErrMethodNotAllowed.Code)
 }
@@ -241,11 +242,14 @@ func TestV1Reserve(t *testing.T) {
 	if _, err := a.Reserve(t.Context(), req); !wantWire(err, wire.ErrRoomTaken) {
 		t.Fatalf("another allocation id: %v, want 409 room_name_taken", err)
 	}
-	for _, body := range []string{``, `{`, `[]`, `{"name":"x"}`, `{"allocationId":"a"}`, `{"name":"x","allocationId":"a","extra":1}`,
-		`{"name":"x","allocationId":"a"}{}`, `{"name":"` + strings.Repeat("n", 129) + `","allocationId":"a"}`,
-		`{"name":"x\u0001","allocationId":"a"}`, `{"name":"x","allocationId":"a","region":"` + strings.Repeat("r", 65) + `"}`} {
+	for _, body := range []string{``, `{`, `[]`, `{"name":"x"}`, `{"name":"x","allocationId":"a","extra":1}`,
+		`{"name":"x","allocationId":"a"}{}`, `{"name":"x","allocationId":"a","region":"` + strings.Repeat("r", 65) + `"}`} {
 		st, b, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), []byte(body))
 		wantErrBody(t, st, b, http.StatusBadRequest, wire.ErrBadRequest.Code)
+	}
+	for _, body := range []string{`{"allocationId":"a"}`, `{"name":"` + strings.Repeat("n", 129) + `","allocationId":"a"}`, `{"name":"x\u0001","allocationId":"a"}`} {
+		st, b, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), []byte(body))
+		wantErrBody(t, st, b, http.StatusBadRequest, wire.ErrInvalidRoomName.Code)
 	}
 	big, _ := json.Marshal(wire.ReserveRequest{Name: "big", AllocationID: strings.Repeat("a", 70<<10)})
 	st, b, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), big)
@@ -368,5 +372,33 @@ func TestV1ReservePinned(t *testing.T) {
 	}
 	if res, err := a.Reserve(t.Context(), wire.ReserveRequest{Name: "pinned-4", AllocationID: "p4", Instance: eu.boot()}); err != nil || res.Room.BootID != eu.boot() {
 		t.Fatalf("pinned to eu: %+v %v", res, err)
+	}
+}
+
+// TestRoomNamesAnOperatorCanReach: every name allocation accepts can be
+// read and closed through /v1/rooms/{name} (a '/' and '..' inside a name
+// percent-encoded, as client.Admin and the dashboard send them); "." and
+// "..", which no URL can address, and control characters are refused at
+// allocation with invalid_room_name.
+func TestRoomNamesAnOperatorCanReach(t *testing.T) {
+	h, _, _, a := fleet2(t)
+	for i, name := range []string{"a/b", "../x", "../../etc/passwd", "lobby ..", "%2F", "✓ room"} {
+		if _, err := h.allocate(name, "eu", fmt.Sprintf("n%d", i)); err != nil {
+			t.Fatalf("allocate %q: %v", name, err)
+		}
+		if rm, err := a.Room(t.Context(), name); err != nil || rm.Name != name {
+			t.Fatalf("read %q: %+v %v", name, rm, err)
+		}
+		if out, err := a.CloseRoom(t.Context(), name); err != nil || !out.Closed {
+			t.Fatalf("close %q: %+v %v", name, out, err)
+		}
+	}
+	for _, name := range []string{".", ".."} {
+		_, err := h.allocate(name, "eu", "dot")
+		if err == nil || err.Code != wire.ErrInvalidRoomName.Code {
+			t.Fatalf("allocate %q: %v, want invalid_room_name", name, err)
+		}
+		st, body, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), []byte(`{"name":"`+name+`","allocationId":"r"}`))
+		wantErrBody(t, st, body, http.StatusBadRequest, wire.ErrInvalidRoomName.Code)
 	}
 }

@@ -56,12 +56,15 @@ func (l HTTPLimits) Apply(srv *http.Server) {
 var ErrBadPath = newErr(http.StatusBadRequest, "bad_path", false, "the request path must be clean and absolute")
 
 // checkTarget refuses what ServeMux would answer itself, in HTML or plain
-// text: CONNECT, and unclean or relative paths.
+// text: CONNECT, and unclean or relative paths. Cleanliness is judged on
+// the escaped path, as ServeMux judges it: a percent-encoded '/' or '.'
+// inside a segment ("/v1/rooms/..%2Fx", a room named "../x") is part of
+// that segment, not a step between directories.
 func checkTarget(r *http.Request) error {
 	if r.Method == http.MethodConnect {
 		return ErrMethodNotAllowed
 	}
-	p := r.URL.Path
+	p := r.URL.EscapedPath()
 	if p == "" || p[0] != '/' {
 		return ErrBadPath
 	}
