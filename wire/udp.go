@@ -2,7 +2,7 @@ package wire
 
 import "encoding/binary"
 
-// PurrNet over UDP (docs/UDP.md A1): each relay packet is one LiteNetLib
+// PurrNet over UDP (docs/UDP.md section 2): each relay packet is one LiteNetLib
 // message, and the framing carries LiteNetLib delivery methods.
 //
 //	client -> relay        [method][payload]               sent with that method

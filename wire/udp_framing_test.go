@@ -16,7 +16,7 @@ func TestDeliveryValid(t *testing.T) {
 }
 
 // Rule: UDP framing puts the method byte first for clients and pipes and
-// after the target for a host's SEND_ONE (docs/UDP.md A1).
+// after the target for a host's SEND_ONE (docs/UDP.md section 2).
 func TestUDPFramingLayouts(t *testing.T) {
 	for _, c := range []struct {
 		name      string
