@@ -11,8 +11,8 @@ import (
 )
 
 // Host migration calls (wire/migration.go), as a PurrNet session's
-// orchestrator makes them through the balancer. The retry rules are the
-// seed's: a caller makes one claim id per migration attempt and sends the
+// orchestrator makes them through the balancer (docs/MIGRATION.md). The
+// retry rules: a caller makes one claim id per migration attempt and sends the
 // exact same request on every retry (an exact claim, authorization or
 // activation retry is idempotent at the relay, and the balancer's
 // migration_outcome_indeterminate means "may have committed": retry the

@@ -6,10 +6,9 @@ import (
 	"time"
 )
 
-// Host migration: the second half of the seed (purrbalancer-purrlay.txt)
-// and docs/MIGRATION.md. A caller sends every migration call to the
-// balancer (the public paths below), which forwards it to the relay that
-// holds the room (the internal paths), with the room's route snapshot in
+// Host migration (docs/MIGRATION.md). A caller sends every migration call
+// to the balancer (the public paths below), which forwards it to the relay
+// that holds the room (the internal paths), with the room's route snapshot in
 // internal-only headers (HeaderRoomEpoch, HeaderRoomRevision and
 // HeaderTargetBoot). Request fields travel in headers, answers are JSON
 // (MigrationState and the types that embed it) or the usual Error.
