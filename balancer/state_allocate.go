@@ -8,7 +8,7 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// The allocation rules (package doc: Allocation): placement, replay by
+// The allocation rules (package doc: Allocation and placement): placement, replay by
 // allocation id, vacant rooms, pending outcomes, all under the room's lease.
 
 // allocate places (or replays) the allocation of name under the room's

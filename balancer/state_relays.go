@@ -10,7 +10,7 @@ import (
 
 // The rules of relay registrations: heartbeats and boot proofs, health
 // rounds, admin drain marks, and the cleanup tick (package doc:
-// Registration, Health, Tombstones).
+// Registration and health; Publications, removals and tombstones).
 
 // registered is what one heartbeat did: outcome is "heartbeat" (the
 // current boot, refreshed), "new" or "replaced" (a proven boot installed);
