@@ -1,9 +1,9 @@
 // Package bench is the load tool behind `purrctl bench`: it loads a relay
 // with rooms of PurrNet connections and measures it against the practical
 // limit, a plain coder/websocket echo server under the same load, in the
-// same invocation (issue 7); over UDP (Options.Transport, issue 11) the
-// relay is loaded over LiteNetLib and the limit is a plain Go UDP echo
-// server.
+// same invocation; over UDP (Options.Transport) the relay is loaded over
+// LiteNetLib and the limit is a plain Go UDP echo server. BENCHMARKS.md
+// has the commands and the figures.
 //
 // # Processes
 //
@@ -29,35 +29,24 @@
 //     workers). With Baseline the same load also runs against the floor
 //     (KindBalancerFloor, balancerfloor.go): a minimal net/http server
 //     that answers the same requests with the same bodies and makes the
-//     same one call to the same relay child for every allocation, and
-//     nothing else. The runs alternate (Repeat), and the result's
-//     RatioCPUPerPair is the balancer's CPU per pair over the floor's.
-//     The relay child holds every room of the run (no room bound) and
-//     does not heartbeat during it: its heartbeat republishes every room,
-//     work the floor would never see. CPUProfile writes each child's CPU
-//     profile. WatchEvents keeps a GET /v1/events stream open on the
-//     balancer during its runs (watch.go), as an operator's dashboard
-//     does: the event hub's cost under allocations.
-//   - Forwarding mode (Options.Forwarded, issue 6): what one mesh hop
-//     costs. The balancer runs in the load process and two relay children
-//     form one multi-machine app (relay.Options.MultiMachine, each
-//     registered under its own http://127.0.0.1:<port> Endpoint, both
-//     advertising one PublicEndpoint). Relay 1, the holder, is alone in
-//     the allocation region and the balancer places by region first, so
-//     every room lands on it (each allocation's port is checked). Hosts
-//     connect to relay 1; clients connect without a session hint, as
-//     PurrNet does, to relay 2, which reads their authentication message,
-//     asks the balancer where the room lives and forwards them over a link
-//     to relay 1 (/internal/v2/forward). With Baseline, the direct run is
-//     the same shape with the clients on relay 1 (no echo server), so the
-//     result's relay side is the forwarded run, its baseline side the
-//     direct one, and the ratios read forwarded/direct. Both runs measure
-//     both relay processes (CPU and RSS summed; relay 2 idles in the
-//     direct run), and read relay 2's /metrics to report how many
-//     connections it forwarded and how many frames crossed its links.
-//     Since both sides share those processes, every run after the first
-//     gets a fresh balancer and fresh relays: neither side inherits the
-//     other's rooms, heap or memory figures.
+//     same one call to the same relay child per allocation, and nothing
+//     else; the runs alternate (Repeat), and RatioCPUPerPair is the
+//     balancer's CPU per pair over the floor's. The relay child holds
+//     every room and does not heartbeat during the run (a heartbeat
+//     republishes every room, work the floor never sees). CPUProfile
+//     writes each child's CPU profile; WatchEvents keeps a GET /v1/events
+//     stream open on the balancer (watch.go), as a dashboard does.
+//   - Forwarding mode (Options.Forwarded, forwarded.go): what one mesh hop
+//     costs. Two relay children form one multi-machine app, registered
+//     with a balancer in the load process; every room lands on relay 1
+//     (alone in the allocation region), hosts connect to it, and clients
+//     connect without a session hint, as PurrNet does, to relay 2, which
+//     forwards them over a link to relay 1. With Baseline the direct run
+//     has the clients on relay 1 too, so the ratios read forwarded/direct.
+//     Both runs measure both relay processes (CPU and RSS summed) and read
+//     relay 2's /metrics for the connections it forwarded and the frames
+//     its links carried; every run after the first gets a fresh balancer
+//     and fresh relays, so that neither side inherits the other's state.
 //   - UDP (Options.Transport client.TransportUDP): traffic and idle modes
 //     only. The relay child serves LiteNetLib on an ephemeral port of
 //     127.0.0.1 beside WebSocket (its ready line names it), and every
@@ -68,6 +57,14 @@
 //     WriteToUDPAddrPort per datagram into one buffer, allocating
 //     nothing. Around the measured window the relay's /metrics give the
 //     datagrams its socket received and sent (Side.UDPDatagramsIn/Out).
+//   - Connection soak (Options.Soak, soak*.go): a relay child at its
+//     production bounds on connections waiting to authenticate, with short
+//     authentication and header timeouts. Each round opens the mix a
+//     public relay meets (silent TCP connections, slowloris requests,
+//     upgrades that never authenticate, clients that never read, clients
+//     that play and vanish); the relay must close those it should within
+//     the timeout plus a grace, and its goroutines and open files must come
+//     back, after every round, to where the first round left them.
 //
 // The relay and the baseline run one after the other, never at once;
 // with Repeat they alternate which goes first, and the medians are kept.
@@ -111,22 +108,14 @@
 // the relay's write goes to another connection, the echo's to the same.
 //
 // A plain UDP echo cannot do LiteNetLib's handshake, so the UDP baseline's
-// connections are plain UDP sockets, one per connection (hosts included)
-// as each LiteNetLib client has its own, connected to the echo server. A
-// message is one datagram: the payload behind the bytes LiteNetLib and
-// PurrNet put before it on the way into the relay (1 byte of LiteNetLib
-// header for Unreliable, 4 for a channeled method, then a client's
-// [method] or a host's [1][target:4][method]), so datagrams are as long as
-// the ones the relay reads, with the same sender index and send time, sent
-// and read back on the same socket. The work is not the same: per message
-// the echo reads one datagram and writes one; the relay reads one, writes
-// one to another peer, and handles LiteNetLib's side of it: acks for the
-// reliable methods (riding with data, or alone one tick later), pings
-// every 900 ms each way, merging several packets to one peer into one
-// datagram, and, for a message longer than one LiteNetLib packet (1 KiB
-// with ReliableOrdered), fragments: two datagrams each way where the echo
-// moves one. Unreliable and Sequenced cannot fragment, so their payloads
-// stop short of one packet (Options validation says how far).
+// connections are plain UDP sockets, one per connection as each LiteNetLib
+// client has its own. A message is one datagram as long as the one the
+// relay reads (the payload behind LiteNetLib's header and PurrNet's
+// [method] or [1][target:4][method]), sent and read back on the same
+// socket. The work is not the same: the relay also forwards to another
+// peer and does LiteNetLib's share (acks, pings every 900 ms each way,
+// merging, and fragments past one packet); Unreliable and Sequenced
+// payloads stop short of one packet (Options validation says how far).
 //
 // # What is measured
 //
