@@ -1,9 +1,9 @@
 // Package flyenv reads what Fly.io tells a machine about itself through its
 // environment (FLY_APP_NAME, FLY_MACHINE_ID, FLY_REGION, FLY_IMAGE_REF,
 // FLY_PRIVATE_IP, and FLY_DNS_SERVER, flysim's convention for the internal
-// resolver), in one place, as litefs keeps its fly/environment.go. The
-// commands read it once and pass plain values on; nothing else reads FLY_*
-// variables. Off Fly every field is empty and OnFly is false.
+// resolver), in one place, as litefs keeps its Fly environment in one
+// file. The commands read it once and pass plain values on; nothing else
+// reads these variables. Off Fly every field is empty and OnFly is false.
 package flyenv
 
 import (

@@ -1,5 +1,5 @@
 // Package multimachine holds the end-to-end tests of multi-machine relay
-// apps (issue 6): a balancer and a relay app of several machines run as
+// apps: a balancer and a relay app of several machines run as
 // real `purrctl` processes under flysim (real proxy, real internal DNS,
 // real Machines API driven with fly-go's flaps client), and the tests speak
 // to them only through the Go PurrNet client, plain HTTP and the Machines

@@ -1,6 +1,6 @@
 // Command purrctl runs and operates a purrfly kit: the relay and balancer
-// services, a local development stack, smoke checks and (later) the Fly
-// emulator, load generation and rollouts. It is wiring only: flags and env,
+// services, a local development stack, smoke checks, the Fly emulator, load
+// generation, chaos soaks, deploys and the fleet's admin API. It is wiring only: flags and env,
 // construction, output. The logic lives in the packages it calls.
 package main
 
