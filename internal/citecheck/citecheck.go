@@ -107,11 +107,21 @@ func (rp *repo) markdown(rel string, b []byte) []Problem {
 	var out []Problem
 	fence := ""
 	var span mdSpan
+	blank, indented := true, false // the line before was blank; it was an indented code line
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		t := strings.TrimSpace(line)
+		wasBlank := blank
+		blank = t == ""
+		if fence == "" && span.ticks == "" && t != "" && (wasBlank || indented) &&
+			(strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t")) {
+			indented = true // an indented code block
+			out = rp.words(out, rel, n, line, code, true)
+			continue
+		}
+		indented = indented && t == ""
 		if span.ticks == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")) {
 			switch {
 			case fence == "":
@@ -255,6 +265,8 @@ func citation(w string, k kind, top map[string]bool) (string, bool) {
 	switch {
 	case generic[w]:
 		return "", false
+	case k == code && strings.HasPrefix(w, "./") && !strings.Contains(w[2:], "/") && !hasExt(w):
+		return "", false // a program in the working directory (go build -o x; ./x), not a file of ours
 	case hasExt(w), strings.HasPrefix(w, "./"), strings.HasPrefix(w, "../"), strings.HasSuffix(w, "/"):
 		return w, true
 	case k != prose && nested && top[first]:

@@ -90,6 +90,7 @@ func TestMissingPathsFire(t *testing.T) {
 		{"a doc that names the wrong directory", "balancer/doc.go", "// Package balancer serves PROTOCOL.md section 3.\npackage balancer\n",
 			[]string{"PROTOCOL.md"}},
 		{"a fenced block", "docs/A.md", "```\ngo run ./cmd/oldtool\ninternal/gone\n```\n", []string{"./cmd/oldtool", "internal/gone"}},
+		{"an indented block", "README.md", "Build it:\n\n    go build -o purrctl ./cmd/gone\n    ./purrctl smoke\n", []string{"./cmd/gone"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := check(t, c.file, c.content); !slices.Equal(got, c.want) {
@@ -114,6 +115,9 @@ func TestOtherWordsAreQuiet(t *testing.T) {
 		"```",
 		"relay ──> internal/clock, wire",
 		"```",
+		"",
+		"    go build -o purrctl ./cmd/purrctl",
+		"    ./purrctl smoke --balancer http://127.0.0.1:8080",
 	}, "\n")
 	files := maps.Clone(base)
 	files["docs/A.md"] = md

@@ -18,9 +18,10 @@
 //     alone, which names the kind of file Fly reads, not one of ours;
 //   - any word that starts with ./ or ../;
 //   - any word of one or more segments that ends with /, such as relay/;
-//   - in Markdown code (an inline code span or a fenced block) and in link
-//     targets, also any word with a / whose first segment is a top-level
-//     entry of the repository, such as cmd/purrctl or internal/clock.
+//   - in Markdown code (an inline code span, a fenced or an indented block)
+//     and in link targets, also any word with a / whose first segment is a
+//     top-level entry of the repository, such as cmd/purrctl or
+//     internal/clock.
 //
 // These are not citations, whatever they contain: URLs (a scheme's ://),
 // words whose first segment holds a dot (Go import paths and hosts:
@@ -28,7 +29,9 @@
 // --x), words with template or expression characters (< > { } * $ | = ?
 // @ % , or a : inside), and words that start with / (HTTP routes such as
 // /v1/rooms), except that an absolute path ending in a file extension is
-// always reported: nothing outside the repository may be cited.
+// always reported: nothing outside the repository may be cited. In code,
+// `./x` alone (one segment, no extension) is a program a command just
+// built in the working directory, not a citation.
 // Environment variables and prose such as relay/balancer or and/or have no
 // extension, prefix or trailing slash, so they are citations only in code.
 //
