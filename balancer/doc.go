@@ -42,8 +42,8 @@
 //     epoch, revision, connections, client credential, allocation id,
 //     vacant), written under the entry's lease and read by anyone; its
 //     tombstones and pending allocation are guarded by the lease.
-//   - eventHub, statsHistory, authThrottle and the rate limits are
-//     internally locked and safe for concurrent use.
+//   - eventHub, statsHistory, authThrottle, the refused-SECRET log and the
+//     rate limits are internally locked and safe for concurrent use.
 //
 // # Leases and gates
 //
@@ -134,7 +134,8 @@
 // # Files
 //
 // server.go (life cycle), options.go, routes.go (mux and public reads),
-// allocate.go, placement.go, internal.go (relay routes), state.go,
+// allocate.go, placement.go, internal.go (relay routes), internalauth.go
+// (paced logs of relay calls with a wrong SECRET), state.go,
 // state_relays.go, state_rooms.go, state_allocate.go, state_views.go,
 // state_check.go, registry.go, rooms.go, health.go, relaycall.go,
 // locate.go, migration.go, admin.go (the deploy tool's routes),
