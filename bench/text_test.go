@@ -10,9 +10,9 @@ import (
 func TestWriteText(t *testing.T) {
 	var b strings.Builder
 	r := &Result{
-		Shape: Shape{Kind: "traffic", Transport: "udp", Delivery: "Unreliable", Mode: Both, Rooms: 2, Clients: 3, Connections: 8, Size: 100, Rate: 30, DurationSec: 10, WarmupSec: 2},
-		Relay: &Side{Server: "relay", MsgsPerSec: 1234, P99us: 456, CPUusPerMsg: 9.5, RTTP99us: 900},
-		Baseline: &Side{Server: "echo", MsgsPerSec: 1200, P99us: 400, CPUusPerMsg: 10},
+		Shape:     Shape{Kind: "traffic", Transport: "udp", Delivery: "Unreliable", Mode: Both, Rooms: 2, Clients: 3, Connections: 8, Size: 100, Rate: 30, DurationSec: 10, WarmupSec: 2},
+		Relay:     &Side{Server: "relay", MsgsPerSec: 1234, P99us: 456, CPUusPerMsg: 9.5, RTTP99us: 900},
+		Baseline:  &Side{Server: "echo", MsgsPerSec: 1200, P99us: 400, CPUusPerMsg: 10},
 		RatioMsgs: 1.028, RatioCPU: 1.053, RatioP99: 1.14, RatioRTTP99: 2.25,
 	}
 	r.WriteText(&b)
