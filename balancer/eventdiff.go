@@ -17,7 +17,7 @@ type fleetView struct {
 }
 
 // diffFleet lists the events that lead from a to b: instances first
-// (leave, join, drain, undrain, stale, update), then rooms (close,
+// (leave, join, drain, retire, undrain, stale, update), then rooms (close,
 // create, update), each group in key order, then stats if they changed.
 func diffFleet(a, b fleetView) []wire.Event {
 	var out []wire.Event
@@ -38,6 +38,8 @@ func diffFleet(a, b fleetView) []wire.Event {
 			add(wire.EventInstanceJoin, &in, nil)
 		case old.Status != in.Status && in.Status == wire.InstanceDraining:
 			add(wire.EventInstanceDrain, &in, nil)
+		case old.Status != in.Status && in.Status == wire.InstanceRetiring:
+			add(wire.EventInstanceRetire, &in, nil)
 		case old.Status != in.Status:
 			add(wire.EventInstanceUndrain, &in, nil)
 		case !old.Stale && in.Stale:
@@ -70,6 +72,6 @@ func diffFleet(a, b fleetView) []wire.Event {
 }
 
 func statsEqual(a, b wire.Stats) bool {
-	return a.Relays == b.Relays && a.Draining == b.Draining && a.Rooms == b.Rooms && a.Players == b.Players &&
+	return a.Relays == b.Relays && a.Draining == b.Draining && a.Retiring == b.Retiring && a.Rooms == b.Rooms && a.Players == b.Players &&
 		slices.Equal(a.Regions, b.Regions)
 }

@@ -205,6 +205,7 @@ const (
 	allocNewEpoch  = "new-epoch"  // answer a replay with a fresh epoch
 	allocStallOnce = "stall-once" // create the room, then answer nothing until the caller gives up
 	allocFull      = "full"       // answer wire.ErrRelayFull
+	allocRetiring  = "retiring"   // answer wire.ErrRetiring
 )
 
 // fakeRelay is a relay as the balancer sees it: /ping and the allocation
@@ -350,9 +351,11 @@ func (f *fakeRelay) handleAllocate(w http.ResponseWriter, r *http.Request) {
 	if mode == allocLoseOnce || mode == allocStallOnce {
 		f.allocMode = allocNormal
 	}
-	if mode == allocDraining || mode == allocStaleBoot || mode == allocFull {
+	if mode == allocDraining || mode == allocStaleBoot || mode == allocFull || mode == allocRetiring {
 		f.mu.Unlock()
 		switch mode {
+		case allocRetiring:
+			wire.WriteError(w, wire.ErrRetiring)
 		case allocStaleBoot:
 			wire.WriteError(w, wire.ErrStaleBoot)
 		case allocFull:

@@ -43,9 +43,10 @@ func ParseStrategy(s string) (Strategy, error) {
 // own allocations get: the server's strategy, no label required, the
 // nearest region the client asked for.
 //
-// A room goes to a relay that is registered, not draining, not full (at
-// its reported wire.Capacity of rooms or connections) and carries every
-// label of Labels. Among those, the relays of Region (case-insensitive)
+// A room goes to a relay that is registered, not draining, not retiring,
+// reachable by players (not "starting"), not full (at its reported
+// wire.Capacity of rooms or connections) and carries every label of
+// Labels. Among those, the relays of Region (case-insensitive)
 // come first, ordered by Strategy; the other regions' follow, ordered the
 // same way, and are used when Region has none that fits (or to retry an
 // unreachable one). Nothing fits: wire.ErrNoCandidate, whose message says
@@ -55,9 +56,9 @@ type Placement struct {
 	Labels   map[string]string // required labels (wire.ValidateLabels); nil = none
 	Strategy Strategy          // "" = Options.Placement
 	// Instance pins the room to one relay (its boot id or machine id): a
-	// matchmaker's choice. That relay draining is 409 instance_draining,
-	// not registered 404 not_found; full or without the labels,
-	// no_candidate as usual.
+	// matchmaker's choice. That relay draining, retiring or starting is
+	// 409 instance_draining, not registered 404 not_found; full or without
+	// the labels, no_candidate as usual.
 	Instance string
 }
 
@@ -117,14 +118,16 @@ func validValue(what, v string, max int) error {
 }
 
 // placeTally counts the registered relays a placement left out, by the
-// first reason that applies (labels, draining, full), and keeps one full
+// first reason that applies (labels, draining, retiring, starting, full), and keeps one full
 // relay's numbers for the message. Plain integers: filled under the
 // registry's read lock at no allocation, formatted only when nothing fits.
 type placeTally struct {
-	registered, unlabelled, draining, full int
+	registered, unlabelled, draining, retiring, starting, full int
 	// pinned: Placement.Instance was registered; pinnedDraining: and
-	// draining. Relays other than the pinned one are not counted.
+	// draining, retiring or starting (pinnedWhy says which). Relays other
+	// than the pinned one are not counted.
 	pinned, pinnedDraining bool
+	pinnedWhy              string
 	fullWhat               string // "rooms" or "connections" of the first full relay
 	fullHave, fullMax      int64
 }
@@ -155,13 +158,18 @@ func (g *registry) candidates(p Placement, strategy Strategy, rnd func(int) int)
 			if r.info.BootID != p.Instance && (r.info.MachineID == "" || r.info.MachineID != p.Instance) {
 				continue
 			}
-			t.pinned, t.pinnedDraining = true, r.drainingLocked()
+			t.pinned, t.pinnedDraining = true, !r.placeableLocked()
+			t.pinnedWhy = r.unplaceableWhyLocked()
 		}
 		switch {
 		case !wire.HasLabels(r.info.Labels, p.Labels):
 			t.unlabelled++
+		case r.retiring:
+			t.retiring++
 		case r.drainingLocked():
 			t.draining++
+		case r.unreachable:
+			t.starting++
 		default:
 			what, have, max := r.full()
 			if what == "" {
@@ -226,7 +234,7 @@ func (t placeTally) noCandidate(p Placement) error {
 	case p.Instance != "" && !t.pinned:
 		return wire.ErrInstanceNotFound.WithMessage("no registered relay has boot id or machine id " + strconv.QuoteToASCII(p.Instance))
 	case p.Instance != "" && t.pinnedDraining:
-		return wire.ErrInstanceDraining.WithMessage("relay " + strconv.QuoteToASCII(p.Instance) + " is draining: it takes no new room")
+		return wire.ErrInstanceDraining.WithMessage("relay " + strconv.QuoteToASCII(p.Instance) + " is " + t.pinnedWhy + ": it takes no new room")
 	}
 	var b strings.Builder
 	switch {
@@ -234,6 +242,8 @@ func (t placeTally) noCandidate(p Placement) error {
 		b.WriteString("no relay is registered")
 	case len(p.Labels) == 0 && t.draining == t.registered:
 		b.WriteString("every relay is draining")
+	case len(p.Labels) == 0 && t.draining+t.retiring+t.starting == t.registered:
+		fmt.Fprintf(&b, "no relay takes rooms: %d draining, %d retiring, %d starting (not yet reachable by players)", t.draining, t.retiring, t.starting)
 	default:
 		b.WriteString(plural(t.registered, "relay"))
 		b.WriteString(":")
@@ -246,6 +256,8 @@ func (t placeTally) noCandidate(p Placement) error {
 		}
 		part(t.unlabelled, "without the labels")
 		part(t.draining, "draining")
+		part(t.retiring, "retiring")
+		part(t.starting, "starting")
 		if t.full > 0 {
 			eg := ""
 			if t.full > 1 {
@@ -263,7 +275,8 @@ func (t placeTally) noCandidate(p Placement) error {
 }
 
 // refusedAll is wire.ErrNoCandidate for an allocation whose every tried
-// relay said it takes no room (full or draining: it certainly took none)
+// relay said it takes no room (full, draining or retiring, counted as
+// draining: it certainly took none)
 // although the balancer's counts let it try them.
 func refusedAll(full, draining int) error {
 	var parts []string

@@ -31,7 +31,14 @@ type relayEntry struct {
 	lastHeartbeat time.Time
 	selfDraining  bool // the relay said so in its heartbeat
 	adminDraining bool // POST /v1/instances/{id}/drain
-	failures      int  // consecutive failed health probes since the last good one or heartbeat
+	// retiring: a heartbeat of this boot said so (a deploy retired it);
+	// never cleared within the boot, so no heartbeat turns it back.
+	// retireBy is the soonest RetireBy it reported.
+	retiring bool
+	retireBy time.Time
+	// unreachable: its last heartbeat said players cannot reach it yet.
+	unreachable bool
+	failures    int // consecutive failed health probes since the last good one or heartbeat
 	// expiry is how long without a heartbeat removes it: max(RelayExpiry,
 	// 3 x the heartbeat interval the relay reports).
 	expiry time.Duration
@@ -39,13 +46,42 @@ type relayEntry struct {
 
 func (r *relayEntry) drainingLocked() bool { return r.selfDraining || r.adminDraining }
 
+// placeableLocked reports whether placement may put a new room there as
+// far as its own state goes (labels and capacity aside): not draining,
+// not retiring, reachable.
+func (r *relayEntry) placeableLocked() bool {
+	return !r.drainingLocked() && !r.retiring && !r.unreachable
+}
+
 // relaySnap is a copy of a relay's mutable state, taken under registry.mu.
 type relaySnap struct {
 	entry         *relayEntry
 	liveness      uint64
 	lastHeartbeat time.Time
 	draining      bool
+	retiring      bool
+	retireBy      time.Time
+	unreachable   bool
 	expiry        time.Duration // 0: Options.RelayExpiry
+}
+
+// unplaceableWhyLocked names why placement skips r ("" when it does not).
+func (r *relayEntry) unplaceableWhyLocked() string {
+	switch {
+	case r.retiring:
+		return "retiring"
+	case r.drainingLocked():
+		return "draining"
+	case r.unreachable:
+		return "starting (not yet reachable by players)"
+	}
+	return ""
+}
+
+// snapLocked copies r's mutable state; the caller holds registry.mu.
+func (r *relayEntry) snapLocked() relaySnap {
+	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked(),
+		retiring: r.retiring, retireBy: r.retireBy, unreachable: r.unreachable, expiry: r.expiry}
 }
 
 // registry holds the current registration of every endpoint. Its lock is
@@ -135,6 +171,13 @@ func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time
 	r.liveness = g.livenessSeq.Add(1)
 	r.lastHeartbeat = now
 	r.selfDraining = req.Draining
+	if req.Retiring {
+		r.retiring = true
+		if by := req.RetireBy; !by.IsZero() && (r.retireBy.IsZero() || by.Before(r.retireBy)) {
+			r.retireBy = by
+		}
+	}
+	r.unreachable = req.Unreachable && !r.retiring
 	r.failures = 0
 	r.expiry = 3 * time.Duration(req.HeartbeatSeconds) * time.Second
 	return r.liveness
@@ -270,8 +313,7 @@ func (g *registry) snapshot() []relaySnap {
 	g.mu.RLock()
 	out := make([]relaySnap, 0, len(g.byEndpoint))
 	for _, r := range g.byEndpoint {
-		out = append(out, relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat,
-			draining: r.drainingLocked(), expiry: r.expiry})
+		out = append(out, r.snapLocked())
 	}
 	g.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].entry.info.Endpoint < out[j].entry.info.Endpoint })
@@ -311,7 +353,7 @@ func (g *registry) setAdminDrain(id string, on bool) (relaySnap, bool) {
 	} else if g.drained[r.info.Endpoint] == r.info.BootID {
 		delete(g.drained, r.info.Endpoint)
 	}
-	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked()}, true
+	return r.snapLocked(), true
 }
 
 // acquireGate takes the endpoint's proof gate, giving up when ctx ends.

@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(wire.PathPublish, s.internal(post, s.handlePublish))
 	mux.Handle(wire.PathUnregister, s.internal(post, s.handleUnregister))
 	mux.Handle(wire.PathRoomLocation, s.internal(get, s.handleRoomLocation))
+	mux.Handle(wire.PathBalancerBoot, s.internal(get, s.handleBoot))
 
 	// The operator's page: static files only; it signs in against /v1.
 	mux.Handle(dashboard.Path, dashboard.Handler())

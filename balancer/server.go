@@ -41,13 +41,20 @@ type Server struct {
 	// runs between the check of a /v1 request's credential and the
 	// throttle's decision.
 	beforeAdmit func()
-	events      *eventHub
-	history     statsHistory // internally locked: the dashboard's last hour
+	// onBootWait, when set (tests only, before the watches it is for), is
+	// called when a boot watch starts waiting.
+	onBootWait func()
+	events     *eventHub
+	history    statsHistory // internally locked: the dashboard's last hour
 	// internalAuth paces the log of relay calls refused for a wrong
 	// SECRET (internally locked).
 	internalAuth internalAuthLog
 
 	draining atomic.Bool // Shutdown began: /ping says so
+	// stopping is closed when Shutdown or Close begins (stopOnce): boot
+	// watches (bootwatch.go) answer at once instead of holding Shutdown.
+	stopping chan struct{}
+	stopOnce sync.Once
 
 	// Guarded by mu: the listener's life.
 	mu     sync.Mutex
@@ -71,6 +78,7 @@ func New(opts Options) (*Server, error) {
 		client:    o.HTTPClient,
 		ownClient: own,
 		allocs:    limit.NewBuckets(o.AllocateRate, o.Clock, 0),
+		stopping:  make(chan struct{}),
 		joins:     limit.NewBuckets(o.JoinRate, o.Clock, 0),
 	}
 	if len(o.AdminKeys) == 0 {
@@ -181,6 +189,7 @@ func (s *Server) Close() error {
 
 func (s *Server) stop(halt func(*http.Server) error) error {
 	s.draining.Store(true)
+	s.stopOnce.Do(func() { close(s.stopping) })
 	s.mu.Lock()
 	srv, cancel := s.srv, s.cancel
 	s.mu.Unlock()

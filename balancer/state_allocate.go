@@ -138,9 +138,9 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		return indeterminate()
 	case errors.Is(err, wire.ErrRoomTaken):
 		return none, wire.ErrRoomTaken
-	case errors.Is(err, wire.ErrDraining):
-		// Draining: it certainly took no room (and released a vacant one
-		// of that name).
+	case errors.Is(err, wire.ErrDraining), errors.Is(err, wire.ErrRetiring):
+		// Draining or retiring: it certainly took no room (and released a
+		// vacant one of that name).
 		return none, errRelayDraining
 	case errors.Is(err, wire.ErrRelayFull):
 		return none, errRelayFull // it holds as many rooms (or connections) as it may: another relay

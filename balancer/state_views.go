@@ -20,17 +20,13 @@ func (st *state) staleAfter(sn relaySnap) time.Duration {
 
 func (st *state) instanceOf(sn relaySnap, now time.Time) wire.Instance {
 	i := sn.entry.info
-	status := wire.InstanceLive
-	if sn.draining {
-		status = wire.InstanceDraining
-	}
-	return wire.Instance{
+	in := wire.Instance{
 		BootID:        i.BootID,
 		MachineID:     i.MachineID,
 		Region:        i.Region,
 		Endpoint:      i.Endpoint,
 		Host:          i.Host,
-		Status:        status,
+		Status:        sn.status(),
 		Stale:         now.Sub(sn.lastHeartbeat) > st.staleAfter(sn),
 		Rooms:         sn.entry.rooms.Load(),
 		Connections:   sn.entry.conns.Load(),
@@ -39,6 +35,24 @@ func (st *state) instanceOf(sn relaySnap, now time.Time) wire.Instance {
 		Labels:        i.Labels,
 		Capacity:      i.Capacity,
 	}
+	if sn.retiring && !sn.retireBy.IsZero() {
+		in.RetireBy = sn.retireBy.UTC().Format(time.RFC3339)
+	}
+	return in
+}
+
+// status is the relay's status as the admin API tells it: retiring, then
+// draining, then starting (not yet reachable), else live.
+func (sn relaySnap) status() string {
+	switch {
+	case sn.retiring:
+		return wire.InstanceRetiring
+	case sn.draining:
+		return wire.InstanceDraining
+	case sn.unreachable:
+		return wire.InstanceStarting
+	}
+	return wire.InstanceLive
 }
 
 // instances lists the registered relays, ordered by endpoint.
@@ -74,7 +88,11 @@ func stats(snaps []relaySnap) wire.Stats {
 		sum.Relays++
 		sum.Rooms += rooms
 		sum.Players += conns
-		if sn.draining {
+		switch {
+		case sn.retiring:
+			rs.Retiring++
+			sum.Retiring++
+		case sn.draining:
 			rs.Draining++
 			sum.Draining++
 		}
@@ -173,16 +191,16 @@ func (st *state) servers() []wire.ServerInfo {
 	out := make([]wire.ServerInfo, 0, len(snaps))
 	type key struct{ endpoint, region string }
 	seen := make(map[key]bool, len(snaps))
-	served := make(map[string]bool, len(snaps)) // lower-case regions with a non-draining relay
+	served := make(map[string]bool, len(snaps)) // lower-case regions with a relay that takes rooms
 	for _, sn := range snaps {
-		if !sn.draining {
+		if sn.status() == wire.InstanceLive {
 			served[strings.ToLower(sn.entry.info.Region)] = true
 		}
 	}
 	for _, sn := range snaps {
 		i := sn.entry.info
 		k := key{publicEndpoint(i), strings.ToLower(i.Region)}
-		if seen[k] || (sn.draining && served[k.region]) {
+		if seen[k] || (sn.status() != wire.InstanceLive && served[k.region]) {
 			continue
 		}
 		seen[k] = true

@@ -14,6 +14,14 @@ const (
 const (
 	InstanceLive     = "live"
 	InstanceDraining = "draining"
+	// InstanceRetiring: replaced by a deploy, the relay takes no new room,
+	// serves its games until they end and then stops (RetireBy at the
+	// latest). It is the relay's own state, reported in every heartbeat.
+	InstanceRetiring = "retiring"
+	// InstanceStarting: registered, but players cannot reach it yet (Fly's
+	// proxy routes to a new machine only once its checks pass): it takes no
+	// new room until they can.
+	InstanceStarting = "starting"
 )
 
 // Instance is one relay registration as the admin API shows it.
@@ -23,7 +31,7 @@ type Instance struct {
 	Region    string `json:"region"`
 	Endpoint  string `json:"endpoint"`
 	Host      string `json:"host"`
-	Status    string `json:"status"` // InstanceLive or InstanceDraining
+	Status    string `json:"status"` // InstanceLive, InstanceDraining, InstanceRetiring or InstanceStarting
 	// Stale is true while the relay has missed two heartbeats but is not
 	// removed yet (added with the /v1 admin API).
 	Stale         bool   `json:"stale,omitempty"`
@@ -35,6 +43,9 @@ type Instance struct {
 	Image    string            `json:"image,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Capacity Capacity          `json:"capacity,omitzero"`
+	// RetireBy is, for a retiring relay, when it stops at the latest (RFC
+	// 3339, UTC): what is still connected then is closed with 1012.
+	RetireBy string `json:"retireBy,omitempty"`
 }
 
 // InstancesResponse is the body of GET /v1/instances.

@@ -36,6 +36,11 @@ type Ping struct {
 	InternalProtocol int `json:"internalProtocol"`
 	// Draining is true once the process stopped taking new rooms.
 	Draining bool `json:"draining"`
+	// Retiring is true once a deploy retired this relay (wire.PathRelayRetire):
+	// no new room, its games play on, it stops when they have ended or at
+	// RetireBy.
+	Retiring bool      `json:"retiring,omitempty"`
+	RetireBy time.Time `json:"retireBy,omitzero"`
 }
 
 // PathReady is the relay's readiness route (its Fly check): 200 with a

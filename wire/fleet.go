@@ -52,6 +52,7 @@ type RegionStats struct {
 	Region   string `json:"region"`
 	Relays   int    `json:"relays"`
 	Draining int    `json:"draining"`
+	Retiring int    `json:"retiring"`
 	Rooms    int64  `json:"rooms"`
 	Players  int64  `json:"players"`
 }
@@ -61,6 +62,7 @@ type RegionStats struct {
 type Stats struct {
 	Relays   int           `json:"relays"`
 	Draining int           `json:"draining"`
+	Retiring int           `json:"retiring"`
 	Rooms    int64         `json:"rooms"`
 	Players  int64         `json:"players"`
 	Regions  []RegionStats `json:"regions"` // ordered by region
@@ -126,6 +128,7 @@ const (
 	EventInstanceStale   = "instance.stale"   // a relay missed two heartbeats (not yet removed)
 	EventInstanceDrain   = "instance.drain"   // a relay drains (admin or itself)
 	EventInstanceUndrain = "instance.undrain" // a relay takes rooms again
+	EventInstanceRetire  = "instance.retire"  // a relay retires (replaced by a deploy; it stops when its games end)
 	EventInstanceUpdate  = "instance.update"  // no longer stale
 	EventRoomCreate      = "room.create"
 	EventRoomUpdate      = "room.update" // connections, phase or incarnation changed

@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // The internal relay <-> balancer protocol (version InternalProtocolVersion).
 //
 // Every request carries the shared SECRET in HeaderInternalSecret and the
@@ -45,6 +47,7 @@ package wire
 //	PathRelayRoomClose POST, header name (and HeaderRoomEpoch) ->
 //	                 RelayRoomClosed (rooms.go; added within version 2):
 //	                 an operator closes a room (DELETE /v1/rooms/{name}).
+//	PathRelayRetire  POST: a deploy retires the relay (retire.go).
 //	PathRelayMigration* The four host migration calls (migration.go),
 //	                 forwarded from the public routes with the caller's
 //	                 headers and the route snapshot (HeaderTargetBoot,
@@ -58,6 +61,9 @@ package wire
 //	                 endpoint) holds a live room: a machine of a relay app
 //	                 asks it for a room it does not hold, to hand a
 //	                 connection to the holder.
+//
+//	PathBalancerBoot GET: the relay's watch of the balancer's boot
+//	                 (retire.go), a long poll.
 //
 // Relay -> relay (same shared secret):
 //
@@ -160,6 +166,17 @@ type RegisterRequest struct {
 	// version 2; 0 = not said). The balancer expires a relay after
 	// max(RelayExpiry, 3 x HeartbeatSeconds) without a heartbeat.
 	HeartbeatSeconds int `json:"heartbeatSeconds,omitempty"`
+	// Retiring and RetireBy: a deploy retired this boot (PathRelayRetire).
+	// It takes no new room; the balancer places none there, and keeps it
+	// so for the boot even if a later heartbeat omitted it (added within
+	// version 2).
+	Retiring bool      `json:"retiring,omitempty"`
+	RetireBy time.Time `json:"retireBy,omitzero"`
+	// Unreachable: players cannot reach this boot through its public
+	// address yet (on Fly the proxy routes to a new machine only once its
+	// checks pass). The balancer lists it but places no room on it (added
+	// within version 2; absent means reachable).
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // RegisterResponse answers a heartbeat.
