@@ -38,6 +38,9 @@ type fakeBalancer struct {
 	// pubStatus answers the publications of these room names with this
 	// status instead of applying them.
 	pubStatus map[string]wire.PublicationStatus
+	// bootWatch answers wire.PathBalancerBoot (nil: 404, a balancer
+	// without the route).
+	bootWatch http.HandlerFunc
 }
 
 func newFakeBalancer(t *testing.T) *fakeBalancer {
@@ -46,6 +49,13 @@ func newFakeBalancer(t *testing.T) *fakeBalancer {
 	mux.HandleFunc("POST "+wire.PathRegister, f.register)
 	mux.HandleFunc("POST "+wire.PathPublish, f.publish)
 	mux.HandleFunc("POST "+wire.PathUnregister, f.unregister)
+	mux.HandleFunc("GET "+wire.PathBalancerBoot, func(w http.ResponseWriter, r *http.Request) {
+		if f.bootWatch == nil {
+			http.NotFound(w, r)
+			return
+		}
+		f.bootWatch(w, r)
+	})
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(wire.HeaderInternalSecret) != testSecret ||
 			r.Header.Get(wire.HeaderInternalVersion) != strconv.Itoa(wire.InternalProtocolVersion) {

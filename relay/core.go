@@ -57,6 +57,7 @@ type core struct {
 	pipes    connTable // pipe peers by id
 	conns    connTable // every open conn
 	draining atomic.Bool
+	retiring atomic.Bool   // a deploy retired this relay (retire.go): no new room
 	stopping atomic.Bool   // closeAll(reasonShutdown) has begun: host-left kicks say 1012 too
 	idle     chan struct{} // cap 1: signalled when the last conn leaves
 	aborts   sync.WaitGroup
@@ -589,7 +590,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 				defer r.mu.Unlock()
 				return allocation{hostSecret: r.allocSecret, pub: r.publicationLocked(), replayed: true}, nil
 			}
-			if !r.takeoverLocked(c.clock.Now(), c.activationLease, c.draining.Load()) {
+			if !r.takeoverLocked(c.clock.Now(), c.activationLease, c.takesNoRooms()) {
 				r.mu.Unlock()
 				return allocation{}, wire.ErrRoomTaken
 			}
@@ -600,8 +601,8 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 			rem := r.removeLocked()
 			r.mu.Unlock()
 			c.notify.roomRemoved(rem)
-			if c.draining.Load() {
-				c.log.Info("vacant room released for a new allocation elsewhere (draining)", "room", name, "old_epoch", rem.Epoch)
+			if c.takesNoRooms() {
+				c.log.Info("vacant room released for a new allocation elsewhere (draining or retiring)", "room", name, "old_epoch", rem.Epoch)
 			} else {
 				c.log.Info("vacant room taken over by a new allocation", "room", name, "old_epoch", rem.Epoch)
 			}
@@ -613,6 +614,9 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	}
 	if c.draining.Load() {
 		return allocation{}, wire.ErrDraining
+	}
+	if c.retiring.Load() {
+		return allocation{}, wire.ErrRetiring
 	}
 	if c.rooms.n.Load() >= int64(c.maxRooms) {
 		return allocation{}, wire.ErrRelayFull
@@ -640,6 +644,10 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	defer r.mu.Unlock()
 	return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked()}, nil
 }
+
+// takesNoRooms reports whether the relay creates no room: it drains or
+// retires.
+func (c *core) takesNoRooms() bool { return c.draining.Load() || c.retiring.Load() }
 
 // errConnsFull is relay_full for a relay at its connection capacity: the
 // balancer skips it as it skips one at its room capacity.

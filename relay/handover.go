@@ -69,10 +69,10 @@ const (
 // machine, and creates it here when it agrees. It reports whether the
 // room's connection is to be served here (the core then answers as usual).
 // Only empty rooms on machines of this app (same public host and port) are
-// asked for, a draining machine asks for none (it takes no new rooms), and
+// asked for, a draining or retiring machine asks for none (it takes no new rooms), and
 // nobody asks unless the balancer said it applies moved publications.
 func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
-	if loc.Connections > 0 || !m.sameApp(loc) || m.core.draining.Load() || m.reg == nil || !m.reg.handover.Load() {
+	if loc.Connections > 0 || !m.sameApp(loc) || m.core.takesNoRooms() || m.reg == nil || !m.reg.handover.Load() {
 		return false
 	}
 	start := m.clock.Now()

@@ -46,6 +46,7 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle(wire.PathHandover, s.internal(post, s.handleHandover))
 	mux.Handle(wire.PathRelayRooms, s.internal(get, s.handleRooms))
 	mux.Handle(wire.PathRelayRoomClose, s.internal(post, s.handleRoomClose))
+	mux.Handle(wire.PathRelayRetire, s.internal([]string{http.MethodGet, http.MethodPost}, s.handleRetire))
 	for _, op := range []wire.MigrationOp{wire.OpCurrent, wire.OpAuthorize, wire.OpClaim, wire.OpActivate} {
 		mux.Handle(op.RelayPath(), s.migrationHandler(op))
 	}
@@ -84,6 +85,8 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 		ImageRef:         s.opts.ImageRef,
 		InternalProtocol: wire.InternalProtocolVersion,
 		Draining:         s.core.draining.Load(),
+		Retiring:         s.core.retiring.Load(),
+		RetireBy:         s.retire.deadline(),
 	})
 	return nil
 }

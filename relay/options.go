@@ -139,6 +139,13 @@ type Options struct {
 	// and the slow-receiver rules instead).
 	HTTP wire.HTTPLimits
 
+	// ReachableURL is the public URL players reach this relay through
+	// (on Fly the app's URL; reachable.go): until its /ping, asked with
+	// fly-prefer-instance-id naming MachineID, is answered by this boot,
+	// the relay tells the balancer players cannot reach it and gets no
+	// room. "" = reachable from the start.
+	ReachableURL string
+
 	Router Router      // nil = serve everything here
 	Clock  clock.Clock // nil = clock.Real
 	Logger *slog.Logger
@@ -158,7 +165,7 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("invalid relay options: balancer URL %q must be an http(s) URL", o.BalancerURL)
 		}
 	}
-	for _, e := range []string{o.Endpoint, o.PublicEndpoint} {
+	for _, e := range []string{o.Endpoint, o.PublicEndpoint, o.ReachableURL} {
 		if e == "" {
 			continue
 		}

@@ -38,7 +38,13 @@ type registrar struct {
 	timeout  time.Duration  // static: per request
 
 	kick chan struct{}                  // cap 1: dirty rooms or removals are waiting
+	now  chan struct{}                  // cap 1: send a heartbeat at once (beatNow)
 	jobs chan func(ctx context.Context) // run on the loop (shutdown uses it)
+	// state adds the relay's retiring and reachability to a heartbeat
+	// (retire.go, reachable.go); static, nil for none.
+	state func(*wire.RegisterRequest)
+	// watch follows the balancer's boot (bootwatch.go); static.
+	watch *bootWatch
 
 	mu     sync.Mutex
 	dirty  map[*room]struct{}        // guarded by mu: rooms whose count changed
@@ -57,7 +63,7 @@ type registrar struct {
 }
 
 func newRegistrar(s *Server) *registrar {
-	return &registrar{
+	g := &registrar{
 		core:     s.core,
 		base:     strings.TrimRight(s.opts.BalancerURL, "/"),
 		secret:   s.opts.Secret,
@@ -68,12 +74,25 @@ func newRegistrar(s *Server) *registrar {
 		interval: s.opts.HeartbeatInterval,
 		timeout:  s.opts.RequestTimeout,
 		kick:     make(chan struct{}, 1),
+		now:      make(chan struct{}, 1),
 		jobs:     make(chan func(context.Context)),
 		dirty:    make(map[*room]struct{}),
 		outbox:   make(map[wire.Removal]struct{}),
 		// The balancer's expiry at its defaults: three intervals in whole
 		// seconds (as the heartbeat reports them), 90 s at the least.
 		ready: &readiness{life: max(3*time.Duration(heartbeatSeconds(s.opts.HeartbeatInterval))*time.Second, balancerMinExpiry)},
+		watch: newBootWatch(s),
+	}
+	g.watch.beat = g.beatNow
+	return g
+}
+
+// beatNow asks the run goroutine for a heartbeat at once (a retirement to
+// tell, a reachability learnt, a new balancer boot): never blocking.
+func (g *registrar) beatNow() {
+	select {
+	case g.now <- struct{}{}:
+	default:
 	}
 }
 
@@ -129,11 +148,16 @@ func (g *registrar) run(ctx context.Context) {
 		again()
 	}
 	beat()
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	watching.Go(func() { g.watch.run(ctx) })
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+			beat()
+		case <-g.now:
 			beat()
 		case <-retry.C():
 			beat()
@@ -195,6 +219,9 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 		Rooms:            int(g.core.rooms.n.Load()),
 		HeartbeatSeconds: heartbeatSeconds(g.interval),
 	}
+	if g.state != nil {
+		g.state(&req)
+	}
 	var resp wire.RegisterResponse
 	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {
 		g.log.Warn("failed to register with the balancer", "err", err)
@@ -207,6 +234,7 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 			"new", resp.New, "republish", resp.Republish)
 	}
 	g.balancerBoot = resp.BalancerBoot
+	g.watch.learnt(resp.BalancerBoot)
 	g.handover.Store(resp.Handover)
 	g.publishSnapshot(ctx)
 	g.flushOutbox(ctx)

@@ -37,6 +37,9 @@ type Server struct {
 	reg      *registrar    // nil when standalone
 	mesh     *mesh         // nil unless Options.MultiMachine
 	udp      *udpTransport // nil when UDP is off; set by Start
+	retire   retirement    // internally locked (retire.go)
+	retireM  retireMetrics // static
+	reach    reachability  // reachable.go
 
 	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
 	cleanupInterval time.Duration // static
@@ -83,6 +86,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.core.m = s.m
+	if s.retireM, err = newRetireMetrics(o.Metrics); err != nil {
+		return nil, err
+	}
+	s.retire.done = make(chan struct{})
+	s.reach.url = o.ReachableURL
 	s.core.emptyTimeout = o.EmptyRoomTimeout
 	s.core.activationLease, s.core.grantLifetime = o.ActivationLease, o.GrantLifetime
 	s.core.maxRooms = o.MaxRooms
@@ -94,6 +102,7 @@ func New(opts Options) (*Server, error) {
 	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	if o.BalancerURL != "" {
 		s.reg = newRegistrar(s)
+		s.reg.state = s.registrationState
 		s.core.notify = s.reg
 	}
 	if o.MultiMachine {
@@ -167,6 +176,9 @@ func (s *Server) Start() error {
 	if s.reg != nil {
 		s.reg.info = s.relayInfo()
 		s.bg.Go(func() { s.reg.run(s.ctx) })
+		if s.reach.url != "" {
+			s.bg.Go(func() { s.probeReachable(s.ctx) })
+		}
 	}
 	s.log.Info("relay listening", "http", s.httpURLLocked(), "ws", s.wsURLLocked(), "udp", s.udpAddrLocked(),
 		"publicHost", s.opts.PublicHost, "port", s.advertisedWSPort, "udpPortV2", s.advertisedUDPPortV2,

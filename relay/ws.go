@@ -117,7 +117,7 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 		if err != nil {
 			return err
 		}
-		if s.replayed(w, r, sid, s.wsRouter()) {
+		if s.retireReplay(w, r, sid) || s.replayed(w, r, sid, s.wsRouter()) {
 			return nil
 		}
 	}

@@ -20,7 +20,7 @@ var headerKeys = func() map[string]string {
 		HeaderMigrationSecret, HeaderMigrationClaimID, HeaderMigrationGrant, HeaderIncarnation,
 		HeaderExpectedGen, HeaderPromotedPlayerID, HeaderFencingToken,
 		HeaderInternalSecret, HeaderInternalVersion,
-		HeaderFlyReplay, HeaderFlyReplaySrc, HeaderFlyForceInstance, HeaderFlyClientIP, HeaderFlyForwardedPort,
+		HeaderFlyReplay, HeaderFlyReplaySrc, HeaderFlyForceInstance, HeaderFlyPreferInstance, HeaderFlyClientIP, HeaderFlyForwardedPort,
 		HeaderTargetBoot, HeaderForwardedBy, HeaderRoomEpoch, HeaderRoomRevision, HeaderLinkFraming,
 		"Idempotency-Key",
 	} {

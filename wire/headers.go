@@ -37,8 +37,11 @@ const (
 	HeaderFlyReplay        = "Fly-Replay"
 	HeaderFlyReplaySrc     = "Fly-Replay-Src"
 	HeaderFlyForceInstance = "fly-force-instance-id"
-	HeaderFlyClientIP      = "Fly-Client-IP"
-	HeaderFlyForwardedPort = "Fly-Forwarded-Port"
+	// HeaderFlyPreferInstance asks the proxy for one machine when it is
+	// routable (checks passing), else any.
+	HeaderFlyPreferInstance = "fly-prefer-instance-id"
+	HeaderFlyClientIP       = "Fly-Client-IP"
+	HeaderFlyForwardedPort  = "Fly-Forwarded-Port"
 )
 
 // Limits on what a request may carry.

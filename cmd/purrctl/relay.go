@@ -95,7 +95,16 @@ func runRelay(c *cli.Context) error {
 	log.Info("relay started", "http", srv.HTTPURL(), "ws", srv.WSURL(), "udp", srv.UDPAddr(), "boot", srv.BootID(),
 		"region", opts.Region, "balancer", opts.BalancerURL, "affinity", aff != nil,
 		"multiMachine", opts.MultiMachine, "endpoint", opts.Endpoint, "publicEndpoint", opts.PublicEndpoint)
-	<-c.Context.Done()
+	select {
+	case <-c.Context.Done():
+	case <-srv.Retired():
+		// Retired by a deploy: its last game ended (or its retire deadline
+		// closed what was left). Exit 0, which Fly's on-failure restart
+		// policy leaves stopped.
+		if overdue, left := srv.RetireStats(); overdue {
+			log.Warn("relay retired at its deadline", "closedRooms", left.Rooms, "closedConnections", left.Connections)
+		}
+	}
 	log.Info("relay draining", "deadline", opts.DrainTimeout)
 	// Shutdown = drain deadline + closing handshakes + the final unregister;
 	// fly/relay.toml's kill_timeout (45 s) leaves room for all of it.
@@ -290,6 +299,11 @@ func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
 	opts.PublicEndpoint = opts.Endpoint
 	opts.Endpoint = endpoint
 	opts.MultiMachine = true
+	// On Fly, players reach a machine only once the proxy routes to it:
+	// until then it takes no room (relay.Options.ReachableURL).
+	if opts.MachineID != "" && opts.PublicEndpoint != "" {
+		opts.ReachableURL = opts.PublicEndpoint
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
 	"github.com/purrfly/purrfly/internal/testbin"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -72,15 +73,21 @@ func TestRolloutPipedIntoHead(t *testing.T) {
 		t.Errorf("stderr %q: want the closed output said once and the leases released", msg)
 	}
 
-	insts, err := client.NewBalancer(sim.AppURL("purrfly-balancer")).Instances(ctx, "flysim-secret")
-	if err != nil || len(insts) != 2 {
-		t.Fatalf("balancer lists %d relays (%v)", len(insts), err)
-	}
-	for _, in := range insts {
-		if in.Status != wire.InstanceLive {
-			t.Errorf("%s (boot %s) is %s at the balancer, want live", in.MachineID, in.BootID, in.Status)
+	// Both relays take rooms again (a restarted one once the proxy
+	// routes to it: listed starting until then).
+	var insts []wire.Instance
+	testutil.Eventually(t, 10*time.Second, "both relays live at the balancer", func() bool {
+		insts, err = client.NewBalancer(sim.AppURL("purrfly-balancer")).Instances(ctx, "flysim-secret")
+		if err != nil || len(insts) != 2 {
+			return false
 		}
-	}
+		for _, in := range insts {
+			if in.Status != wire.InstanceLive {
+				return false
+			}
+		}
+		return true
+	})
 	for _, app := range []string{"purrfly-relay-a", "purrfly-relay-b", "purrfly-balancer"} {
 		if held := leaseOf(t, sim, app); held != "" {
 			t.Errorf("%s: %s", app, held)
