@@ -39,6 +39,9 @@ func (a *apiServer) validConfig(cfg *fly.MachineConfig) error {
 		return errf(http.StatusUnprocessableEntity, "failed to resolve image %q: not an image of this sim (known: %s)",
 			cfg.Image, strings.Join(a.s.cfg.imageNames(), ", "))
 	}
+	if err := validMetadata(cfg.Metadata); err != nil {
+		return err
+	}
 	if sc := cfg.StopConfig; sc != nil && sc.Signal != nil {
 		if _, err := parseSignal(*sc.Signal); err != nil {
 			return errf(http.StatusBadRequest, "%v", err)

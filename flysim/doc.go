@@ -19,7 +19,7 @@
 // One Sim owns:
 //
 //   - the Machines API server: machines (api.go, api_machines.go,
-//     api_signal.go), leases (lease.go), apps (api_apps.go), IP
+//     api_signal.go, api_metadata.go), leases (lease.go), apps (api_apps.go), IP
 //     assignments (api_ips.go) and secrets (api_secrets.go, secrets.go),
 //     the subset fly-go's flaps v0.8.0 calls, rendered with fly-go's own
 //     machine types;

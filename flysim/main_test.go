@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -62,6 +63,7 @@ type pingInfo struct {
 //	/replay-always?to=ID  always answers Fly-Replay
 //	/ws?replay_to=ID      Fly-Replay unless replayed (or ID is itself), else a WebSocket echo
 //	/dns?name=N           looks N up (TXT) on $FLY_DNS_SERVER
+//	/exit?code=N          exits with code N (by itself: no stop request)
 //
 // CHILD_MODE=broken exits at once; CHILD_MODE=ignore-int ignores SIGINT;
 // CHILD_MODE=udp-echo also answers every datagram on $HOST:$UDP_PORT (bound
@@ -104,6 +106,11 @@ func childMain() {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/sick", func(w http.ResponseWriter, r *http.Request) { sick.Store(true) })
+	mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
+		fmt.Println("child exits with", code)
+		os.Exit(code)
+	})
 	mux.HandleFunc("/replay", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Fly-Replay-Src") == "" {
 			if fr := r.URL.Query().Get("fr"); fr != "" { // a raw Fly-Replay value
