@@ -30,6 +30,10 @@ const (
 	DefaultLeaseWait  = 30 * time.Second
 	DefaultPoll       = time.Second
 	DefaultSmoke      = 15 * time.Second
+	// DefaultRetireAfter bounds a retiring relay's life: PurrNet games last
+	// minutes to an hour, so two hours let every game that started before
+	// its replacement end by itself.
+	DefaultRetireAfter = 2 * time.Hour
 	// DefaultMachinesAPI is Fly's Machines API, used when neither
 	// FLY_FLAPS_BASE_URL nor the environment's machines_api is set.
 	DefaultMachinesAPI = "https://api.machines.dev"
@@ -123,6 +127,10 @@ type Timeouts struct {
 	Poll Duration `toml:"poll"`
 	// Smoke bounds each smoke step.
 	Smoke Duration `toml:"smoke"`
+	// RetireAfter bounds a relay retired by an overlap rollout: what still
+	// plays then is closed with 1012 (as a drain does at its deadline) and
+	// reported, and the machine stops.
+	RetireAfter Duration `toml:"retire_after"`
 }
 
 // Duration is a TOML duration string ("90s", "3m").
@@ -227,7 +235,7 @@ func (e *Env) Validate() error {
 	}{
 		{&t.Drain, DefaultDrain}, {&t.Wait, DefaultWait}, {&t.MinHealthy, DefaultMinHealthy},
 		{&t.Phase, DefaultPhase}, {&t.LeaseTTL, DefaultLeaseTTL}, {&t.LeaseWait, DefaultLeaseWait},
-		{&t.Poll, DefaultPoll}, {&t.Smoke, DefaultSmoke},
+		{&t.Poll, DefaultPoll}, {&t.Smoke, DefaultSmoke}, {&t.RetireAfter, DefaultRetireAfter},
 	} {
 		if d.v.Duration < 0 {
 			return errors.New("timeouts must not be negative")
@@ -235,6 +243,9 @@ func (e *Env) Validate() error {
 		if d.v.Duration == 0 {
 			d.v.Duration = d.def
 		}
+	}
+	if t.RetireAfter.Duration > wire.MaxRetireAfter {
+		return fmt.Errorf("retire_after must be at most %s", wire.MaxRetireAfter)
 	}
 	if t.LeaseTTL.Duration < 3*time.Second {
 		return errors.New("lease_ttl must be at least 3s (it is refreshed every third, in whole seconds)")

@@ -9,11 +9,13 @@ type Phase string
 const (
 	PhaseLaunch   Phase = "launch" // purrctl launch only: what is missing is created
 	PhasePlan     Phase = "plan"
+	PhaseCleanup  Phase = "cleanup" // retired machines destroyed, retirements found again (overlap.go)
 	PhaseRelays   Phase = "relays"
 	PhaseBalancer Phase = "balancer"
 	PhaseRegister Phase = "register"
 	PhaseSmoke    Phase = "smoke"
 	PhaseRollback Phase = "rollback"
+	PhaseRetiring Phase = "retiring" // the machines still retiring, and --wait-retired
 	PhaseDone     Phase = "done"
 )
 
@@ -22,7 +24,10 @@ type Status string
 
 // Statuses a machine goes through: waiting (planned), leasing, draining,
 // updating, verifying, then done or failed; rolling-back and rolled-back
-// only with --rollback.
+// only with --rollback. A relay replaced by overlap goes leasing,
+// creating (its replacement), verifying (the replacement's proof),
+// retiring, done; its replacement's own line verifying, done (or
+// destroyed when its proof failed). A retiring machine ends retired.
 const (
 	StatusCreating    Status = "creating" // launch: an app, address, secret or machine
 	StatusWaiting     Status = "waiting"
@@ -35,6 +40,9 @@ const (
 	StatusRollingBack Status = "rolling-back"
 	StatusRolledBack  Status = "rolled-back"
 	StatusUndrained   Status = "undrained"
+	StatusRetiring    Status = "retiring"  // no new rooms; it stops when its games have ended
+	StatusRetired     Status = "retired"   // stopped by itself (and destroyed)
+	StatusDestroyed   Status = "destroyed" // a failed or stray replacement, or a retired machine, destroyed
 )
 
 // What a progress event waits for (Event.Wait).
@@ -47,6 +55,7 @@ const (
 	WaitHealthy  = "healthy"  // the new boot to stay healthy for the minimum healthy time
 	WaitReady    = "ready"    // then ready, checks passing, registered
 	WaitRegister = "register" // the balancer to list exactly the new relay boots
+	WaitRetired  = "retired"  // --wait-retired: a retiring machine to stop (Until: its latest stop)
 )
 
 // Event is one step of a rollout, for a machine or (Machine "") a phase.
@@ -80,6 +89,10 @@ type Event struct {
 	// Changes are, in a plan event, the config fields the update changes
 	// (as MachineResult.Changes).
 	Changes []string `json:"changes,omitempty"`
+	// Replacement is, for a relay replaced by overlap, the machine that
+	// replaces it; RetireBy, for a retiring machine, its latest stop.
+	Replacement string    `json:"replacement,omitempty"`
+	RetireBy    time.Time `json:"retireBy,omitzero"`
 }
 
 // Action says what the rollout did (or, in a plan, will do) to a machine.
@@ -94,6 +107,8 @@ const (
 	ActionUntouched  Action = "untouched"   // not reached (the rollout stopped before)
 	ActionFailed     Action = "failed"      // its step failed
 	ActionRolledBack Action = "rolled-back" // failed, then restored to its previous image
+	ActionReplace    Action = "replace"     // plan: a new machine will replace it (overlap), then it retires
+	ActionReplaced   Action = "replaced"    // its replacement proven, it retires (MachineResult.Replacement)
 )
 
 // MachineResult is one machine's outcome.
@@ -117,6 +132,31 @@ type MachineResult struct {
 	// ("env.LOG_LEVEL: "info" -> "debug""), for an app whose config comes
 	// from its fly.toml.
 	Changes []string `json:"changes,omitempty"`
+	// Replacement is the machine that replaced this one by overlap (Boot
+	// is then the replacement's boot, Image its image); RetireBy is when
+	// this one stops at the latest.
+	Replacement string    `json:"replacement,omitempty"`
+	RetireBy    time.Time `json:"retireBy,omitzero"`
+}
+
+// RetiringMachine is a relay machine still retiring when the rollout
+// ended (or, with --wait-retired, how it ended): its games and its latest
+// stop.
+type RetiringMachine struct {
+	App      string    `json:"app"`
+	Machine  string    `json:"machine"`
+	Region   string    `json:"region"`
+	Boot     string    `json:"boot,omitempty"`
+	Image    string    `json:"image,omitempty"`
+	State    string    `json:"state"`
+	Rooms    int64     `json:"rooms"`
+	Players  int64     `json:"players"`
+	RetireBy time.Time `json:"retireBy,omitzero"`
+	// Retired: it stopped (and was destroyed); Closed, when its latest
+	// stop passed first, what was still there then (closed with 1012).
+	Retired       bool  `json:"retired,omitempty"`
+	ClosedRooms   int64 `json:"closedRooms,omitempty"`
+	ClosedPlayers int64 `json:"closedPlayers,omitempty"`
 }
 
 // Result is what a rollout did. On failure it is returned with the error.
@@ -133,4 +173,10 @@ type Result struct {
 	Created []string `json:"created,omitempty"`
 	// SmokeRegions passed the smoke test.
 	SmokeRegions []string `json:"smokeRegions,omitempty"`
+	// Retiring are the relay machines still retiring at the end (all
+	// retired, with --wait-retired), by app.
+	Retiring []RetiringMachine `json:"retiring,omitempty"`
+	// Destroyed lists the machines this run destroyed: retired ones, a
+	// failed replacement.
+	Destroyed []string `json:"destroyed,omitempty"`
 }

@@ -19,8 +19,11 @@ import (
 	"github.com/superfly/fly-go/flaps"
 	"github.com/superfly/fly-go/tokens"
 
+	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/rollout"
+	"github.com/purrfly/purrfly/wire"
 )
 
 const simSecret = "flysim-secret"
@@ -154,13 +157,42 @@ func tryFleet(t *testing.T, tweak func(*flysim.Config), multi bool) (*fleet, err
 		t.Fatal(err)
 	}
 	f.fc = fc
+	// Up means placeable: every relay registered and reachable by players
+	// (a relay takes rooms only once the proxy routes to it); one given
+	// another SECRET never registers.
+	relays := 0
+	for _, a := range cfg.Apps {
+		if !a.Reserved && a.Env["BALANCER_URL"] != "" && a.Secrets["SECRET"] == simSecret {
+			relays += len(a.Machines)
+		}
+	}
+	if relays > 0 {
+		b := &client.Balancer{BaseURL: f.env.Balancer.URL, HTTP: f.hc, Timeout: 2 * time.Second}
+		testutil.Eventually(t, 15*time.Second, "every relay to be registered live", func() bool {
+			insts, err := b.Instances(ctx, simSecret)
+			live := 0
+			for _, in := range insts {
+				if in.Status == wire.InstanceLive {
+					live++
+				}
+			}
+			return err == nil && live == relays
+		})
+	}
 	return f, nil
 }
 
 func d(v time.Duration) rollout.Duration { return rollout.Duration{Duration: v} }
 
-// opts are rollout options against the fleet.
+// opts are rollout options against the fleet, with the in-place strategy
+// (the tests written for it); overlap are the default strategy's.
 func (f *fleet) opts(image string) rollout.Options {
+	o := f.overlap(image)
+	o.Strategy = rollout.StrategyInPlace
+	return o
+}
+
+func (f *fleet) overlap(image string) rollout.Options {
 	return rollout.Options{
 		Env: f.env, Image: image, HTTPClient: f.hc, Transport: f.tr,
 		RetryBase: 50 * time.Millisecond,

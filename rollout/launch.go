@@ -219,6 +219,12 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		if role == RoleBalancer && len(ms) > 1 {
 			return tooManyBalancers(a.Name, ms, "")
 		}
+		if role == RoleRelay {
+			// Retiring machines are not capacity, and a replacement an
+			// interrupted rollout left stands for the machine it replaces:
+			// the rollout after the launch sorts them out.
+			ms, _ = r.sortRelayMachines(*a, ms, &cleanup{})
+		}
 		if role == RoleBalancer {
 			n = len(ms) // one balancer, wherever it runs
 		} else {

@@ -132,6 +132,26 @@ func WriteFleet(w io.Writer, ms []MachineResult) {
 	_ = tw.Flush()
 }
 
+// WriteRetiring prints the relay machines retiring, app by app: their
+// rooms and players and when they stop at the latest (or how they ended,
+// after --wait-retired).
+func WriteRetiring(w io.Writer, rs []RetiringMachine) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RETIRING\tMACHINE\tREGION\tSTATE\tROOMS\tPLAYERS\tLATEST STOP\tENDED")
+	for _, rm := range rs {
+		ended := "-"
+		switch {
+		case rm.Retired && rm.ClosedRooms+rm.ClosedPlayers > 0:
+			ended = fmt.Sprintf("latest stop: closed %d rooms, %d players", rm.ClosedRooms, rm.ClosedPlayers)
+		case rm.Retired:
+			ended = "retired"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", rm.App, rm.Machine, orDash(rm.Region), orDash(rm.State),
+			rm.Rooms, rm.Players, stopText(rm.RetireBy), ended)
+	}
+	_ = tw.Flush()
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"

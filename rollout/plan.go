@@ -22,8 +22,9 @@ type target struct {
 	up   bool               // answered /ping at plan time
 	res  *MachineResult
 
-	drained     string // the boot this run drained at the balancer ("" none): undrained if the step fails
-	rollback    bool   // --rollback ran for it
+	drained     string       // the boot this run drained at the balancer ("" none): undrained if the step fails
+	adopt       *fly.Machine // overlap: its replacement, left by an interrupted run, to prove instead of creating one
+	rollback    bool         // --rollback ran for it
 	rolledBack  bool
 	rollbackErr error
 }
@@ -45,6 +46,10 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			return nil, failf(err, "could not list the machines of %s", app.Name)
 		}
 		ms = live(ms)
+		var adopt map[string]*fly.Machine
+		if role == RoleRelay {
+			ms, adopt = r.sortRelayMachines(app, ms, &r.clean)
+		}
 		if role == RoleBalancer {
 			if err := r.balancerHasAdminKey(ctx, app.Name); err != nil {
 				return nil, err
@@ -54,7 +59,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			return nil, tooManyBalancers(app.Name, ms, "")
 		}
 		for _, m := range ms {
-			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image)}
+			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image), adopt: adopt[m.ID]}
 			p, err := pingMachine(ctx, r.hc, app.URL, m.ID)
 			tg.ping, tg.up = p, err == nil
 			img := ""
@@ -70,8 +75,11 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 					}
 				}
 			}
-			if onImage(m, r.image) && len(tg.res.Changes) == 0 {
+			switch {
+			case onImage(m, r.image) && len(tg.res.Changes) == 0:
 				tg.res.Action = ActionVerify
+			case role == RoleRelay && r.strategy == StrategyOverlap && tg.up && running(m):
+				tg.res.Action = ActionReplace
 			}
 			if role == RoleBalancer {
 				bals = append(bals, tg)
@@ -98,6 +106,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 		r.res.Machines[i] = *tg.res
 		tg.res = &r.res.Machines[i] // the slice is never grown again
 	}
+	r.planCleanup(&r.clean)
 	for _, tg := range targets {
 		msg := fmt.Sprintf("will update %s -> %s", tg.res.FromImage, r.image)
 		if tg.res.FromImage == r.image {
@@ -106,8 +115,15 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 		if n := len(tg.res.Changes); n > 0 {
 			msg += fmt.Sprintf(", %d config change(s): %s", n, strings.Join(tg.res.Changes, "; "))
 		}
-		if tg.res.Action == ActionVerify {
+		switch {
+		case tg.res.Action == ActionVerify:
 			msg = "already on " + r.image + ": will verify, not redeploy"
+		case tg.res.Action == ActionReplace && tg.adopt != nil:
+			msg = "will prove replacement " + tg.adopt.ID + " (left by an interrupted rollout), then retire this one: " + msg
+		case tg.res.Action == ActionReplace:
+			msg = "will create a replacement and prove it, then retire this one (its games play on): " + msg
+		case tg.role == RoleRelay && r.strategy == StrategyOverlap:
+			msg += "; in place: it is down, nothing to interrupt"
 		}
 		if !tg.up {
 			msg += " (not answering /ping now)"

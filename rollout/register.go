@@ -12,7 +12,9 @@ import (
 )
 
 // registration waits (Wait, within Phase) until the balancer lists exactly
-// the proven relay boots, each live: no old boot left, none missing.
+// the proven relay boots, each live: no old boot left, none missing. A
+// retiring relay (replaced by overlap, its games still playing) may still
+// be listed, marked retiring: it takes no room.
 func (r *run) registration(ctx context.Context, targets []*target) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, min(r.t.Wait.Duration, r.t.Phase.Duration), fmt.Errorf("wait timeout %s passed", r.t.Wait.Duration))
 	defer cancel()
@@ -29,11 +31,14 @@ func (r *run) registration(ctx context.Context, targets []*target) error {
 	for {
 		insts, err := r.bal.Instances(ctx, r.secret)
 		if err == nil {
-			got, bad := registeredBoots(insts)
+			got, bad, retiring := registeredBoots(insts)
 			if slices.Equal(got, want) && bad == "" {
 				r.res.Registered = got
-				r.emit(Event{Phase: PhaseRegister, Status: StatusDone,
-					Message: "the balancer lists exactly the new relay boots " + strings.Join(got, ", ")})
+				msg := "the balancer lists exactly the new relay boots " + strings.Join(got, ", ")
+				if retiring > 0 {
+					msg += fmt.Sprintf(" (and %d retiring)", retiring)
+				}
+				r.emit(Event{Phase: PhaseRegister, Status: StatusDone, Message: msg})
 				return nil
 			}
 			last = fmt.Sprintf("it lists %s%s", orNone(strings.Join(got, ", ")), bad)
@@ -48,16 +53,22 @@ func (r *run) registration(ctx context.Context, targets []*target) error {
 	}
 }
 
-// registeredBoots sorts the listed boots and names any not live.
-func registeredBoots(insts []wire.Instance) ([]string, string) {
+// registeredBoots sorts the listed boots that are not retiring, names any
+// of them not live, and counts the retiring ones.
+func registeredBoots(insts []wire.Instance) ([]string, string, int) {
 	var got []string
 	bad := ""
+	retiring := 0
 	for _, in := range insts {
+		if in.Status == wire.InstanceRetiring {
+			retiring++
+			continue
+		}
 		got = append(got, in.BootID)
 		if in.Status != wire.InstanceLive {
 			bad += fmt.Sprintf("; %s is %s", in.BootID, in.Status)
 		}
 	}
 	sort.Strings(got)
-	return got, bad
+	return got, bad, retiring
 }

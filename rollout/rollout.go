@@ -20,6 +20,30 @@ const (
 	RoleBalancer = "balancer"
 )
 
+// Strategy is how a rollout deploys a relay machine.
+type Strategy string
+
+// Strategies.
+const (
+	// StrategyOverlap creates a replacement machine with the new config,
+	// proves it, then retires the old one: no game is interrupted.
+	StrategyOverlap Strategy = "overlap"
+	// StrategyInPlace drains the machine for the drain window and updates
+	// it in place: games still playing at the drain deadline are cut off.
+	StrategyInPlace Strategy = "in-place"
+)
+
+// ParseStrategy reads --strategy ("" is overlap).
+func ParseStrategy(s string) (Strategy, error) {
+	switch st := Strategy(s); st {
+	case "":
+		return StrategyOverlap, nil
+	case StrategyOverlap, StrategyInPlace:
+		return st, nil
+	}
+	return "", fmt.Errorf("strategy %q is not overlap or in-place", s)
+}
+
 // Options are one rollout's inputs.
 type Options struct {
 	// Env is the target (from LoadFile). Required.
@@ -41,8 +65,18 @@ type Options struct {
 	// DryRun reads the fleet, reports the plan and changes nothing.
 	DryRun bool
 	// Rollback puts a machine whose step failed after its update back on
-	// its previous config and verifies it the same way.
+	// its previous config and verifies it the same way. (With the overlap
+	// strategy the old machine is never touched before its replacement is
+	// proven: a failed replacement is destroyed and the old machine runs on,
+	// which is what a rollback would give.)
 	Rollback bool
+	// Strategy is how a relay machine is deployed: StrategyOverlap (""),
+	// the default, or StrategyInPlace.
+	Strategy Strategy
+	// WaitRetired waits, once the rollout is done, until every retiring
+	// relay machine has stopped (and destroys it), counting down to its
+	// latest stop.
+	WaitRetired bool
 	// Observer gets every event, in order, on the rollout's goroutine.
 	Observer func(Event)
 	// Logger gets debug detail; nil discards it.
@@ -84,6 +118,10 @@ type run struct {
 	// (so undrain and fail can still report, to the log).
 	observerPanicked bool
 	launch           bool // a launch's run: the summary counts what it created
+
+	strategy Strategy // static
+	id       string   // static: this run's id in the metadata it writes
+	clean    cleanup  // what the plan found left by earlier runs (overlap.go)
 }
 
 // Run rolls the environment's fleet to opts.Image: relays one machine at a
@@ -109,6 +147,10 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	env := opts.Env
 	if err := env.Validate(); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("environment %s: %w", env.Name, err)}
+	}
+	strategy, err := ParseStrategy(string(opts.Strategy))
+	if err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	image := strings.TrimSpace(opts.Image)
 	if image == "" || strings.ContainsAny(image, " \t\n") {
@@ -146,6 +188,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	clk := clock.OrReal(opts.Clock)
 	api.clock, api.limit.clock = clk, clk
 	return &run{
+		strategy: strategy, id: newRolloutID(clk.Now()),
 		opts: opts, env: env, t: env.Timeouts, image: image, secret: secret, api: api, hc: hc, clock: clk,
 		bal: &client.Balancer{BaseURL: env.Balancer.URL, HTTP: hc, Timeout: pingTimeout},
 		log: log.With("component", "rollout", "env", env.Name),
@@ -191,6 +234,9 @@ func (r *run) run(ctx context.Context) error {
 		r.emit(Event{Phase: PhaseDone, Status: StatusDone, Message: "dry run: nothing was changed"})
 		return nil
 	}
+	if err := guard(func() error { return r.doCleanup(ctx, &r.clean) }); err != nil {
+		return r.fail(ctx, PhaseCleanup, nil, err)
+	}
 	for _, tg := range targets {
 		phase := PhaseRelays
 		if tg.role == RoleBalancer {
@@ -206,15 +252,34 @@ func (r *run) run(ctx context.Context) error {
 	if err := guard(func() error { return r.smoke(ctx, targets) }); err != nil {
 		return r.fail(ctx, PhaseSmoke, nil, err)
 	}
-	n := 0
-	for _, tg := range targets {
-		if tg.res.Action == ActionUpdated {
-			n++
+	if err := guard(func() error { return r.retiringTable(ctx) }); err != nil {
+		return r.fail(ctx, PhaseRetiring, nil, err)
+	}
+	if r.opts.WaitRetired {
+		if err := guard(func() error { return r.waitRetired(ctx) }); err != nil {
+			return r.fail(ctx, PhaseRetiring, nil, err)
 		}
 	}
-	msg := fmt.Sprintf("rollout of %s to %s done: %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, n, len(targets)-n)
+	n, replaced := 0, 0
+	for _, tg := range targets {
+		switch tg.res.Action {
+		case ActionUpdated:
+			n++
+		case ActionReplaced:
+			replaced++
+		}
+	}
+	verified := len(targets) - n - replaced
+	msg := fmt.Sprintf("rollout of %s to %s done: %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, n, verified)
 	if c := len(r.res.Created); r.launch {
-		msg = fmt.Sprintf("launch of %s on %s done: %d thing(s) created, %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, c, n, len(targets)-n)
+		msg = fmt.Sprintf("launch of %s on %s done: %d thing(s) created, %d machine(s) updated, %d verified unchanged", r.env.Name, r.image, c, n, verified)
+	}
+	if replaced > 0 {
+		msg = fmt.Sprintf("rollout of %s to %s done: %d relay machine(s) replaced, %d machine(s) updated, %d verified unchanged; %d retiring",
+			r.env.Name, r.image, replaced, n, verified, len(r.res.Retiring))
+		if r.opts.WaitRetired {
+			msg += " (all retired)"
+		}
 	}
 	r.emit(Event{Phase: PhaseDone, Status: StatusDone, Image: r.image, Message: msg})
 	return nil

@@ -66,7 +66,14 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		}
 		tg.res.Action, tg.res.Version, tg.res.Boot = ActionVerified, m.Version, boot
 		r.emit(ev(StatusDone, "verified: boot "+boot+" runs "+r.image))
-		return nil
+		return r.unadopt(sctx, tg)
+	}
+	if tg.role == RoleRelay && r.strategy == StrategyOverlap && perr == nil && running(m) {
+		defer catchPanic(&err) // a panic, too, releases the lease
+		return r.replace(ctx, sctx, phase, tg, old)
+	}
+	if err := r.unadopt(sctx, tg); err != nil {
+		return err
 	}
 	if tg.role == RoleRelay {
 		if err := r.othersUp(sctx, tg, all); err != nil {
@@ -125,6 +132,19 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		tg.rolledBack = tg.rollbackErr == nil
 	}
 	return err
+}
+
+// unadopt ends the replacement the plan meant tg to adopt when tg is not
+// replaced after all (it turned out to run the image, or to be down and
+// is updated in place): it may hold games, so it retires (or, not
+// running, is destroyed).
+func (r *run) unadopt(ctx context.Context, tg *target) error {
+	if tg.adopt == nil {
+		return nil
+	}
+	b := tg.adopt
+	tg.adopt = nil
+	return r.dispose(ctx, PhaseRelays, found{tg.app, b})
 }
 
 // rollback puts the machine back on its previous config (under the same

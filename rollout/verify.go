@@ -99,6 +99,8 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 			last = fmt.Sprintf("boot %s reports image %q, want %s", p.BootID, p.ImageRef, image)
 		case p.Draining:
 			last = fmt.Sprintf("boot %s says it is draining", p.BootID)
+		case p.Retiring:
+			last = fmt.Sprintf("boot %s says it is retiring", p.BootID)
 		case p.Role != "" && p.Role != tg.role:
 			last = fmt.Sprintf("boot %s is a %s, want a %s", p.BootID, p.Role, tg.role)
 		default:

@@ -75,7 +75,9 @@ func rolloutFlags() []cli.Flag {
 		&cli.StringFlag{Name: "image", Usage: "image reference every machine ends up on (registry.fly.io/<app>:<label>)"},
 		&cli.StringFlag{Name: "config", Value: "fly/rollout.toml", Usage: "environments file"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and change nothing"},
-		&cli.BoolFlag{Name: "rollback", Usage: "when a machine fails after its update, put it back on its previous image and verify it"},
+		&cli.BoolFlag{Name: "rollback", Usage: "when a machine fails after its update, put it back on its previous image and verify it (overlap: the old machine was never touched)"},
+		&cli.StringFlag{Name: "strategy", Value: string(rollout.StrategyOverlap), Usage: "relay machines: overlap (a proven replacement first, then the old one retires when its games end) or in-place (drain for the drain window, then update: games still playing are cut off)"},
+		&cli.BoolFlag{Name: "wait-retired", Usage: "after the rollout, wait until every retiring relay machine has stopped (and destroy it)"},
 		&cli.BoolFlag{Name: "json", Usage: "one JSON event per line"},
 		&cli.StringFlag{Name: "token", EnvVars: []string{"FLY_API_TOKEN"}, Usage: "Machines API token"},
 		&cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared secret of the balancer's admin API"},
@@ -87,7 +89,7 @@ func rolloutFlags() []cli.Flag {
 // stays with it), so `rollout prod --image X` parses like `rollout --image
 // X prod`.
 func flagsFirst(args []string) []string {
-	bools := map[string]bool{"debug": true, "dry-run": true, "rollback": true, "json": true, "help": true, "h": true}
+	bools := map[string]bool{"debug": true, "dry-run": true, "rollback": true, "json": true, "help": true, "h": true, "wait-retired": true}
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -120,6 +122,10 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	if err != nil {
 		return err
 	}
+	strategy, err := rollout.ParseStrategy(c.String("strategy"))
+	if err != nil {
+		return usagef("--%w", err)
+	}
 	file, err := rollout.LoadFile(c.String("config"))
 	if err != nil {
 		return usagef("%w", err)
@@ -143,6 +149,7 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	res, err := do(ctx, rollout.Options{
 		Env: env, Image: c.String("image"), Token: c.String("token"), Secret: c.String("secret"),
 		MachinesAPI: machinesAPI, DryRun: c.Bool("dry-run"), Rollback: c.Bool("rollback"), AdminKey: c.String("admin-key"),
+		Strategy: strategy, WaitRetired: c.Bool("wait-retired"),
 		Observer: observer, Logger: newLogger(c),
 	})
 	finish()
@@ -178,6 +185,10 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	}
 	fmt.Fprintln(w)
 	rollout.WriteFleet(w, res.Machines)
+	if len(res.Retiring) > 0 {
+		fmt.Fprintln(w)
+		rollout.WriteRetiring(w, res.Retiring)
+	}
 	return nil
 }
 

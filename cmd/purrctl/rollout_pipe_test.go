@@ -25,7 +25,7 @@ import (
 )
 
 // TestRolloutPipedIntoHead runs the real binary as `purrctl rollout ENV
-// --json | head`: its stdout is a pipe whose reader goes away once the
+// --json --strategy in-place | head`: its stdout is a pipe whose reader goes away once the
 // first relay is draining. The process must not die of SIGPIPE with its
 // lease held: it stops as interrupted (exit 130, the cause said once on
 // stderr), gives the relay back and releases its lease; a plain re-run
@@ -47,7 +47,7 @@ func TestRolloutPipedIntoHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "rollout", "t", "--config", config, "--image", "purrfly:v2", "--json")
+	cmd := exec.CommandContext(ctx, bin, "rollout", "t", "--config", config, "--image", "purrfly:v2", "--json", "--strategy", "in-place")
 	cmd.Stdout, cmd.Stderr, cmd.WaitDelay = pw, &stderr, 5*time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestRolloutPipedIntoHead(t *testing.T) {
 		}
 	}
 
-	rerun := exec.CommandContext(ctx, bin, "rollout", "t", "--config", config, "--image", "purrfly:v2")
+	rerun := exec.CommandContext(ctx, bin, "rollout", "t", "--config", config, "--image", "purrfly:v2", "--strategy", "in-place")
 	if out, err := rerun.CombinedOutput(); err != nil {
 		t.Fatalf("plain re-run: %v\n%s", err, out)
 	}
