@@ -32,7 +32,7 @@ func TestDiffNamesEachChangedField(t *testing.T) {
 		got = append(got, c.String())
 	}
 	exp := []string{
-		`checks.ready.grace_period: - "10s"`, `checks.ready.interval: - "10s"`, `checks.ready.method: - "GET"`,
+		`checks.ready.grace_period: - "2s"`, `checks.ready.interval: - "10s"`, `checks.ready.method: - "GET"`,
 		`checks.ready.path: - "/ready"`, `checks.ready.port: - 8081`, `checks.ready.timeout: - "2s"`, `checks.ready.type: - "http"`,
 		`env.DRAIN_TIMEOUT_SECONDS: "25" -> "30"`, `env.LOG_LEVEL: + "debug"`,
 		`image: "v1" -> "v2"`, `services[0].concurrency.soft_limit: 5000 -> 6000`,

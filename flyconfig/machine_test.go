@@ -51,8 +51,18 @@ func TestRelayTomlBuildsItsMachineConfig(t *testing.T) {
 	if udp.Protocol != "udp" || udp.InternalPort != 7778 || *udp.Ports[0].Port != 7778 {
 		t.Errorf("udp service %+v", udp)
 	}
+	// A retired relay exits 0 and must stay stopped: no service starts
+	// it, and on-failure does not restart a clean exit.
+	for _, sv := range c.Services {
+		if sv.Autostart == nil || *sv.Autostart || sv.Autostop == nil || *sv.Autostop != fly.MachineAutostopOff {
+			t.Errorf("%s service on %d: autostart %v, autostop %v; a retired relay must stay stopped", sv.Protocol, sv.InternalPort, sv.Autostart, sv.Autostop)
+		}
+	}
+	if c.Restart == nil || c.Restart.Policy != fly.MachineRestartPolicyOnFailure {
+		t.Errorf("restart %+v, want on-failure (a crash restarts, a retired relay's exit 0 does not)", c.Restart)
+	}
 	ready, ok := c.Checks["ready"]
-	if !ok || *ready.HTTPPath != "/ready" || *ready.Port != 8081 || ready.GracePeriod.Duration != 10*time.Second {
+	if !ok || *ready.HTTPPath != "/ready" || *ready.Port != 8081 || ready.GracePeriod.Duration != 2*time.Second {
 		t.Errorf("checks %+v", c.Checks)
 	}
 }
