@@ -69,7 +69,8 @@ func (s *stubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body any
 	switch r.URL.Path {
 	case "/v1/stats":
-		body = map[string]any{"regions": 1, "relays": 1, "draining": map[bool]int{true: 1}[s.status == "draining"], "rooms": len(s.rooms), "players": 2 * len(s.rooms)}
+		body = map[string]any{"regions": 1, "relays": 2, "draining": map[bool]int{true: 1}[s.status == "draining"], "retiring": 1,
+			"rooms": len(s.rooms), "players": 2 * len(s.rooms)}
 	case "/v1/stats/history":
 		now := time.Now().UTC()
 		body = map[string]any{"intervalSeconds": 60, "samples": []map[string]any{
@@ -77,7 +78,10 @@ func (s *stubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			{"at": now.Add(-10 * time.Minute).Format(time.RFC3339), "relays": 1, "rooms": 5, "players": 9},
 		}}
 	case "/v1/instances":
-		body = map[string]any{"instances": []map[string]any{{"bootId": "b1", "machineId": "m1", "region": "eu", "status": s.status, "rooms": len(s.rooms), "connections": 2 * len(s.rooms)}}}
+		body = map[string]any{"instances": []map[string]any{
+			{"bootId": "b1", "machineId": "m1", "region": "eu", "status": s.status, "rooms": len(s.rooms), "connections": 2 * len(s.rooms)},
+			{"bootId": "b2", "machineId": "m2", "region": "eu", "status": "retiring", "rooms": 1, "connections": 3, "retireBy": "2026-12-01T14:00:00Z"},
+		}}
 	case "/v1/rooms":
 		var rooms []map[string]any
 		for _, n := range s.rooms {
@@ -144,8 +148,9 @@ func do(t *testing.T, ctx context.Context, js string) {
 }
 
 // The page against a stub API, in a real browser: a wrong key is refused
-// and kept nowhere, the right one shows the fleet, an event refreshes it
-// without a reload, and drain and close reach the API.
+// and kept nowhere, the right one shows the fleet (a retiring relay apart,
+// with its latest stop), an event refreshes it without a reload, and
+// drain and close reach the API.
 func TestPageInABrowser(t *testing.T) {
 	hostile := `<img src=x onerror="window.__xss=1">`
 	api := &stubAPI{key: "0123456789abcdef0123456789abcdef", status: "live", rooms: []string{"alpha", hostile}, events: make(chan string, 8)}
@@ -169,6 +174,14 @@ func TestPageInABrowser(t *testing.T) {
 	do(t, ctx, `document.getElementById("key").value = "`+api.key+`"; document.getElementById("login-form").requestSubmit()`)
 	waitJS(t, ctx, "the relay row", `document.querySelector('#relays tr[data-boot="b1"]') !== null`)
 	waitJS(t, ctx, "the room row", `document.querySelector('#rooms tr[data-room="alpha"]') !== null`)
+	// A retiring relay is shown apart, with its rooms, players and latest
+	// stop, and offers no drain.
+	waitJS(t, ctx, "the retiring relay apart", `!document.getElementById("retiring-section").hidden &&
+		document.querySelector('#relays tr[data-boot="b2"]') === null &&
+		document.querySelector('#retiring tr[data-boot="b2"] .retire-by').textContent === "2026-12-01T14:00:00Z" &&
+		[...document.querySelectorAll('#retiring tr[data-boot="b2"] td')].map((td) => td.textContent).join("|") === "eu|m2|b2|-|1|3|2026-12-01T14:00:00Z" &&
+		document.querySelector('#retiring button') === null &&
+		document.querySelector('[data-stat="retiring"]').textContent === "1"`)
 	// A room name is text, never markup.
 	if xss, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__xss === undefined && document.querySelectorAll("#rooms img").length === 0 &&
 		[...document.querySelectorAll("#rooms td")].some((td) => td.textContent === `+"`"+hostile+"`"+`)`)); err != nil || !xss {

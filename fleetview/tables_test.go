@@ -9,13 +9,16 @@ import (
 
 func TestTablesSayWhatTheAPISays(t *testing.T) {
 	var b strings.Builder
-	_ = WriteStats(&b, wire.Stats{Relays: 2, Draining: 1, Rooms: 3, Players: 7, Regions: []wire.RegionStats{{Region: "eu", Relays: 2, Draining: 1, Rooms: 3, Players: 7}}})
-	if s := b.String(); !strings.Contains(s, "2 relay(s) (1 draining), 3 room(s), 7 player(s)") || !strings.Contains(s, "eu      2       1         3      7") {
+	_ = WriteStats(&b, wire.Stats{Relays: 3, Draining: 1, Retiring: 1, Rooms: 3, Players: 7, Regions: []wire.RegionStats{{Region: "eu", Relays: 3, Draining: 1, Retiring: 1, Rooms: 3, Players: 7}}})
+	if s := b.String(); !strings.Contains(s, "3 relay(s) (1 draining, 1 retiring), 3 room(s), 7 player(s)") || !strings.Contains(s, "eu      3       1         1         3      7") {
 		t.Errorf("stats:\n%s", s)
 	}
 	b.Reset()
-	_ = WriteInstances(&b, []wire.Instance{{BootID: "b1", Region: "eu", Status: "draining", Stale: true, Rooms: 1, Connections: 2, Labels: map[string]string{"tier": "pro"}}})
-	if s := b.String(); !strings.Contains(s, "draining (stale)") || !strings.Contains(s, "tier=pro") || !strings.Contains(s, " - ") {
+	_ = WriteInstances(&b, []wire.Instance{{BootID: "b1", Region: "eu", Status: "draining", Stale: true, Rooms: 1, Connections: 2, Labels: map[string]string{"tier": "pro"}},
+		{BootID: "b2", MachineID: "m2", Region: "eu", Status: "retiring", Rooms: 4, Connections: 9, RetireBy: "2026-12-01T14:00:00Z"}})
+	if s := b.String(); !strings.Contains(s, "draining (stale)") || !strings.Contains(s, "tier=pro") || !strings.Contains(s, " - ") ||
+		!strings.Contains(s, "retiring (no new rooms") || !strings.Contains(s, "eu      m2       b2    4      9        2026-12-01T14:00:00Z") ||
+		strings.Count(s, "b2") != 1 {
 		t.Errorf("instances:\n%s", s)
 	}
 	b.Reset()

@@ -39,7 +39,7 @@ func TestFleetCommand(t *testing.T) {
 	}
 
 	code, out, _ := fleet("status")
-	if code != 0 || !strings.Contains(out, "2 relay(s) (0 draining)") || !strings.Contains(out, "eu ") || !strings.Contains(out, "us ") {
+	if code != 0 || !strings.Contains(out, "2 relay(s) (0 draining, 0 retiring)") || !strings.Contains(out, "eu ") || !strings.Contains(out, "us ") {
 		t.Fatalf("status: %d\n%s", code, out)
 	}
 	code, out, _ = fleet("instances", "--json")

@@ -117,7 +117,25 @@ function actions(tr) {
   return td;
 }
 
-function renderRelays(list) {
+// renderRelays shows the relays that take (or may take) rooms in one
+// table and the retiring ones, replaced by a deploy, apart with their
+// latest stop.
+function renderRelays(all) {
+  const list = all.filter((r) => r.status !== "retiring");
+  const retiring = all.filter((r) => r.status === "retiring");
+  $("retiring-section").hidden = retiring.length === 0;
+  fillTable("retiring", "retiring-empty", retiring, (tr, r) => {
+    tr.dataset.boot = r.bootId;
+    cell(tr, "Region", r.region);
+    cell(tr, "Machine", r.machineId);
+    cell(tr, "Boot", (r.bootId || "").slice(0, 12));
+    cell(tr, "Image", r.image);
+    cell(tr, "Rooms", r.rooms);
+    cell(tr, "Players", r.connections !== undefined ? r.connections : r.players);
+    const by = r.retireBy ? new Date(r.retireBy) : null;
+    const td = cell(tr, "Latest stop", by && !isNaN(by) ? by.toISOString().replace(".000Z", "Z") : "", "retire-by");
+    if (by && !isNaN(by)) td.title = by.toLocaleString();
+  });
   fillTable("relays", "relays-empty", list, (tr, r) => {
     tr.dataset.boot = r.bootId;
     cell(tr, "Region", r.region);
