@@ -69,7 +69,15 @@
 // endpoints are registered (too_many_relays). A health round probes every
 // relay's /ping and removes one that failed HealthFailures probes in a row,
 // answered with another boot, or stopped heartbeating, unless a heartbeat
-// arrived meanwhile (state.checkRelays).
+// arrived meanwhile (state.checkRelays). A heartbeat saying Retiring (a
+// deploy replaced the relay) marks the boot retiring for the rest of its
+// registration, whatever later heartbeats omit; one saying Unreachable
+// (players cannot reach it yet) lists it starting until one says
+// otherwise; neither takes a room. GET wire.PathBalancerBoot
+// (bootwatch.go) is the relays' long poll on this balancer's boot,
+// answered at once to a caller that does not know it and when the
+// balancer stops, which also closes connections that never sent a
+// request (conns.go) rather than wait 5 s for them.
 //
 // # Publications, removals and tombstones
 //
@@ -92,8 +100,8 @@
 // is room_name_taken unless the route is vacant (the relay then decides),
 // and an allocation whose outcome was lost pins the name to its relay for
 // a while so that the exact retry replays there. Placement (placement.go)
-// picks among the relays that are registered, not draining, not full and
-// carry every label asked for: the requested region first, in the
+// picks among the relays that are registered, not draining, not retiring,
+// not starting, not full and carry every label asked for: the requested region first, in the
 // strategy's order, up to three relays tried. The relay's answer is
 // checked (a valid capability and a publication of that name and
 // allocation) and committed as the room's publication, with the relay's
@@ -133,7 +141,7 @@
 //
 // # Files
 //
-// server.go (life cycle), options.go, routes.go (mux and public reads),
+// server.go (life cycle), conns.go, bootwatch.go, options.go, routes.go (mux and public reads),
 // allocate.go, placement.go, internal.go (relay routes), internalauth.go
 // (paced logs of relay calls with a wrong SECRET), state.go,
 // state_relays.go, state_rooms.go, state_allocate.go, state_views.go,

@@ -205,7 +205,13 @@
 //   - roomTable/connTable: one generic sharded map (shardMap), each shard
 //     under its own lock.
 //   - registrar: dirty set and outbox guarded by registrar.mu; everything
-//     that talks to the balancer runs on the registrar goroutine.
+//     that talks to the balancer runs on the registrar goroutine but the
+//     boot watch (its own goroutine, which the registrar's waits for; the
+//     boot it knows under bootWatch.mu) and the reachability probe (one
+//     goroutine until it succeeds; an atomic flag).
+//   - retirement: RetireBy and how it ended guarded by retirement.mu, a
+//     leaf lock (Server.mu -> retirement.mu); the retire loop is one
+//     goroutine, started by the first retire call.
 //
 // Lock order: room table shard -> room.mu -> conn.mu, and room.mu ->
 // registrar.mu. Nothing takes them the other way round.
@@ -286,6 +292,28 @@
 // from the first accepted heartbeat while the balancer would still list
 // the boot, else 503 with the reason (a refused SECRET, an unreachable
 // balancer).
+//
+// The registrar also watches the balancer's boot (bootwatch.go: a long
+// poll of wire.PathBalancerBoot, polled again within a second while it
+// fails) and registers at once when a new boot answers, so a restarted or
+// redeployed balancer has its relays back within about a second, not a
+// heartbeat later. A relay with Options.ReachableURL (the app's public URL
+// on Fly; reachable.go) says in its heartbeats that players cannot reach it
+// until the proxy routes a probe preferring its machine to it: the
+// balancer lists it starting and places no room there meanwhile.
+//
+// # Retiring (retire.go)
+//
+// A deploy that replaced this machine retires it (wire.PathRelayRetire):
+// no new room (wire.ErrRetiring; a vacant room of the name is let go), no
+// handover asked, public upgrades not for one of its rooms sent to another
+// machine of the app (Fly-Replay elsewhere), its games served to their end
+// (UDP included: a retiring machine that receives the app's UDP forwards
+// it until its players have left). Every heartbeat and /ping say so. Empty
+// rooms are released once their players' recovery window is over; when
+// nothing is left the relay refuses new sessions and Retired() is closed
+// (purrctl relay then exits 0), and at RetireBy it closes what is left with
+// 1012 first.
 //
 // # Routing, shutdown
 //

@@ -17,33 +17,74 @@
 //     appconfig.go: one relay template, each app's name, region, URL-derived
 //     env and own env) on the image. A machine whose config already has the
 //     image and every managed field, and which is started, will be verified,
-//     not redeployed; every other one updated, and the changed fields are
-//     listed (never a credential's value). An environment without tomls
-//     keeps each machine's config and changes only the image. A balancer app
-//     with more than one machine stops the plan. --dry-run stops here: only
-//     reads were made.
-//  2. Relays, in the configured app order, one machine at a time; a relay
+//     not redeployed; every other one replaced (relays, overlap) or updated,
+//     and the changed fields are listed (never a credential's value). An
+//     environment without tomls keeps each machine's config and changes
+//     only the image. Relay machines that earlier runs left (metadata.go:
+//     retiring ones, replacements) are sorted out (overlap.go). A balancer
+//     app with more than one machine stops the plan. --dry-run stops here:
+//     only reads were made.
+//  2. Cleanup: what earlier runs left is put in order before anything is
+//     touched: retired machines that stopped are destroyed; retiring ones
+//     that run are retired again (a restarted process forgets it; their
+//     latest stop is kept) or, past it, stopped; replacements whose old
+//     machine retired become ordinary machines; any other replacement is
+//     retired (it may hold games) or destroyed.
+//  3. Relays, in the configured app order, one machine at a time; a relay
 //     that does not answer at plan time goes first. For each machine:
 //     acquire its lease (refreshed every third of its TTL; released on
 //     success, failure and cancellation; a lease held by someone else is
 //     announced and watched, and one nobody refreshes, left by a run that
-//     was killed, is taken over when it expires); read its live boot ID at /ping
-//     through the app's public URL with fly-force-instance-id; refuse if
-//     another relay is down; drain it at the balancer (POST
-//     /v1/instances/{boot}/drain: no new rooms) and wait until its rooms are
-//     empty or the drain deadline passes, reporting the rooms and
+//     was killed, is taken over when it expires); read its live boot ID at
+//     /ping through the app's public URL with fly-force-instance-id. Then,
+//     by the overlap strategy (the default; overlap.go): create a
+//     replacement in the same app and region with the whole new config
+//     (or adopt one an interrupted run left), prove it exactly as an
+//     updated machine is proven (below), and only then retire the machine:
+//     metadata first, then its relay (wire.PathRelayRetire, the exact boot,
+//     through the app's URL with fly-force-instance-id and the SECRET). It
+//     takes no room from then on, serves its games to their end and exits
+//     by itself, retire_after at the latest. A replacement that fails its
+//     proof is destroyed; the machine was never touched. A machine that
+//     is down is updated in place (nothing to interrupt). By the in-place
+//     strategy: refuse if another relay is down; drain it at the balancer
+//     (POST /v1/instances/{boot}/drain: no new rooms) and wait until its
+//     rooms are empty or the drain deadline passes, reporting the rooms and
 //     connections the update interrupts; update it with its full config and
-//     the new image under the lease nonce; wait for "started" at the new
-//     version; poll /ping until a boot ID other than the old one reports the
-//     new image; keep polling for the minimum healthy time (same boot
-//     throughout, then the relay's /ready answering 200, else the reason
-//     it gives, the machine's Fly checks passing and the boot registered
-//     live with the balancer). Only then the next machine.
-//  3. The balancer app, the same way (no drain), proven by its own /ping.
-//  4. Registration: wait until GET /v1/instances lists exactly the proven
-//     relay boots, all live: no old boot left, none missing.
-//  5. Smoke: client.Smoke (the code of `purrctl smoke`) through the
+//     the new image under the lease nonce. Either way the new boot is
+//     proven: wait for "started" at its version; poll /ping until a boot
+//     other than the old one reports the new image; keep polling for the
+//     minimum healthy time (same boot throughout, then the relay's /ready
+//     answering 200, else the reason it gives, the machine's Fly checks
+//     passing and the boot registered live with the balancer, which lists
+//     a relay live only once players can reach it). Only then the next
+//     machine.
+//  4. The balancer app, in place (no drain), proven by its own /ping. Its
+//     state is rebuilt from the relays, which register with a new balancer
+//     boot within about a second of it answering (they long-poll its boot).
+//  5. Registration: wait until GET /v1/instances lists exactly the proven
+//     relay boots, all live: no old boot left, none missing (retiring ones
+//     may still be listed, marked so).
+//  6. Smoke: client.Smoke (the code of `purrctl smoke`) through the
 //     balancer's public URL once per relay region, pinned to the region.
+//  7. Retiring (retiring.go): the relay machines still retiring, per app,
+//     with their rooms and players and their latest stop, as events and
+//     Result.Retiring; stopped ones are destroyed. With WaitRetired
+//     (--wait-retired) it waits until each has stopped (a countdown per
+//     machine), destroys it and reports what its latest stop closed.
+//
+// # Metadata (metadata.go)
+//
+// Machines carry Fly metadata saying which rollout created or retired them
+// (purrfly_rollout), what they are (purrfly_role: replacement until its old
+// machine retires, or retiring), which they replace or are replaced by,
+// and a retiring machine's latest stop. So a run killed at any point is
+// completed by a plain re-run: a half-proven replacement on the wanted
+// image and config is adopted (proven, then its old machine retired),
+// another is retired or destroyed, a retiring machine is found again;
+// no machine is duplicated and none retires forever. An app's count
+// (fly/rollout.toml) is its started machines on the current image:
+// retiring machines are never capacity.
 //
 // # Launch
 //
@@ -63,8 +104,10 @@
 // ends only when its new boot has been proven live and healthy for the
 // minimum healthy time and registered; a machine that fails stops the whole
 // rollout, so no later machine is touched while an earlier one is down.
-// Before taking a relay down, every other relay must answer /ping; a relay
-// already down is deployed first, so updating it cannot add a second one.
+// The overlap strategy takes no relay down at all: the old machine serves
+// until its replacement is proven. In place, before taking a relay down,
+// every other relay must answer /ping; a relay already down is deployed
+// first, so updating it cannot add a second one.
 //
 // # Why the balancer goes last
 //
@@ -98,11 +141,13 @@
 // (machine, state, image, boot). Machines not reached were not touched
 // (their leases were never taken). With Options.Rollback the failed
 // machine gets its previous config back under the same lease and is
-// verified the same way (new boot, previous image, healthy). Re-running
-// converges: machines already on the image are verified, not redeployed.
+// verified the same way (new boot, previous image, healthy); by overlap
+// the machine was never touched, its failed replacement destroyed, which
+// is that rollback. Re-running converges: machines already on the image
+// are verified, not redeployed.
 //
-// Every exit path undrains and releases. A relay step that fails after
-// its drain gives the old boot back (POST /v1/instances/{boot}/undrain)
+// Every exit path undrains, destroys a replacement it was proving, and
+// releases. A relay step that fails after its drain gives the old boot back (POST /v1/instances/{boot}/undrain)
 // before releasing the lease, unless the machine now answers with another
 // boot or the lease was lost; what it did is an event. Cancelling the
 // context (Ctrl-C, SIGTERM) stops at the next wait, the same way; its
