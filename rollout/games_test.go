@@ -40,6 +40,7 @@ type games struct {
 	joinFailed  []string
 	interrupted []string
 	retried     []time.Duration // allocations that needed more than one try: how long they took
+	retryWhy    []string        // and why their first try failed
 }
 
 // kinds of games: host and clients over WebSocket, over UDP, and a
@@ -99,10 +100,14 @@ func (g *games) play(name, region string, kind [2]client.Transport, ready *sync.
 	allocID := client.NewAllocationID()
 	var hostCap wire.Capability
 	tries, start := 0, time.Now() // wall clock: measured, never asserted
+	var first error
 	err := client.Retry{}.Do(ctx, func(ctx context.Context) error {
 		tries++
 		c, err := g.bal.Allocate(ctx, region, name, allocID)
 		hostCap = c
+		if first == nil {
+			first = err
+		}
 		return err
 	})
 	if err != nil {
@@ -112,6 +117,7 @@ func (g *games) play(name, region string, kind [2]client.Transport, ready *sync.
 	if tries > 1 {
 		g.mu.Lock()
 		g.retried = append(g.retried, time.Since(start))
+		g.retryWhy = append(g.retryWhy, fmt.Sprintf("%s at %s after %d tries: first %v", name, start.Format("15:04:05.000"), tries, first))
 		g.mu.Unlock()
 	}
 	dial := func(tr client.Transport) *client.DialOptions {
@@ -267,8 +273,9 @@ func (g *games) end() {
 		}
 	}
 	var worst time.Duration
-	for _, d := range g.retried {
+	for i, d := range g.retried {
 		worst = max(worst, d)
+		g.t.Logf("allocation retried for %s: %s", d.Round(time.Millisecond), g.retryWhy[i])
 	}
 	g.t.Logf("games: %d played, %d ended cleanly; %d failed allocations, %d failed joins, %d interrupted; %d allocations needed a retry (longest took %s)",
 		g.started, g.ended, len(g.allocFailed), len(g.joinFailed), len(g.interrupted), len(g.retried), worst.Round(time.Millisecond))

@@ -117,7 +117,8 @@ func (p *LivePrinter) Event(ev Event) {
 	_, _ = io.WriteString(p.w, frame)
 }
 
-// WriteFleet prints which machine runs which image and boot.
+// WriteFleet prints which machine runs which image and boot (for a relay
+// replaced by overlap, its replacement's, named in ACTION).
 func WriteFleet(w io.Writer, ms []MachineResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tAPP\tMACHINE\tREGION\tSTATE\tIMAGE\tBOOT\tACTION\tINTERRUPTED")
@@ -126,8 +127,13 @@ func WriteFleet(w io.Writer, ms []MachineResult) {
 		if m.InterruptedRooms > 0 {
 			intr = fmt.Sprintf("%d rooms, %d conns", m.InterruptedRooms, m.InterruptedConnections)
 		}
+		action := string(m.Action)
+		if m.Replacement != "" {
+			// Image and boot are the replacement's; this machine retires.
+			action += " by " + m.Replacement
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Role, m.App, orDash(m.Machine), orDash(m.Region),
-			orDash(m.State), orDash(m.Image), orDash(m.Boot), m.Action, intr)
+			orDash(m.State), orDash(m.Image), orDash(m.Boot), action, intr)
 	}
 	_ = tw.Flush()
 }

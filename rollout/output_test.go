@@ -89,6 +89,32 @@ func TestWriteFleet(t *testing.T) {
 	}
 }
 
+// TestWriteRetiring: the retiring table names each machine with its
+// rooms, players and latest stop, and how it ended after --wait-retired;
+// the fleet table names a replaced machine's replacement.
+func TestWriteRetiring(t *testing.T) {
+	var b bytes.Buffer
+	by := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	rollout.WriteRetiring(&b, []rollout.RetiringMachine{
+		{App: "relay-a", Machine: "m1", Region: "ams", State: "started", Rooms: 3, Players: 7, RetireBy: by},
+		{App: "relay-b", Machine: "m2", Region: "sea", State: "destroyed", RetireBy: by, Retired: true},
+		{App: "relay-b", Machine: "m3", Region: "sea", State: "destroyed", Rooms: 1, Players: 2, RetireBy: by, Retired: true, ClosedRooms: 1, ClosedPlayers: 2},
+	})
+	out := b.String()
+	for _, want := range []string{"LATEST STOP", "relay-a   m1       ams     started    3      7        2026-12-01T14:00:00Z  -",
+		"m2       sea     destroyed  0      0        2026-12-01T14:00:00Z  retired", "latest stop: closed 1 rooms, 2 players"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("retiring table lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	rollout.WriteFleet(&b, []rollout.MachineResult{{Role: "relay", App: "relay-a", Machine: "m1", Region: "ams", State: "started",
+		Image: "purrfly:v2", Boot: "b2", Action: rollout.ActionReplaced, Replacement: "m9"}})
+	if out := b.String(); !strings.Contains(out, "replaced by m9") {
+		t.Errorf("fleet table of a replaced machine:\n%s", out)
+	}
+}
+
 // TestLivePrinterDetails: the first frame draws without moving the cursor
 // up and each later one moves up over exactly the lines it drew; events
 // without a machine get a line per phase and region; a line in progress
