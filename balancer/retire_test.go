@@ -1,9 +1,11 @@
 package balancer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -158,5 +160,28 @@ func TestBootWatch(t *testing.T) {
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("Shutdown with a watch held: %v", err)
+	}
+}
+
+// TestShutdownNotHeldByAnUnusedConnection: a connection that never sent a
+// request (a proxy's spare) does not hold the balancer's shutdown, which
+// net/http would let wait 5 s for it: every allocation waits for the
+// balancer's successor.
+func TestShutdownNotHeldByAnUnusedConnection(t *testing.T) {
+	h := newHarness(t, nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.s.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, "the connection to be tracked", func() bool {
+		h.s.fresh.mu.Lock()
+		defer h.s.fresh.mu.Unlock()
+		return len(h.s.fresh.conns) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := h.s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with an unused connection open: %v", err)
 	}
 }

@@ -55,6 +55,7 @@ type Server struct {
 	// watches (bootwatch.go) answer at once instead of holding Shutdown.
 	stopping chan struct{}
 	stopOnce sync.Once
+	fresh    freshConns // connections without a request yet (conns.go)
 
 	// Guarded by mu: the listener's life.
 	mu     sync.Mutex
@@ -130,8 +131,9 @@ func (s *Server) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.ln, s.cancel = ln, cancel
 	s.srv = &http.Server{
-		Handler:  s.handler,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		Handler:   s.handler,
+		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnState: s.fresh.track,
 	}
 	s.opts.HTTP.Apply(s.srv)
 	srv := s.srv
@@ -197,7 +199,7 @@ func (s *Server) stop(halt func(*http.Server) error) error {
 	s.events.close() // event streams would hold Shutdown until its deadline
 	if srv != nil {
 		cancel()
-		if err = halt(srv); err != nil {
+		if err = s.shutdownServer(srv, halt); err != nil {
 			err = fmt.Errorf("failed to stop the balancer: %w", err)
 		}
 	}
