@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -184,4 +186,38 @@ func TestShutdownNotHeldByAnUnusedConnection(t *testing.T) {
 	if err := h.s.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown with an unused connection open: %v", err)
 	}
+}
+
+// FuzzBootWatch: the query of a boot watch. It answers this balancer's
+// boot, or a 400 for a wait that is not a number of seconds; it never
+// holds a request past its context (the fuzz's stays short).
+func FuzzBootWatch(f *testing.F) {
+	f.Add("known=x&wait=20")
+	f.Add("wait=-1")
+	f.Add("wait=99999999999999999999")
+	f.Add("known=&wait=abc")
+	f.Add("known=x&known=y&wait=0")
+	s, _ := newFuzzBalancer(f)
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, query string) {
+		u, err := url.ParseQuery(query)
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequest(http.MethodGet, wire.PathBalancerBoot+"?"+u.Encode(), nil).WithContext(ctx)
+		wire.SetInternal(req.Header, testSecret)
+		status, out := serveFuzz(t, h, req)
+		switch status {
+		case http.StatusOK:
+			var b wire.BalancerBoot
+			if json.Unmarshal(out, &b) != nil || b.BalancerBoot != s.BootID() {
+				t.Fatalf("%q: %s", query, out)
+			}
+		case http.StatusBadRequest:
+		default:
+			t.Fatalf("%q: %d %s", query, status, out)
+		}
+	})
 }

@@ -71,3 +71,55 @@ func FuzzMachineConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMetadataChange: a metadata key (from the path) and a body of flaps'
+// SetMetadata. The change is refused with a 400 API error, or made: the
+// key is the one given and the machine's metadata stays within its bounds.
+func FuzzMetadataChange(f *testing.F) {
+	f.Add("purrfly_role", []byte(`{"value":"retiring"}`))
+	f.Add("fly_process_group", []byte(`{"value":""}`))
+	f.Add("bad key", []byte(`{"value":"x"}`))
+	f.Add("k", []byte(`{}`))
+	f.Add("k", []byte(`{"value":1}`))
+	f.Add("k", []byte(`{"value":"`+string(bytes.Repeat([]byte("v"), 5000))+`"}`))
+	s, err := New(&Config{Images: map[string]*Image{"purrfly:v1": {Command: []string{"{exe}"}}}},
+		Options{Executable: "/bin/true", LogDir: f.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	a := &apiServer{s: s}
+	ap := &app{cfg: &AppConfig{Name: "x"}, machines: map[string]*machine{}, changed: make(chan struct{}), created: true}
+	m := &machine{app: ap, id: "m1", state: StateStarted, changed: make(chan struct{}),
+		config: &fly.MachineConfig{Image: "purrfly:v1", Metadata: map[string]string{"fly_process_group": "app"}}}
+	ap.machines["m1"] = m
+	s.apps["x"] = ap
+	f.Fuzz(func(t *testing.T, key string, body []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/v1/apps/x/machines/m1/metadata/k", bytes.NewReader(body))
+		r.SetPathValue("app", "x")
+		r.SetPathValue("id", "m1")
+		r.SetPathValue("key", key)
+		w := httptest.NewRecorder()
+		err := a.setMetadata(w, r)
+		s.mu.Lock()
+		md := m.config.Metadata
+		s.mu.Unlock()
+		if verr := validMetadata(md); verr != nil {
+			t.Fatalf("metadata out of bounds after %q %q: %v", key, body, verr)
+		}
+		if err != nil {
+			if e, ok := err.(*apiError); !ok || e.status != http.StatusBadRequest {
+				t.Fatalf("%q %q: %v", key, body, err)
+			}
+			return
+		}
+		if w.Code != http.StatusNoContent || !metadataKeyRE.MatchString(key) {
+			t.Fatalf("%q %q: %d", key, body, w.Code)
+		}
+		if _, ok := md[key]; !ok {
+			t.Fatalf("%q set, not in %v", key, md)
+		}
+		s.mu.Lock()
+		m.config.Metadata = map[string]string{"fly_process_group": "app"}
+		s.mu.Unlock()
+	})
+}

@@ -269,3 +269,41 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 	}
 	return req
 }
+
+// FuzzRetireRequest: the body of a retire call. The relay answers a
+// purrfly error (never a 500) or, for its own boot, its retirement; an
+// answer of 200 names this boot retiring with a latest stop no further
+// than wire.MaxRetireAfter.
+func FuzzRetireRequest(f *testing.F) {
+	f.Add([]byte(`{"bootId":"boot-fuzz","retireBy":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"bootId":"boot-fuzz","retireBy":"1970-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"bootId":"boot-fuzz","retireBy":"9999-12-31T23:59:59Z"}`))
+	f.Add([]byte(`{"bootId":"other","retireBy":"2030-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"bootId":""}`))
+	f.Add([]byte(`{"retireBy":"yesterday"}`))
+	f.Add([]byte(`[]`))
+	clk := clock.NewFake(time.Unix(2_000_000_000, 0))
+	s := startRelay(f, Options{Clock: clk, BootID: "boot-fuzz"})
+	h := s.mainHandler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, wire.PathRelayRetire, bytes.NewReader(body))
+		wire.SetInternal(req.Header, testSecret)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code == http.StatusInternalServerError {
+			t.Fatalf("%q: 500 %s", body, w.Body.Bytes())
+		}
+		if w.Code != http.StatusOK {
+			var e wire.Error
+			if json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Code == "" {
+				t.Fatalf("%q: %d is not a purrfly error: %s", body, w.Code, w.Body.Bytes())
+			}
+			return
+		}
+		var st wire.RetireStatus
+		if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.BootID != "boot-fuzz" || !st.Retiring ||
+			st.RetireBy.After(clk.Now().Add(wire.MaxRetireAfter)) {
+			t.Fatalf("%q: %s", body, w.Body.Bytes())
+		}
+	})
+}
