@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	fly "github.com/superfly/fly-go"
@@ -374,6 +373,3 @@ func imageOf(m *fly.Machine) string {
 	}
 	return m.Config.Image
 }
-
-// relayAppNames are the environment's relay apps, in order.
-func (r *run) relayApps() []App { return slices.Clone(r.env.Relays) }
