@@ -35,7 +35,7 @@ func PlainPrinter(w io.Writer) func(Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if text := plainText(ev); pace.admit(ev, text) {
-			fmt.Fprintf(w, "%s %s\n", ev.Time.UTC().Format(time.RFC3339), text)
+			fmt.Fprintf(w, "%s %s\n%s", ev.Time.UTC().Format(time.RFC3339), text, changeLines(ev.Changes))
 		}
 	}
 }
@@ -56,6 +56,19 @@ func subject(ev Event) string {
 	default:
 		return string(ev.Phase)
 	}
+}
+
+// changeLines lists a plan's config changes one a line, indented under
+// the machine's line and whole, however long: an operator reads every
+// field an update would change before saying yes to it.
+func changeLines(changes []string) string {
+	var b strings.Builder
+	for _, c := range changes {
+		b.WriteString("    ")
+		b.WriteString(c)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // LivePrinter keeps one line per machine (and per phase) on a terminal and
@@ -101,6 +114,21 @@ func (p *LivePrinter) Event(ev Event) {
 	}
 	p.lines[key] = fmt.Sprintf("%s %-40s %-12s %s%s", mark, name, ev.Status, msg, left)
 	var b strings.Builder
+	if len(ev.Changes) > 0 {
+		// A plan's changes are printed once, whole, above the live lines:
+		// the live lines are cut to fit a terminal's width and rewritten,
+		// and a change cut short could hide the very field an operator
+		// edited. Moving up over the frame and clearing to the end makes
+		// room; the frame is then drawn again below them.
+		if p.drawn > 0 {
+			fmt.Fprintf(&b, "\x1b[%dF", p.drawn)
+		}
+		b.WriteString("\x1b[J")
+		fmt.Fprintf(&b, "%s: %d config change(s)\n%s", name, len(ev.Changes), changeLines(ev.Changes))
+		p.drawn, p.frame = 0, ""
+	}
+	above := b.String()
+	b.Reset()
 	for _, k := range p.keys {
 		b.WriteString("\x1b[2K")
 		b.WriteString(p.lines[k])
@@ -114,7 +142,7 @@ func (p *LivePrinter) Event(ev Event) {
 		frame = fmt.Sprintf("\x1b[%dF", p.drawn) + frame
 	}
 	p.frame, p.drawn = b.String(), len(p.keys)
-	_, _ = io.WriteString(p.w, frame)
+	_, _ = io.WriteString(p.w, above+frame)
 }
 
 // WriteFleet prints which machine runs which image and boot (for a relay

@@ -249,3 +249,42 @@ func TestLivePrinterCountsDown(t *testing.T) {
 		t.Errorf("a long message hides the countdown: %q", b.String())
 	}
 }
+
+// TestChangesListedWhole: a plan's config changes are listed one a line
+// and whole, however long, in CI logs and on a terminal (where the live
+// lines are cut to fit): an edited key deep in a long diff is never cut
+// off (once they were joined on one line, 2,000 characters long in a
+// pipe and cut at the terminal's width on a terminal).
+func TestChangesListedWhole(t *testing.T) {
+	long := `services[0].checks: + [` + strings.Repeat(`{"interval":"10s","path":"/ping"},`, 10) + `]`
+	ev := rollout.Event{Phase: rollout.PhasePlan, App: "relay-a", Machine: "m1", Region: "ams", Status: rollout.StatusWaiting,
+		Message: "will update v1 -> v2, 3 config change(s):", Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Changes: []string{`checks.ping.interval: - "2s"`, long, `env.GOMEMLIMIT: "420MiB" -> "430MiB"`}}
+	var plain bytes.Buffer
+	rollout.PlainPrinter(&plain)(ev)
+	lines := strings.Split(strings.TrimSuffix(plain.String(), "\n"), "\n")
+	if len(lines) != 4 || lines[2] != "    "+long || lines[3] != `    env.GOMEMLIMIT: "420MiB" -> "430MiB"` {
+		t.Fatalf("plain output:\n%s", plain.String())
+	}
+	var live bytes.Buffer
+	p := rollout.NewLivePrinter(&live)
+	p.Event(rollout.Event{Phase: rollout.PhasePlan, App: "relay-b", Machine: "m2", Region: "sea", Status: rollout.StatusWaiting, Message: "planned"})
+	live.Reset()
+	p.Event(ev)
+	out := live.String()
+	if !strings.HasPrefix(out, "\x1b[1F\x1b[J") || !strings.Contains(out, "\n    "+long+"\n") ||
+		!strings.Contains(out, "relay-a m1 ams: 3 config change(s)\n") {
+		t.Fatalf("live output: %q", out)
+	}
+	// The live lines follow, both machines', and the next frame moves up
+	// over those two only.
+	_, frame, _ := strings.Cut(out, `"430MiB"`+"\n")
+	if strings.Count(frame, "\x1b[2K") != 2 {
+		t.Fatalf("frame after the changes: %q", frame)
+	}
+	live.Reset()
+	p.Event(rollout.Event{Phase: rollout.PhasePlan, App: "relay-b", Machine: "m2", Region: "sea", Status: rollout.StatusDone, Message: "done"})
+	if !strings.HasPrefix(live.String(), "\x1b[2F") {
+		t.Fatalf("the next frame: %q", live.String())
+	}
+}

@@ -113,7 +113,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			msg = "will update its config (same image " + r.image + ")"
 		}
 		if n := len(tg.res.Changes); n > 0 {
-			msg += fmt.Sprintf(", %d config change(s): %s", n, strings.Join(tg.res.Changes, "; "))
+			msg += fmt.Sprintf(", %d config change(s):", n) // listed one a line by the printers (Event.Changes)
 		}
 		switch {
 		case tg.res.Action == ActionVerify:
