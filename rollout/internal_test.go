@@ -477,4 +477,25 @@ func TestHealthyKeepsTheLastRealReason(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "boot B is not registered live with the balancer") {
 		t.Fatalf("healthy: %v, want the last real reason", err)
 	}
+	// It did stay healthy: what it lacked was readiness, and the failure
+	// says so rather than contradicting the wait's own progress lines.
+	if !strings.Contains(err.Error(), "stayed healthy for 20ms but was not ready yet") || strings.Contains(err.Error(), "did not stay healthy") {
+		t.Fatalf("healthy: %v, want it to say the boot stayed healthy and was not ready", err)
+	}
+}
+
+// TestProgressNamesTheBootBeingVerified: once the new boot is found, the
+// machine's progress events carry it in Boot (the one they talk about),
+// and the boot it replaces in OldBoot.
+func TestProgressNamesTheBootBeingVerified(t *testing.T) {
+	var got []Event
+	r := &run{log: slog.New(slog.DiscardHandler), opts: Options{Observer: func(ev Event) { got = append(got, ev) }}}
+	tg := &target{app: App{Name: "a"}, m: &fly.Machine{ID: "m1", Region: "ams"}, res: &MachineResult{}}
+	r.emit(Event{App: "a", Machine: "m1", Status: StatusUpdating, Boot: "old", Message: "updating"})
+	r.progress(tg, WaitBoot, time.Time{}, "waiting for a new boot")
+	r.provedBoot(tg, "old", "new")
+	r.progress(tg, WaitHealthy, time.Time{}, "boot new must answer /ping")
+	if len(got) != 3 || got[1].Boot != "old" || got[2].Boot != "new" || got[2].OldBoot != "old" || got[2].Status != StatusUpdating {
+		t.Fatalf("events %+v: want the wait for a boot under the old one, then the new boot with its old one", got)
+	}
 }

@@ -113,7 +113,9 @@ func exitReason(m *fly.Machine) string {
 func checksPassing(m *fly.Machine) (bool, string) {
 	for _, c := range m.Checks {
 		if c.Status != fly.Passing {
-			return false, fmt.Sprintf("check %s is %s", c.Name, c.Status)
+			// Said as what is awaited: a new machine's checks are
+			// critical until their first pass, which is no failure.
+			return false, fmt.Sprintf("its Fly check %s has not passed yet (%s)", c.Name, c.Status)
 		}
 	}
 	return true, ""

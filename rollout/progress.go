@@ -19,6 +19,16 @@ func (r *run) progress(tg *target, wait string, until time.Time, format string, 
 	r.emit(ev)
 }
 
+// provedBoot makes a machine's later progress events name the boot being
+// verified (Boot) beside the one it replaces (OldBoot), as their messages
+// do.
+func (r *run) provedBoot(tg *target, oldBoot, boot string) {
+	if ev, ok := r.last[tg.m.ID]; ok {
+		ev.OldBoot, ev.Boot = oldBoot, boot
+		r.last[tg.m.ID] = ev
+	}
+}
+
 // remember keeps a machine's last state event, which its progress
 // events repeat.
 func (r *run) remember(ev Event) {

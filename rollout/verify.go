@@ -31,6 +31,7 @@ func (r *run) verify(ctx context.Context, tg *target, version, oldBoot, image st
 		return "", err
 	}
 	tg.res.Boot = boot
+	r.provedBoot(tg, oldBoot, boot)
 	if err := r.healthy(wctx, tg, version, boot); err != nil {
 		return boot, err
 	}
@@ -120,16 +121,18 @@ func (r *run) waitNewBoot(ctx context.Context, tg *target, version, oldBoot, ima
 func (r *run) healthy(ctx context.Context, tg *target, version, boot string) error {
 	start := r.now()
 	last := ""
+	stayed := false // the healthy time was reached: what is left is readiness
 	for {
 		p, err := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID)
 		switch {
 		case err != nil:
-			start, last = r.now(), "no answer at /ping: "+err.Error()
+			start, last, stayed = r.now(), "no answer at /ping: "+err.Error(), false
 			r.progress(tg, WaitHealthy, start.Add(r.t.MinHealthy.Duration),
 				"boot %s must answer /ping for %s in a row (starting over: %s)", boot, r.t.MinHealthy.Duration, last)
 		case p.BootID != boot:
 			return failf(nil, "machine %s restarted during its healthy time: boot %s replaced %s", tg.m.ID, p.BootID, boot)
 		case r.now().Sub(start) >= r.t.MinHealthy.Duration:
+			stayed = true
 			ok, why, err := r.settled(ctx, tg, version, boot)
 			if err != nil {
 				return err
@@ -150,6 +153,10 @@ func (r *run) healthy(ctx context.Context, tg *target, version, boot string) err
 				"boot %s must answer /ping for %s in a row", boot, r.t.MinHealthy.Duration)
 		}
 		if err := clock.Sleep(ctx, r.clock, r.t.Poll.Duration); err != nil {
+			if stayed {
+				return failf(stepCause(ctx, err), "boot %s of machine %s stayed healthy for %s but was not ready yet (%s)",
+					boot, tg.m.ID, r.t.MinHealthy.Duration, last)
+			}
 			if last == "" {
 				last = "healthy time not reached"
 			}
