@@ -85,9 +85,27 @@ func (r *run) undrain(ctx context.Context, phase Phase, tg *target, stepErr erro
 		r.emit(ev)
 		return
 	}
-	if p, err := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID); err == nil && p.BootID != boot {
+	p, perr := pingMachine(ctx, r.hc, tg.app.URL, tg.m.ID)
+	if perr == nil && p.BootID != boot {
 		tg.drained = ""
 		ev.Message = fmt.Sprintf("boot %s of machine %s was replaced by %s: nothing left drained", boot, tg.m.ID, p.BootID)
+		r.emit(ev)
+		return
+	}
+	if perr != nil {
+		// Its machine does not answer: the old boot is gone (the machine
+		// runs, or tried to run, the new image) or unreachable. Giving it
+		// back would let the balancer place rooms on a relay that may be
+		// dead until its health probe removes it, so it stays drained.
+		ev.Status = StatusFailed
+		if m, err := r.api.get(ctx, tg.app.Name, tg.m.ID); err == nil && !running(m) {
+			tg.drained = ""
+			ev.Message = fmt.Sprintf("machine %s is %s: boot %s is gone, and the balancer drops it once its health probe fails; "+
+				"nothing to give back", tg.m.ID, m.State, boot)
+		} else {
+			ev.Message = fmt.Sprintf("machine %s does not answer /ping (%v): boot %s is left drained, so that no room goes to a relay "+
+				"that may be down; a re-run of this rollout gives it back, or POST %s with the SECRET", tg.m.ID, perr, boot, r.undrainURL(boot))
+		}
 		r.emit(ev)
 		return
 	}

@@ -68,10 +68,25 @@ func TestRolloutBrokenImage(t *testing.T) {
 	untouched()
 	f.noLeases(t)
 
-	// Without --rollback: the machine stays down, the rest as it was.
-	_, err = rollout.Run(ctx, f.opts("purrfly:broken"))
+	// Without --rollback: the machine stays down, the rest as it was. The
+	// boot it drained is dead: it is not "given back" (which would let the
+	// balancer place rooms on it until its probe fails).
+	var said []rollout.Event
+	o = f.opts("purrfly:broken")
+	o.Observer = func(ev rollout.Event) { said = append(said, ev) }
+	_, err = rollout.Run(ctx, o)
 	if !errors.As(err, &fl) || fl.Machine != relayA || fl.Rollback {
 		t.Fatalf("second failure: %v", err)
+	}
+	gone := false
+	for _, ev := range said {
+		if strings.Contains(ev.Message, "takes new rooms again") {
+			t.Errorf("the dead boot was given back: %q", ev.Message)
+		}
+		gone = gone || strings.Contains(ev.Message, "is stopped: boot") && strings.Contains(ev.Message, "nothing to give back")
+	}
+	if !gone {
+		t.Error("no event said the drained boot is gone with its stopped machine")
 	}
 	if m := f.machine(t, "purrfly-relay-a"); m.State != "stopped" || m.Config.Image != "purrfly:broken" {
 		t.Errorf("broken machine: state %s image %s", m.State, m.Config.Image)
@@ -101,6 +116,28 @@ func TestRolloutBrokenImage(t *testing.T) {
 			}
 		}
 	}
+
+	// --rollback on a re-run while the machine is already on the broken
+	// image: there is nothing earlier to go back to, and it says so rather
+	// than "rolling back" to the broken image.
+	said = nil
+	o = f.opts("purrfly:broken")
+	o.Rollback, o.Observer = true, func(ev rollout.Event) { said = append(said, ev) }
+	_, err = rollout.Run(ctx, o)
+	if !errors.As(err, &fl) || fl.Machine != relayA || fl.Rollback || fl.RolledBack {
+		t.Fatalf("re-run with --rollback: %v (rollback ran %v)", err, fl != nil && fl.Rollback)
+	}
+	nothing := false
+	for _, ev := range said {
+		if ev.Status == rollout.StatusRollingBack {
+			t.Errorf("it rolled back to %s: %q", ev.Image, ev.Message)
+		}
+		nothing = nothing || strings.Contains(ev.Message, "nothing to roll back to")
+	}
+	if !nothing {
+		t.Error("no event said there was nothing to roll back to")
+	}
+	f.noLeases(t)
 
 	// A good image converges everything.
 	res, err := rollout.Run(ctx, f.opts("purrfly:v2"))

@@ -127,6 +127,15 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		return nil
 	}
 	if r.opts.Rollback && ctx.Err() == nil {
+		if prev.Image == r.image && len(tg.res.Changes) == 0 {
+			// The machine had this very config before the step (a
+			// re-run after a failed rollout without --rollback): going
+			// "back" would deploy the failing image again.
+			r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusFailed,
+				Image: r.image, Message: fmt.Sprintf("nothing to roll back to: machine %s was already on %s before this run; "+
+					"roll out the last image that worked (purrctl rollout %s --image REF)", tg.m.ID, r.image, r.env.Name)})
+			return err
+		}
 		tg.rollback = true
 		tg.rollbackErr = r.rollback(ctx, phase, tg, l, prev)
 		tg.rolledBack = tg.rollbackErr == nil
