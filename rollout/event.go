@@ -56,6 +56,9 @@ const (
 	WaitReady    = "ready"    // then ready, checks passing, registered
 	WaitRegister = "register" // the balancer to list exactly the new relay boots
 	WaitRetired  = "retired"  // --wait-retired: a retiring machine to stop (Until: its latest stop)
+	// WaitMachinesAPI: a failed Machines API call to be retried (Until:
+	// the retry).
+	WaitMachinesAPI = "machines-api"
 )
 
 // Event is one step of a rollout, for a machine or (Machine "") a phase.

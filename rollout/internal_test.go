@@ -499,3 +499,32 @@ func TestProgressNamesTheBootBeingVerified(t *testing.T) {
 		t.Fatalf("events %+v: want the wait for a boot under the old one, then the new boot with its old one", got)
 	}
 }
+
+// TestMachinesAPIErrorsNameTheURLGiven: a Machines API that does not
+// answer is retried with a notice per retry (the run's context carries
+// it; the lease refresher's does not), and the final error names the URL
+// the operator gave, not flaps' own default base that was never dialled.
+func TestMachinesAPIErrorsNameTheURLGiven(t *testing.T) {
+	t.Setenv("FLY_FLAPS_BASE_URL", "")
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing answers there now
+	api, err := newMachinesAPI(t.Context(), base, "token", nil, time.Millisecond, 100, time.Millisecond, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notices []string
+	ctx := withRetryNotice(t.Context(), func(action string, try, tries int, _ time.Duration, err error) {
+		notices = append(notices, fmt.Sprintf("%s %d/%d %v", action, try, tries, err))
+	})
+	_, err = api.list(ctx, "a")
+	if err == nil || !strings.Contains(err.Error(), base+"/v1/apps/a/machines") || strings.Contains(err.Error(), "api.machines.dev") {
+		t.Fatalf("list: %v, want the error to name %s", err, base)
+	}
+	if len(notices) != 2 || !strings.HasPrefix(notices[0], "list 1/3 ") || !strings.Contains(notices[0], base) {
+		t.Fatalf("notices %q, want one per retry naming %s", notices, base)
+	}
+	if _, err := api.list(t.Context(), "a"); err == nil {
+		t.Fatal("list succeeded against nothing")
+	}
+}

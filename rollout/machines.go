@@ -41,6 +41,9 @@ type machinesAPI struct {
 	base  time.Duration // first retry delay; static
 	tries int           // static
 	clock clock.Clock   // static; nil: the real one (retry delays, lease waits and refreshes)
+	// from is the base flaps builds requests on and to the one they are
+	// sent to (static): errors are said with to (apinotice.go).
+	from, to string
 }
 
 // newMachinesAPI builds a flaps client for base with token. flaps reads its
@@ -85,7 +88,8 @@ func newMachinesAPI(ctx context.Context, base, token string, tr http.RoundTrippe
 	if tries <= 0 {
 		tries = defaultAPITries
 	}
-	return &machinesAPI{c: c, limit: newLimiter(rate, burst), base: retryBase, tries: tries}, nil
+	return &machinesAPI{c: c, limit: newLimiter(rate, burst), base: retryBase, tries: tries,
+		from: strings.TrimRight(fu.String(), "/"), to: strings.TrimRight(bu.String(), "/")}, nil
 }
 
 // rebase sends requests meant for from (the base flaps chose) to to. It
@@ -150,8 +154,9 @@ func (a *machinesAPI) call(ctx context.Context, action, machine string, timeout 
 		err := fn(rctx)
 		cancel()
 		if err == nil || !retryable(ctx, err) || try >= a.tries {
-			return err
+			return a.shown(err)
 		}
+		noticeRetry(ctx, action, try, a.tries, delay, a.shown(err))
 		if err := clock.Sleep(ctx, a.clock, delay); err != nil {
 			return err
 		}

@@ -212,7 +212,7 @@ func (r *run) fleet(ctx context.Context) []MachineResult {
 		}
 		ms, err := r.api.c.List(ctx, app.Name, "")
 		if err != nil {
-			out = append(out, MachineResult{Role: role, App: app.Name, State: "unknown (" + err.Error() + ")"})
+			out = append(out, MachineResult{Role: role, App: app.Name, State: "unknown (" + r.api.shown(err).Error() + ")"})
 			continue
 		}
 		for _, m := range ms {

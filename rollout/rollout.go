@@ -114,6 +114,9 @@ type run struct {
 	res    *Result
 	clock  clock.Clock      // static; nil: the real one (tests that build a run)
 	last   map[string]Event // by machine ID: its last state event (progress repeats it)
+	// curPhase is the phase of the last event (the run's goroutine only):
+	// a Machines API retry is said in it.
+	curPhase Phase
 	// observerPanicked: the Observer panicked once and is not called again
 	// (so undrain and fail can still report, to the log).
 	observerPanicked bool
@@ -137,7 +140,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.HTTPClient == nil {
 		defer r.hc.CloseIdleConnections()
 	}
-	return r.res, r.run(ctx)
+	return r.res, r.run(withRetryNotice(ctx, r.retryNotice))
 }
 
 func newRun(ctx context.Context, opts Options) (*run, error) {
@@ -187,6 +190,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	}
 	clk := clock.OrReal(opts.Clock)
 	api.clock, api.limit.clock = clk, clk
+	api.to = base
 	return &run{
 		strategy: strategy, id: newRolloutID(clk.Now()),
 		opts: opts, env: env, t: env.Timeouts, image: image, secret: secret, api: api, hc: hc, clock: clk,
@@ -204,6 +208,9 @@ func (r *run) emit(ev Event) {
 		ev.Time = r.now().UTC()
 	}
 	r.log.Debug(ev.Message, "phase", ev.Phase, "app", ev.App, "machine", ev.Machine, "status", ev.Status)
+	if ev.Phase != "" {
+		r.curPhase = ev.Phase
+	}
 	r.remember(ev)
 	if r.opts.Observer != nil && !r.observerPanicked {
 		r.observe(ev)
