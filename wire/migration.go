@@ -135,9 +135,12 @@ func ParseMigrationRequest(r *http.Request, op MigrationOp) (MigrationRequest, e
 	if m.ExpectedGeneration, err = parseCanonicalUint(gen, true); err != nil {
 		return m, ErrBadHeader.WithMessage("header " + HeaderExpectedGen + " must be a decimal generation")
 	}
-	id, err := HeaderValue(r, HeaderPromotedPlayerID, 20)
-	if err != nil {
-		return m, err
+	// Present but not canonical, whatever its length or bytes, is the
+	// player id's own error: a 21-digit id is a wrong id, not a malformed
+	// header (ParsePlayerID reads at most 20 digits and nothing else).
+	id := HeaderGet(r.Header, HeaderPromotedPlayerID)
+	if id == "" {
+		return m, ErrMissingHeader.WithMessage("header " + HeaderPromotedPlayerID + " is required")
 	}
 	if m.PromotedPlayerID, err = ParsePlayerID(id); err != nil {
 		return m, err

@@ -52,3 +52,25 @@ func TestMigrationGrantAndFenceAtTheirLimits(t *testing.T) {
 		}
 	}
 }
+
+// Rule: a promoted_player_id that is present but not the canonical decimal
+// of a nonzero uint64 is invalid_promoted_player_id whatever its length:
+// 21 digits or more (past any uint64) were a bad_header, so a caller could
+// not tell a wrong id from a malformed request. Missing, it is named as
+// missing.
+func TestPromotedPlayerIDPastTwentyDigits(t *testing.T) {
+	for _, op := range []MigrationOp{OpAuthorize, OpClaim, OpActivate} {
+		for _, id := range []string{strings.Repeat("1", 21), strings.Repeat("9", 300), "1\x01"} {
+			m := MigrationRequest{Op: op, Name: "room", Secret: "s", ClaimID: "c", Incarnation: "i", ExpectedGeneration: 1,
+				PromotedPlayerID: id, FencingToken: "f"}
+			_, err := ParseMigrationRequest(migrationRequest(t, m), op)
+			if !errors.Is(err, ErrBadPlayerID) {
+				t.Errorf("%s with a %d-byte promoted_player_id: %v, want %s", op, len(id), err, ErrBadPlayerID.Code)
+			}
+		}
+		m := MigrationRequest{Op: op, Name: "room", Secret: "s", ClaimID: "c", Incarnation: "i", ExpectedGeneration: 1, FencingToken: "f"}
+		if _, err := ParseMigrationRequest(migrationRequest(t, m), op); !errors.Is(err, ErrMissingHeader) {
+			t.Errorf("%s without promoted_player_id: %v, want missing_header", op, err)
+		}
+	}
+}
