@@ -47,7 +47,7 @@ const (
 // Limits on what a request may carry.
 const (
 	MaxHeaderValueLen  = 256      // any single header value we read
-	MaxHeaderBytes     = 16 << 10 // http.Server.MaxHeaderBytes for every server
+	MaxHeaderBytes     = 16 << 10 // request line and headers: Common refuses more (431); also http.Server.MaxHeaderBytes, net/http's looser backstop
 	MaxBodySize        = 1 << 20  // any JSON request body
 	MaxRegionLen       = 64
 	MaxAllocationIDLen = 128

@@ -21,14 +21,19 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Common sets the headers every purrfly answer carries (no caching anywhere,
 // since credentials travel in answers; CORS for WebGL builds), answers CORS
 // preflights, refuses in JSON what ServeMux would answer itself (CONNECT,
-// unclean paths), and caps header and body sizes. Relay and balancer both
-// wrap their whole mux in it.
+// unclean paths), and caps header and body sizes (a header block over
+// MaxHeaderBytes, counted as headerBlockLen does, is 431
+// header_too_large). Relay and balancer both wrap their whole mux in it.
 func Common(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["Cache-Control"] = noStore
 		h["Pragma"] = noCache
 		h["Access-Control-Allow-Origin"] = anyOrigin
+		if headerBlockLen(r) > MaxHeaderBytes {
+			WriteError(w, ErrHeaderTooLarge)
+			return
+		}
 		if r.Method == http.MethodOptions {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
 			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && len(req) <= MaxHeaderValueLen {
