@@ -3,7 +3,6 @@ package balancer
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
@@ -115,36 +114,6 @@ func TestTombstoneFencesUntilExactlyTheRetention(t *testing.T) {
 	wantStatuses(t, a.publish(h, pub("room", "e1", 2, 0)), wire.PubFenced)
 	h.clk.Advance(time.Nanosecond)
 	wantStatuses(t, a.publish(h, pub("room", "e1", 2, 0)), wire.PubApplied)
-}
-
-// TestTombstonesPerNameAreCapped: one room name keeps up to 64 tombstones
-// (maxFencesPerName), all of which fence; the 65th pushes out the oldest,
-// whose delayed publication is then accepted.
-func TestTombstonesPerNameAreCapped(t *testing.T) {
-	h := newHarness(t, guardQuiet)
-	a := newFakeRelay(t, "eu")
-	a.register(h)
-	epoch := func(i int) string { return "e" + strconv.Itoa(i) }
-	fence := func(i int) {
-		t.Helper()
-		h.clk.Advance(time.Second) // tombstones are ordered by release time
-		wantStatuses(t, a.unregister(h, wire.Removal{Name: "room", Epoch: epoch(i), Revision: 1}), wire.RemSuperseded)
-	}
-	for i := 1; i <= maxFencesPerName; i++ {
-		fence(i)
-	}
-	for i := 1; i <= maxFencesPerName; i++ {
-		if st := a.publish(h, pub("room", epoch(i), 2, 0)); st[0] != wire.PubFenced {
-			t.Fatalf("with %d tombstones, released incarnation %d answered %s, want fenced", maxFencesPerName, i, st[0])
-		}
-	}
-	fence(maxFencesPerName + 1)
-	for i := 2; i <= maxFencesPerName+1; i++ {
-		if st := a.publish(h, pub("room", epoch(i), 2, 0)); st[0] != wire.PubFenced {
-			t.Fatalf("released incarnation %d answered %s, want fenced", i, st[0])
-		}
-	}
-	wantStatuses(t, a.publish(h, pub("room", epoch(1), 2, 0)), wire.PubApplied)
 }
 
 // TestGoneEndpointForgottenAtTheRetention: an admin drain mark outlives its

@@ -42,13 +42,18 @@ const (
 	// the relay republishes every 30 s, so either the room shows up or the
 	// retries are long over by then.
 	pendingRetention = 5 * time.Minute
+	// maxPendingAllocations bounds the pending allocations held at once;
+	// past it an indeterminate outcome is answered as ever but not
+	// remembered (its exact retry is placed afresh).
+	maxPendingAllocations = 16384
 	// maxPlacementTries bounds how many relays one allocation tries when a
 	// relay cannot be reached (the request was certainly not delivered) or
 	// says it is draining.
 	maxPlacementTries = 3
-	// maxFencesPerName bounds the tombstones kept for one room name; the
-	// oldest goes first.
-	maxFencesPerName = 64
+	// DefaultMaxTombstones bounds the tombstone table (Options.MaxTombstones):
+	// a released room writes two (its incarnation's fence and its name's
+	// release mark), about 48 bytes each.
+	DefaultMaxTombstones = 1 << 19
 	// maxRetiredBoots bounds the boot ids remembered per endpoint as replaced,
 	// so their delayed heartbeats are refused without a proof round trip.
 	maxRetiredBoots = 8
@@ -122,6 +127,10 @@ type Options struct {
 	// TombstoneRetention is ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS;
 	// non-positive means DefaultTombstoneRetention.
 	TombstoneRetention time.Duration
+	// MaxTombstones bounds the tombstone table (BALANCER_MAX_TOMBSTONES;
+	// non-positive means DefaultMaxTombstones): past it the oldest goes
+	// first, before its retention (package doc: Tombstones).
+	MaxTombstones int
 
 	// Placement is the strategy of placements that name none
 	// (BALANCER_PLACEMENT): StrategyLeast (""), StrategyMost or
@@ -208,6 +217,9 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RelayExpiry, DefaultRelayExpiry)
 	def(&o.CleanupInterval, DefaultCleanupInterval)
 	def(&o.TombstoneRetention, DefaultTombstoneRetention)
+	if o.MaxTombstones <= 0 {
+		o.MaxTombstones = DefaultMaxTombstones
+	}
 	def(&o.EventPing, DefaultEventPing)
 	if o.AuthFailureRate.Every == 0 {
 		o.AuthFailureRate = DefaultAuthFailureRate

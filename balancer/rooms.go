@@ -49,45 +49,14 @@ type roomEntry struct {
 	live atomic.Pointer[roomRecord]
 
 	// Guarded by lease:
-	dead    bool                 // removed from the table; acquirers retry
-	fences  map[string]time.Time // fenceKey(boot, epoch) of released incarnations (tombstones) -> releasedAt
+	dead    bool // removed from the table; acquirers retry
 	pending *pendingAlloc
 }
 
-// empty reports whether the entry holds nothing worth keeping. Lease held.
+// empty reports whether the entry holds nothing worth keeping (a released
+// name's tombstones live in the state's tombstones, not here). Lease held.
 func (e *roomEntry) empty() bool {
-	return e.live.Load() == nil && len(e.fences) == 0 && e.pending == nil
-}
-
-// fenceKey names one room incarnation. Epochs are opaque and only promised
-// to be new within one relay boot, so the boot is part of the key.
-func fenceKey(boot, epoch string) string { return boot + "\x00" + epoch }
-
-// fenced reports whether the incarnation was released less than retention
-// ago. Lease held.
-func (e *roomEntry) fenced(boot, epoch string, now time.Time, retention time.Duration) bool {
-	at, ok := e.fences[fenceKey(boot, epoch)]
-	return ok && now.Sub(at) < retention
-}
-
-// fence records a tombstone for the incarnation, dropping the oldest beyond
-// the cap. Lease held.
-func (e *roomEntry) fence(boot, epoch string, now time.Time) {
-	if e.fences == nil {
-		e.fences = make(map[string]time.Time, 1)
-	}
-	key := fenceKey(boot, epoch)
-	if _, ok := e.fences[key]; !ok && len(e.fences) >= maxFencesPerName {
-		var oldest string
-		var at time.Time
-		for ep, t := range e.fences {
-			if oldest == "" || t.Before(at) {
-				oldest, at = ep, t
-			}
-		}
-		delete(e.fences, oldest)
-	}
-	e.fences[key] = now
+	return e.live.Load() == nil && e.pending == nil
 }
 
 // setLive replaces the live route and keeps the per-relay aggregates
@@ -114,6 +83,29 @@ type roomTable struct {
 	// changed is given to every entry (roomEntry.changed); set once in
 	// New before any entry exists.
 	changed *eventHub
+
+	// pendings counts the entries with a pending allocation (setPending);
+	// pendingDropped the outcomes not remembered because there were
+	// maxPendingAllocations already.
+	pendings       atomic.Int64
+	pendingDropped atomic.Uint64
+}
+
+// setPending pins (p) or unpins (nil) e's pending allocation, keeping
+// pendings in step. A new pin past maxPendingAllocations is not made
+// (counted in pendingDropped). Lease held.
+func (t *roomTable) setPending(e *roomEntry, p *pendingAlloc) {
+	switch {
+	case p == nil && e.pending != nil:
+		t.pendings.Add(-1)
+	case p != nil && e.pending == nil:
+		if t.pendings.Add(1) > maxPendingAllocations {
+			t.pendings.Add(-1)
+			t.pendingDropped.Add(1)
+			return
+		}
+	}
+	e.pending = p
 }
 
 type roomShard struct {

@@ -25,14 +25,27 @@ type state struct {
 	log    *slog.Logger // static
 	relays *relayClient // static
 
-	reg   *registry  // internally locked (registry.mu, proof gates)
-	rooms *roomTable // internally locked (shard locks, room leases)
+	reg   *registry   // internally locked (registry.mu, proof gates)
+	rooms *roomTable  // internally locked (shard locks, room leases)
+	tombs *tombstones // internally locked; written under the room's lease
 }
 
 func newState(o Options, relays *relayClient) *state {
 	reg := newRegistry()
 	reg.max = o.MaxRelays
-	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable()}
+	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable(),
+		tombs: newTombstones(o.MaxTombstones, o.TombstoneRetention)}
+}
+
+// fence tombstones e's incarnation (boot, epoch) now. Lease held.
+func (st *state) fence(e *roomEntry, boot, epoch string) {
+	st.tombs.fence(e.name, boot, epoch, st.clock.Now())
+}
+
+// fenced reports whether e's incarnation (boot, epoch) is tombstoned. Lease
+// held.
+func (st *state) fenced(e *roomEntry, boot, epoch string) bool {
+	return st.tombs.fenced(e.name, boot, epoch, st.clock.Now())
 }
 
 // leaseForRelay takes a room's lease for a relay request, waiting at most

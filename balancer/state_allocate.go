@@ -53,14 +53,14 @@ func (st *state) allocate(ctx context.Context, name, allocationID string, p Plac
 		// capacity): the relay let it go and took nothing, so the old
 		// incarnation is fenced and the new one placed on another relay
 		// below.
-		e.fence(cur.relay.info.BootID, cur.epoch, st.clock.Now())
+		st.fence(e, cur.relay.info.BootID, cur.epoch)
 		e.setLive(nil)
 	}
 	if p := e.pending; p != nil {
 		if rel := st.reg.current(p.endpoint); rel != nil && st.clock.Now().Sub(p.since) < pendingRetention {
 			return pinned(st.allocateOn(ctx, e, rel, name, region, allocationID))
 		}
-		e.pending = nil
+		st.rooms.setPending(e, nil)
 	}
 	strategy := p.Strategy
 	if strategy == "" {
@@ -124,7 +124,9 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 	var none wire.Capability
 	endpoint := rel.info.Endpoint
 	indeterminate := func() (wire.Capability, error) {
-		e.pending = &pendingAlloc{allocationID: allocationID, endpoint: endpoint, since: st.clock.Now()}
+		// Past maxPendingAllocations the outcome is not remembered: the
+		// exact retry is placed afresh (counted).
+		st.rooms.setPending(e, &pendingAlloc{allocationID: allocationID, endpoint: endpoint, since: st.clock.Now()})
 		return none, wire.ErrIndeterminate
 	}
 	out, err := st.relays.callAllocate(ctx, endpoint, rel.info.BootID, name, region, allocationID)
@@ -184,7 +186,7 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		// room (an exact replay it re-created, or a vacant room it let a new
 		// allocation take over): it is authoritative for its rooms, so the
 		// old one is gone.
-		e.fence(rel.info.BootID, cur.epoch, st.clock.Now())
+		st.fence(e, rel.info.BootID, cur.epoch)
 		e.setLive(nil)
 		if status = st.applyPublication(e, rel, pub); status != wire.PubApplied {
 			return none, wire.ErrRelayBadAnswer.WithMessage("the relay answered an inconsistent room publication")
@@ -195,7 +197,7 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		}
 		return none, wire.ErrRelayBadAnswer.WithMessage("the relay answered a released room")
 	}
-	e.pending = nil
+	st.rooms.setPending(e, nil)
 	c.Host = rel.info.Host
 	return c, nil
 }

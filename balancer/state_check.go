@@ -27,10 +27,12 @@ const checkLeaseWait = 10 * time.Second
 //     marked gone is not registered; an admin drain mark and the
 //     registration's flag agree; no proof gate is left without a user;
 //   - rooms: every entry is filed under its name, not dead, and holds
-//     something (a route, a tombstone or a pending allocation); it keeps at
-//     most maxFencesPerName tombstones; a live route is complete and its
-//     incarnation is not tombstoned; a pending allocation names its
-//     endpoint and id;
+//     something (a route or a pending allocation); a live route is complete
+//     and its incarnation is not tombstoned; a pending allocation names its
+//     endpoint and id; the pending allocations counted are those held, at
+//     most maxPendingAllocations;
+//   - tombstones: at most MaxTombstones queue slots, each entry with its
+//     one current slot (tombstones.check);
 //   - aggregates: every registration's room and connection counts equal
 //     the sums of the live routes that point at it.
 func (st *state) check() error {
@@ -82,6 +84,7 @@ func (st *state) check() error {
 		want[r] = sums{}
 	}
 	now := st.clock.Now()
+	var pendings int64
 	ctx, cancel := context.WithTimeout(context.Background(), checkLeaseWait)
 	defer cancel()
 	st.rooms.each(func(e *roomEntry) {
@@ -98,11 +101,11 @@ func (st *state) check() error {
 		if e.empty() {
 			bad("room %q holds nothing but is in the table", e.name)
 		}
-		if len(e.fences) > maxFencesPerName {
-			bad("room %q keeps %d tombstones", e.name, len(e.fences))
-		}
 		if p := e.pending; p != nil && (p.allocationID == "" || p.endpoint == "") {
 			bad("room %q: a pending allocation without its id or endpoint", e.name)
+		}
+		if e.pending != nil {
+			pendings++
 		}
 		rec := e.live.Load()
 		if rec == nil {
@@ -112,7 +115,7 @@ func (st *state) check() error {
 		case rec.relay == nil || rec.epoch == "" || rec.clientSecret == "" || rec.connections < 0:
 			bad("room %q: an incomplete live route", e.name)
 			return
-		case e.fenced(rec.relay.info.BootID, rec.epoch, now, st.opts.TombstoneRetention):
+		case st.tombs.fenced(e.name, rec.relay.info.BootID, rec.epoch, now):
 			bad("room %q: its live incarnation %s is tombstoned", e.name, rec.epoch)
 		}
 		sm := want[rec.relay]
@@ -120,6 +123,10 @@ func (st *state) check() error {
 		sm.conns += int64(rec.connections)
 		want[rec.relay] = sm
 	})
+	st.tombs.check(bad)
+	if got, max := st.rooms.pendings.Load(), int64(maxPendingAllocations); got != pendings || got > max {
+		bad("%d pending allocations counted, %d held (at most %d)", got, pendings, max)
+	}
 	for r, sm := range want {
 		if got := r.rooms.Load(); got != sm.rooms {
 			bad("relay %s (boot %s) counts %d rooms, its live routes are %d", r.info.Endpoint, r.info.BootID, got, sm.rooms)

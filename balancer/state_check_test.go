@@ -26,8 +26,15 @@ func TestConsistencyCheckFindsBrokenInvariants(t *testing.T) {
 			return func() { rel.conns.Add(3) }
 		}, "counts 0 connections, its live routes hold 3"},
 		{"a live incarnation tombstoned", func(st *state, rel *relayEntry, e *roomEntry) func() {
-			e.fence(rel.info.BootID, e.live.Load().epoch, st.clock.Now())
-			return func() { e.fences = nil }
+			epoch := e.live.Load().epoch
+			st.tombs.fence(e.name, rel.info.BootID, epoch, st.clock.Now())
+			return func() {
+				t := st.tombs
+				t.mu.Lock()
+				delete(t.at, t.key(tombFence, e.name, rel.info.BootID, epoch))
+				delete(t.at, t.key(tombRelease, e.name))
+				t.mu.Unlock()
+			}
 		}, "its live incarnation e1 is tombstoned"},
 		{"a boot filed twice", func(st *state, rel *relayEntry, e *roomEntry) func() {
 			st.reg.byBoot["other"] = rel
@@ -43,6 +50,16 @@ func TestConsistencyCheckFindsBrokenInvariants(t *testing.T) {
 			rel.adminDraining = true
 			return func() { rel.adminDraining = false }
 		}, "admin draining true"},
+		{"more tombstones than their bound", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			max := st.tombs.max
+			st.tombs.fence("gone", "b", "e", st.clock.Now()) // two slots
+			st.tombs.max = 1
+			return func() { st.tombs.max = max }
+		}, "over the bound of 1"},
+		{"a pending allocation not counted", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			st.rooms.pendings.Add(1)
+			return func() { st.rooms.pendings.Add(-1) }
+		}, "1 pending allocations counted, 0 held"},
 		{"a current boot retired", func(st *state, rel *relayEntry, e *roomEntry) func() {
 			st.reg.retired[rel.info.Endpoint] = []string{rel.info.BootID}
 			return func() { delete(st.reg.retired, rel.info.Endpoint) }

@@ -153,27 +153,24 @@ func (st *state) findInstance(id string) (relaySnap, error) {
 	return relaySnap{}, wire.ErrInstanceNotFound
 }
 
-// cleanup deletes, under each room's lease, the tombstones older than
-// TombstoneRetention (rechecked under the lease), routes whose registration
-// was replaced or removed, and expired pending allocations; an entry left
-// empty leaves the table. A room whose lease is busy waits for the next
-// tick. Then the registry forgets endpoints gone for TombstoneRetention.
+// cleanup deletes the tombstones older than TombstoneRetention (under the
+// tombstones' lock, which is what orders their writes and reads), then,
+// under each room's lease, routes whose registration was replaced or
+// removed and expired pending allocations; an entry left empty leaves the
+// table. A room whose lease is busy waits for the next tick. Then the
+// registry forgets endpoints gone for TombstoneRetention.
 func (st *state) cleanup() {
+	st.tombs.expire(st.clock.Now())
 	st.rooms.each(func(e *roomEntry) {
 		if !st.rooms.tryAcquire(e) {
 			return
 		}
 		now := st.clock.Now()
-		for k, at := range e.fences {
-			if now.Sub(at) >= st.opts.TombstoneRetention {
-				delete(e.fences, k)
-			}
-		}
 		if rec := e.live.Load(); rec != nil && !st.reg.isCurrent(rec.relay) {
 			e.setLive(nil)
 		}
 		if p := e.pending; p != nil && now.Sub(p.since) >= pendingRetention {
-			e.pending = nil
+			st.rooms.setPending(e, nil)
 		}
 		st.rooms.release(e)
 	})

@@ -73,7 +73,7 @@ func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 	if rel == nil {
 		return wire.PubRejected
 	}
-	if e.fenced(rel.info.BootID, pub.Epoch, st.clock.Now(), st.opts.TombstoneRetention) {
+	if st.fenced(e, rel.info.BootID, pub.Epoch) {
 		return wire.PubFenced
 	}
 	cur := e.live.Load()
@@ -86,7 +86,7 @@ func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 			// incarnation and gave the room to rel. Its removal may still be
 			// on its way; the tombstone makes it, and any late publication
 			// of the old incarnation, a no-op.
-			e.fence(cur.relay.info.BootID, cur.epoch, st.clock.Now())
+			st.fence(e, cur.relay.info.BootID, cur.epoch)
 			e.setLive(recordOf(rel, pub))
 			return wire.PubApplied
 		}
@@ -155,17 +155,16 @@ func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {
 // records epochs the balancer never saw (it restarted while the room
 // lived), so a delayed publication of them stays fenced.
 func (st *state) applyRemoval(e *roomEntry, endpoint, boot string, rm wire.Removal) wire.RemovalStatus {
-	now := st.clock.Now()
-	if e.fenced(boot, rm.Epoch, now, st.opts.TombstoneRetention) {
+	if st.fenced(e, boot, rm.Epoch) {
 		return wire.RemAlready
 	}
 	cur := e.live.Load()
 	if cur != nil && cur.epoch == rm.Epoch && cur.relay.info.BootID == boot && cur.relay.info.Endpoint == endpoint {
 		e.setLive(nil)
-		e.fence(boot, rm.Epoch, now)
+		st.fence(e, boot, rm.Epoch)
 		return wire.RemApplied
 	}
-	e.fence(boot, rm.Epoch, now)
+	st.fence(e, boot, rm.Epoch)
 	return wire.RemSuperseded
 }
 
@@ -173,6 +172,9 @@ func (st *state) applyRemoval(e *roomEntry, endpoint, boot string, rm wire.Remov
 // route here, under the room's lease (handleCloseRoom says how it answers).
 func (st *state) closeRoom(ctx context.Context, name string) (wire.RoomClosed, error) {
 	if st.rooms.get(name) == nil {
+		if st.tombs.released(name, st.clock.Now()) {
+			return wire.RoomClosed{Name: name}, nil
+		}
 		return wire.RoomClosed{}, wire.ErrRoomNotFound
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*st.opts.RelayTimeout)
@@ -184,7 +186,7 @@ func (st *state) closeRoom(ctx context.Context, name string) (wire.RoomClosed, e
 	defer st.rooms.release(e)
 	cur := e.live.Load()
 	if cur == nil || !st.reg.isCurrent(cur.relay) {
-		if len(e.fences) > 0 {
+		if st.tombs.released(name, st.clock.Now()) {
 			return wire.RoomClosed{Name: name}, nil
 		}
 		return wire.RoomClosed{}, wire.ErrRoomNotFound
@@ -200,7 +202,7 @@ func (st *state) closeRoom(ctx context.Context, name string) (wire.RoomClosed, e
 	// The relay closed that incarnation, or no longer had it (Closed
 	// false: it ended meanwhile); either way the route here is gone. A newer
 	// incarnation the relay holds publishes under its own epoch.
-	e.fence(cur.relay.info.BootID, cur.epoch, st.clock.Now())
+	st.fence(e, cur.relay.info.BootID, cur.epoch)
 	e.setLive(nil)
 	return wire.RoomClosed{Name: name, Closed: out.Closed, Connections: out.Connections}, nil
 }

@@ -44,6 +44,7 @@ var flagRanges = map[string]numRange{
 	"relay auth-timeout":             {min: 1, why: "at least 1 second"},
 	"relay udp-timeout":              {min: 1, why: "at least 1 second"},
 	"balancer health-interval":       {min: 1, why: "at least 1 second"},
+	"balancer max-tombstones":        {min: 1, why: "at least 1"},
 	"chaos rooms":                    {min: 1, max: 64, why: "1 to 64 rooms"},
 	"chaos players":                  {min: 1, max: 8, why: "1 to 8 players"},
 	"chaos duration":                 {min: int64(chaosMinDuration), why: "at least " + chaosMinDuration.String() + ": the storm runs every fault kind once"},
