@@ -22,9 +22,12 @@ type relayEntry struct {
 	restPort int            // static: the public endpoint's port (PublicEndpoint, else Endpoint)
 
 	// Aggregates of the live routes pointing at this entry, written under
-	// those rooms' leases.
-	rooms atomic.Int64
-	conns atomic.Int64
+	// those rooms' leases (relayEntry.count, roomEntry.setLive): rooms,
+	// connections, the rooms waiting (nobody connected) and vacant (host
+	// left), and the rooms by name.
+	rooms, conns    atomic.Int64
+	waiting, vacant atomic.Int64
+	index           nameIndex
 
 	// Guarded by registry.mu:
 	liveness      uint64

@@ -35,10 +35,10 @@ type pendingAlloc struct {
 // roomEntry is everything the balancer knows about one room name.
 type roomEntry struct {
 	name string // static
-	// changed is poked (without blocking) on every change of live: the
-	// event hub, which wakes its diff loop only while a stream is open
-	// (static; nil in tests that make entries).
-	changed *eventHub
+	// table is the table that filed it, whose indexes and event hub
+	// setLive keeps in step with live (static; nil in tests that make
+	// entries).
+	table *roomTable
 
 	// lease is the room's route lease (a one-slot channel, so waiting for it
 	// honours a context). Every change below happens while holding it.
@@ -59,19 +59,34 @@ func (e *roomEntry) empty() bool {
 	return e.live.Load() == nil && e.pending == nil
 }
 
-// setLive replaces the live route and keeps the per-relay aggregates
-// (rooms, connections) in step. Lease held.
+// setLive replaces the live route and keeps in step what counts or lists
+// routes: the per-relay aggregates (rooms, connections, phases) and room
+// index, and the table's room index; it pokes the event hub (which wakes
+// its diff loop only while a stream is open). Lease held.
 func (e *roomEntry) setLive(rec *roomRecord) {
 	old := e.live.Swap(rec)
 	if old != nil {
-		old.relay.rooms.Add(-1)
-		old.relay.conns.Add(-int64(old.connections))
+		old.relay.count(old, -1)
 	}
 	if rec != nil {
-		rec.relay.rooms.Add(1)
-		rec.relay.conns.Add(int64(rec.connections))
+		rec.relay.count(rec, 1)
 	}
-	e.changed.poke()
+	t := e.table
+	if t == nil {
+		return
+	}
+	switch {
+	case old == nil && rec != nil:
+		t.index.add(e)
+		rec.relay.index.add(e)
+	case old != nil && rec == nil:
+		t.index.remove(e)
+		old.relay.index.remove(e)
+	case old != nil && old.relay != rec.relay:
+		old.relay.index.remove(e)
+		rec.relay.index.add(e)
+	}
+	t.changed.poke()
 }
 
 // roomTable maps room names to entries, sharded so that lookups of
@@ -80,6 +95,9 @@ func (e *roomEntry) setLive(rec *roomRecord) {
 type roomTable struct {
 	seed   maphash.Seed
 	shards [roomShards]roomShard
+	// index lists the entries that hold a live route (of any registration,
+	// current or not: readers skip the others), by name.
+	index nameIndex
 	// changed is given to every entry (roomEntry.changed); set once in
 	// New before any entry exists.
 	changed *eventHub
@@ -142,7 +160,7 @@ func (t *roomTable) acquire(ctx context.Context, name string) (*roomEntry, error
 		sh.mu.Lock()
 		e := sh.m[name]
 		if e == nil {
-			e = &roomEntry{name: name, lease: make(chan struct{}, 1), changed: t.changed}
+			e = &roomEntry{name: name, lease: make(chan struct{}, 1), table: t}
 			sh.m[name] = e
 		}
 		sh.mu.Unlock()

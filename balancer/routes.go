@@ -164,12 +164,8 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 		}
 		page = n
 	}
-	rooms := s.st.liveRooms()
-	resp := wire.ListResponse{Results: []wire.RoomSummary{}, Total: len(rooms)}
-	if start := page * wire.ListPageSize; page < len(rooms)/wire.ListPageSize+1 && start < len(rooms) {
-		resp.Results = rooms[start:min(start+wire.ListPageSize, len(rooms))]
-	}
-	wire.WriteJSON(w, http.StatusOK, resp)
+	rooms, total := s.st.listPage(page)
+	wire.WriteJSON(w, http.StatusOK, wire.ListResponse{Results: rooms, Total: total})
 	return nil
 }
 

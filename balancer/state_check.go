@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/purrfly/purrfly/wire"
 )
 
 // ConsistencyCheck verifies the invariants the balancer's rules keep
@@ -29,12 +31,14 @@ const checkLeaseWait = 10 * time.Second
 //   - rooms: every entry is filed under its name, not dead, and holds
 //     something (a route or a pending allocation); a live route is complete
 //     and its incarnation is not tombstoned; a pending allocation names its
-//     endpoint and id; the pending allocations counted are those held, at
-//     most maxPendingAllocations;
+//     endpoint and id;
 //   - tombstones: at most MaxTombstones queue slots, each entry with its
 //     one current slot (tombstones.check);
-//   - aggregates: every registration's room and connection counts equal
-//     the sums of the live routes that point at it.
+//   - aggregates and indexes: every registration's room, connection,
+//     waiting and vacant counts equal the sums of the live routes that
+//     point at it, and its room index lists exactly those routes' rooms,
+//     in name order; the table's room index lists exactly the rooms with
+//     a live route.
 func (st *state) check() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -78,13 +82,14 @@ func (st *state) check() error {
 	}
 	g.mu.RUnlock()
 
-	type sums struct{ rooms, conns int64 }
+	type sums struct{ rooms, conns, waiting, vacant int64 }
 	want := make(map[*relayEntry]sums, len(entries))
 	for r := range entries {
 		want[r] = sums{}
 	}
 	now := st.clock.Now()
 	var pendings int64
+	live := make(map[*roomEntry]*relayEntry) // entries with a live route -> its registration
 	ctx, cancel := context.WithTimeout(context.Background(), checkLeaseWait)
 	defer cancel()
 	st.rooms.each(func(e *roomEntry) {
@@ -121,8 +126,26 @@ func (st *state) check() error {
 		sm := want[rec.relay]
 		sm.rooms++
 		sm.conns += int64(rec.connections)
+		switch phaseOf(rec) {
+		case wire.RoomWaiting:
+			sm.waiting++
+		case wire.RoomVacant:
+			sm.vacant++
+		}
 		want[rec.relay] = sm
+		live[e] = rec.relay
 	})
+	listed := 0
+	st.rooms.index.check("the room index", bad, func(e *roomEntry) {
+		listed++
+		if live[e] == nil {
+			bad("the room index lists %q, which has no live route", e.name)
+		}
+	})
+	if listed != len(live) {
+		bad("the room index lists %d entries, %d hold a live route", listed, len(live))
+	}
+
 	st.tombs.check(bad)
 	if got, max := st.rooms.pendings.Load(), int64(maxPendingAllocations); got != pendings || got > max {
 		bad("%d pending allocations counted, %d held (at most %d)", got, pendings, max)
@@ -133,6 +156,19 @@ func (st *state) check() error {
 		}
 		if got := r.conns.Load(); got != sm.conns {
 			bad("relay %s (boot %s) counts %d connections, its live routes hold %d", r.info.Endpoint, r.info.BootID, got, sm.conns)
+		}
+		if w, v := r.waiting.Load(), r.vacant.Load(); w != sm.waiting || v != sm.vacant {
+			bad("relay %s (boot %s) counts %d waiting and %d vacant rooms, its live routes %d and %d", r.info.Endpoint, r.info.BootID, w, v, sm.waiting, sm.vacant)
+		}
+		n := int64(0)
+		r.index.check("relay "+r.info.Endpoint+"'s room index", bad, func(e *roomEntry) {
+			n++
+			if live[e] != r {
+				bad("relay %s's room index lists %q, whose live route is not its", r.info.Endpoint, e.name)
+			}
+		})
+		if n != sm.rooms {
+			bad("relay %s's room index lists %d rooms, its live routes are %d", r.info.Endpoint, n, sm.rooms)
 		}
 	}
 	return errors.Join(errs...)

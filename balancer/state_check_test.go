@@ -60,6 +60,18 @@ func TestConsistencyCheckFindsBrokenInvariants(t *testing.T) {
 			st.rooms.pendings.Add(1)
 			return func() { st.rooms.pendings.Add(-1) }
 		}, "1 pending allocations counted, 0 held"},
+		{"a room missing from the room index", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			st.rooms.index.remove(e)
+			return func() { st.rooms.index.add(e) }
+		}, "the room index lists 0 entries, 1 hold a live route"},
+		{"a room missing from its relay's index", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			rel.index.remove(e)
+			return func() { rel.index.add(e) }
+		}, "room index lists 0 rooms, its live routes are 1"},
+		{"a waiting room counted", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			rel.waiting.Add(1)
+			return func() { rel.waiting.Add(-1) }
+		}, "counts 1 waiting and 0 vacant rooms"},
 		{"a current boot retired", func(st *state, rel *relayEntry, e *roomEntry) func() {
 			st.reg.retired[rel.info.Endpoint] = []string{rel.info.BootID}
 			return func() { delete(st.reg.retired, rel.info.Endpoint) }

@@ -103,37 +103,6 @@ func stats(snaps []relaySnap) wire.Stats {
 	return sum
 }
 
-// roomsView lists the live routes of current registrations that match q's
-// filters, ordered by name (paging is the caller's).
-func (st *state) roomsView(q roomQuery) []wire.Room {
-	current := make(map[*relayEntry]bool)
-	for _, sn := range st.reg.snapshot() {
-		current[sn.entry] = true
-	}
-	out := []wire.Room{}
-	st.rooms.each(func(e *roomEntry) {
-		rec := e.live.Load()
-		if rec == nil || !current[rec.relay] {
-			return
-		}
-		i := rec.relay.info
-		switch {
-		case q.region != "" && !strings.EqualFold(i.Region, q.region),
-			q.instance != "" && !isInstance(&i, q.instance),
-			q.boot != "" && i.BootID != q.boot,
-			!wire.HasLabels(i.Labels, q.labels):
-			return
-		}
-		rm := roomOf(e.name, rec)
-		if q.phase != "" && rm.Phase != q.phase {
-			return
-		}
-		out = append(out, rm)
-	})
-	slices.SortFunc(out, func(a, b wire.Room) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
 // minBootPrefix is the shortest boot ID prefix a rooms filter matches:
 // the dashboard and purrctl fleet show 12 characters of a boot ID, and an
 // operator pastes what they see.
@@ -147,22 +116,6 @@ func isInstance(i *wire.RelayInfo, id string) bool {
 		len(id) >= minBootPrefix && strings.HasPrefix(i.BootID, id)
 }
 
-// liveRooms returns the valid live routes, ordered by name.
-func (st *state) liveRooms() []wire.RoomSummary {
-	current := make(map[*relayEntry]bool)
-	for _, sn := range st.reg.snapshot() {
-		current[sn.entry] = true
-	}
-	var out []wire.RoomSummary
-	st.rooms.each(func(e *roomEntry) {
-		if rec := e.live.Load(); rec != nil && current[rec.relay] {
-			out = append(out, wire.RoomSummary{Name: e.name, Region: rec.relay.info.Region, ConnectedPlayers: rec.connections})
-		}
-	})
-	slices.SortFunc(out, func(a, b wire.RoomSummary) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
 // fleetView takes the current state.
 func (st *state) fleetView() fleetView {
 	now := st.clock.Now()
@@ -174,10 +127,15 @@ func (st *state) fleetView() fleetView {
 		in.LastHeartbeat = ""
 		v.instances[in.BootID] = in
 	}
-	rooms := st.roomsView(roomQuery{})
-	v.rooms = make(map[string]wire.Room, len(rooms))
-	for _, rm := range rooms {
-		v.rooms[rm.Name] = rm
+	current := make(map[*relayEntry]bool, len(snaps))
+	for _, sn := range snaps {
+		current[sn.entry] = true
+	}
+	v.rooms = make(map[string]wire.Room, st.rooms.index.len())
+	for _, e := range st.rooms.index.after("", st.rooms.index.len(), nil) {
+		if rec := e.live.Load(); rec != nil && current[rec.relay] {
+			v.rooms[e.name] = roomOf(e.name, rec)
+		}
 	}
 	return v
 }
