@@ -50,6 +50,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 			for {
 				select {
 				case b := <-sub.ch:
+					sub.queued.Add(-int64(len(b)))
 					if !write(b) {
 						return nil
 					}
@@ -58,6 +59,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 		case b := <-sub.ch:
+			sub.queued.Add(-int64(len(b)))
 			if !write(b) {
 				return nil
 			}

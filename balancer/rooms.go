@@ -35,7 +35,7 @@ type pendingAlloc struct {
 // roomEntry is everything the balancer knows about one room name.
 type roomEntry struct {
 	name string // static
-	// table is the table that filed it, whose indexes and event hub
+	// table is the table that filed it, whose indexes and event log
 	// setLive keeps in step with live (static; nil in tests that make
 	// entries).
 	table *roomTable
@@ -61,8 +61,8 @@ func (e *roomEntry) empty() bool {
 
 // setLive replaces the live route and keeps in step what counts or lists
 // routes: the per-relay aggregates (rooms, connections, phases) and room
-// index, and the table's room index; it pokes the event hub (which wakes
-// its diff loop only while a stream is open). Lease held.
+// index, the table's room index, and the event hub's log of changes (only
+// while a stream is open). Lease held.
 func (e *roomEntry) setLive(rec *roomRecord) {
 	old := e.live.Swap(rec)
 	if old != nil {
@@ -86,7 +86,7 @@ func (e *roomEntry) setLive(rec *roomRecord) {
 		old.relay.index.remove(e)
 		rec.relay.index.add(e)
 	}
-	t.changed.poke()
+	t.changed.roomChanged(e.name, old, rec)
 }
 
 // roomTable maps room names to entries, sharded so that lookups of

@@ -116,26 +116,17 @@ func isInstance(i *wire.RelayInfo, id string) bool {
 		len(id) >= minBootPrefix && strings.HasPrefix(i.BootID, id)
 }
 
-// fleetView takes the current state.
+// fleetView takes the relays' current state (the event hub's view).
 func (st *state) fleetView() fleetView {
 	now := st.clock.Now()
 	snaps := st.reg.snapshot()
 	v := fleetView{at: now.UTC().Format(time.RFC3339Nano), instances: make(map[string]wire.Instance, len(snaps)),
-		stats: stats(snaps)}
+		current: make(map[*relayEntry]bool, len(snaps)), stats: stats(snaps)}
 	for _, sn := range snaps {
 		in := st.instanceOf(sn, now)
 		in.LastHeartbeat = ""
 		v.instances[in.BootID] = in
-	}
-	current := make(map[*relayEntry]bool, len(snaps))
-	for _, sn := range snaps {
-		current[sn.entry] = true
-	}
-	v.rooms = make(map[string]wire.Room, st.rooms.index.len())
-	for _, e := range st.rooms.index.after("", st.rooms.index.len(), nil) {
-		if rec := e.live.Load(); rec != nil && current[rec.relay] {
-			v.rooms[e.name] = roomOf(e.name, rec)
-		}
+		v.current[sn.entry] = true
 	}
 	return v
 }

@@ -190,26 +190,43 @@ func TestEventsShutdown(t *testing.T) {
 	}
 }
 
-// TestEventHubDropsSlow: a stream that falls eventBuffer events behind is
-// closed, and the others keep theirs.
-func TestEventHubDropsSlow(t *testing.T) {
-	n := 0
-	view := func() fleetView {
-		v := fleetView{rooms: map[string]wire.Room{}, instances: map[string]wire.Instance{}}
-		v.rooms["r"+strconv.Itoa(n)] = wire.Room{Name: "r" + strconv.Itoa(n)}
+// hubRelay is a registration for the hub tests, and hubRoute a route of
+// it.
+func hubRelay(boot string) *relayEntry {
+	return &relayEntry{info: wire.RelayInfo{BootID: boot, Endpoint: "http://" + boot, Region: "eu"}}
+}
+
+func hubRoute(rel *relayEntry, epoch string) *roomRecord {
+	return &roomRecord{relay: rel, epoch: epoch, revision: 1, clientSecret: "cs"}
+}
+
+// hubView is a view in which rels are current.
+func hubView(rels ...*relayEntry) func() fleetView {
+	return func() fleetView {
+		v := fleetView{instances: map[string]wire.Instance{}, current: map[*relayEntry]bool{}}
+		for _, r := range rels {
+			v.current[r] = true
+		}
 		return v
 	}
+}
+
+// TestEventHubDropsSlow: a stream that falls eventBuffer diffs behind is
+// closed, and the others keep theirs.
+func TestEventHubDropsSlow(t *testing.T) {
+	rel := hubRelay("b")
 	drops := 0
-	hub := newEventHub(4, view, func() { drops++ })
+	hub := newEventHub(4, hubView(rel), func() { drops++ })
 	slow, err := hub.subscribe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	fast, _ := hub.subscribe()
-	for n = 1; n <= eventBuffer; n++ {
-		hub.sync() // a close and a create each
+	for n := 1; n <= eventBuffer; n++ {
+		hub.roomChanged("r"+strconv.Itoa(n), nil, hubRoute(rel, "e")) // a create each
+		hub.sync()
 		for len(fast.ch) > 0 {
-			<-fast.ch
+			fast.queued.Add(-int64(len(<-fast.ch)))
 		}
 	}
 	select {
@@ -232,36 +249,109 @@ func TestEventHubDropsSlow(t *testing.T) {
 }
 
 // A stream that keeps up is never dropped for the size of one change: a
-// relay leaving with more rooms than the queue holds reaches it whole.
+// relay leaving with more rooms than the queue holds reaches it whole, a
+// room.close for each of its rooms, in name order, in one diff.
 func TestEventHubKeepsAReaderThroughABigChange(t *testing.T) {
-	big := false
-	view := func() fleetView {
-		v := fleetView{rooms: map[string]wire.Room{}, instances: map[string]wire.Instance{}}
-		if big {
-			for i := 0; i < 3*eventBuffer; i++ {
-				name := "r" + strconv.Itoa(i)
-				v.rooms[name] = wire.Room{Name: name}
-			}
-		}
-		return v
+	rel := hubRelay("b")
+	current := []*relayEntry{rel}
+	hub := newEventHub(4, func() fleetView { return hubView(current...)() }, nil)
+	for i := 0; i < 3*eventBuffer; i++ {
+		e := &roomEntry{name: fmt.Sprintf("r%04d", i)}
+		e.live.Store(hubRoute(rel, "e"))
+		rel.index.add(e)
 	}
 	drops := 0
-	hub := newEventHub(4, view, func() { drops++ })
+	hub.onDrop = func() { drops++ }
 	sub, err := hub.subscribe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-sub.ch // the first stats
-	big = true
+	current = nil
 	hub.sync()
 	select {
 	case <-sub.done:
 		t.Fatal("a caught-up stream was dropped by one big change")
 	default:
 	}
-	frames := strings.Count(string(<-sub.ch), "event: room.create\n")
-	if frames != 3*eventBuffer || drops != 0 {
-		t.Fatalf("%d room.create frames (want %d), %d drops", frames, 3*eventBuffer, drops)
+	batch := string(<-sub.ch)
+	if frames := strings.Count(batch, "event: room.close\n"); frames != 3*eventBuffer || drops != 0 {
+		t.Fatalf("%d room.close frames (want %d), %d drops", frames, 3*eventBuffer, drops)
+	}
+	if a, b := strings.Index(batch, `"r0000"`), strings.Index(batch, `"r0767"`); a < 0 || b < a {
+		t.Fatal("the closes are not in name order")
+	}
+}
+
+// TestEventHubBoundsWhatItHolds: the log of changes holds at most
+// maxEventChanges rooms and a stream's queue at most eventQueueBytes; past
+// either, the streams are closed (their consumers reconnect and re-read)
+// instead of the hub holding more.
+func TestEventHubBoundsWhatItHolds(t *testing.T) {
+	rel := hubRelay("b")
+	drops := 0
+	hub := newEventHub(4, hubView(rel), func() { drops++ })
+	sub, _ := hub.subscribe()
+	for i := range maxEventChanges + 1 {
+		hub.roomChanged("r"+strconv.Itoa(i), nil, hubRoute(rel, "e"))
+	}
+	hub.logMu.Lock()
+	logged, over := len(hub.changes), hub.overflow
+	hub.logMu.Unlock()
+	if logged != maxEventChanges || !over {
+		t.Fatalf("%d changes logged (overflow %v), want %d and the overflow noted", logged, over, maxEventChanges)
+	}
+	hub.sync()
+	select {
+	case <-sub.done:
+	default:
+		t.Fatal("a stream past the log's bound was not closed")
+	}
+	// A stream whose queue holds eventQueueBytes is closed before a diff
+	// would pass it, however few diffs that is.
+	sub, _ = hub.subscribe()
+	sub.queued.Add(eventQueueBytes - 10)
+	hub.roomChanged("one-more", nil, hubRoute(rel, "e"))
+	hub.sync()
+	select {
+	case <-sub.done:
+	default:
+		t.Fatal("a stream past its queue's bytes was not closed")
+	}
+	if drops != 2 {
+		t.Fatalf("%d drops counted, want 2", drops)
+	}
+}
+
+// TestEventDiffCostsTheChanges: a diff with one room changed allocates the
+// same at 100 rooms as at 10,000 (it diffed a view of every room before).
+func TestEventDiffCostsTheChanges(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	allocs := func(rooms int) float64 {
+		s, f := newMemSetup(t)
+		fillRooms(t, s, f, rooms)
+		sub, err := s.events.subscribe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.events.unsubscribe(sub)
+		e := s.st.rooms.get(benchRoomName(0))
+		rec := e.live.Load()
+		i := 0
+		return testing.AllocsPerRun(20, func() {
+			i++
+			next := *rec
+			next.connections = i
+			s.events.roomChanged(e.name, rec, &next)
+			s.events.sync()
+			<-sub.ch
+		})
+	}
+	small, big := allocs(100), allocs(10000)
+	if big > small+2 {
+		t.Fatalf("a diff of one change allocates %.0f times at 10,000 rooms, %.0f at 100", big, small)
 	}
 }
 
