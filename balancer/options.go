@@ -50,6 +50,10 @@ const (
 	// relay cannot be reached (the request was certainly not delivered) or
 	// says it is draining.
 	maxPlacementTries = 3
+	// DefaultMaxRoomsPerSource is Options.MaxRoomsPerSource's default: far
+	// above the rooms one address's players host at once (a host allocates
+	// one room a session), far below a fleet's capacity.
+	DefaultMaxRoomsPerSource = 100
 	// DefaultMaxTombstones bounds the tombstone table (Options.MaxTombstones):
 	// a released room writes two (its incarnation's fence and its name's
 	// release mark), about 48 bytes each.
@@ -127,6 +131,13 @@ type Options struct {
 	// TombstoneRetention is ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS;
 	// non-positive means DefaultTombstoneRetention.
 	TombstoneRetention time.Duration
+	// MaxRoomsPerSource bounds the live rooms one source address's
+	// allocations (POST /allocate_ws) hold at once, those being made
+	// included (BALANCER_MAX_ROOMS_PER_SOURCE): past it an allocation of a
+	// new room is 429 too_many_rooms. 0 takes DefaultMaxRoomsPerSource, a
+	// negative value turns the cap off. Reservations of the admin API and
+	// Go callers (Server.Allocate) are not counted.
+	MaxRoomsPerSource int
 	// MaxTombstones bounds the tombstone table (BALANCER_MAX_TOMBSTONES;
 	// non-positive means DefaultMaxTombstones): past it the oldest goes
 	// first, before its retention (package doc: Tombstones).
@@ -217,6 +228,12 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RelayExpiry, DefaultRelayExpiry)
 	def(&o.CleanupInterval, DefaultCleanupInterval)
 	def(&o.TombstoneRetention, DefaultTombstoneRetention)
+	switch {
+	case o.MaxRoomsPerSource == 0:
+		o.MaxRoomsPerSource = DefaultMaxRoomsPerSource
+	case o.MaxRoomsPerSource < 0:
+		o.MaxRoomsPerSource = 0 // no cap
+	}
 	if o.MaxTombstones <= 0 {
 		o.MaxTombstones = DefaultMaxTombstones
 	}

@@ -101,7 +101,7 @@ func (s *Server) Allocate(ctx context.Context, name, allocationID string, p Plac
 	if err := p.validate(); err != nil {
 		return wire.Capability{}, err
 	}
-	return s.st.allocate(ctx, name, allocationID, p, false)
+	return s.st.allocate(ctx, name, allocationID, p, false, "")
 }
 
 // validValue holds a Go caller's value to the rules of the header it

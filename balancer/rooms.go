@@ -20,7 +20,8 @@ type roomRecord struct {
 	connections  int
 	clientSecret string
 	allocationID string
-	vacant       bool // its host left (wire.Publication.Vacant): another allocation id may take it over at the relay
+	vacant       bool   // its host left (wire.Publication.Vacant): another allocation id may take it over at the relay
+	source       string // the address whose allocation made this incarnation ("": none, not counted; sourceRooms)
 }
 
 // pendingAlloc remembers an allocation whose outcome the relay did not tell
@@ -35,9 +36,9 @@ type pendingAlloc struct {
 // roomEntry is everything the balancer knows about one room name.
 type roomEntry struct {
 	name string // static
-	// table is the table that filed it, whose indexes and event log
-	// setLive keeps in step with live (static; nil in tests that make
-	// entries).
+	// table is the table that filed it, whose indexes, source counts and
+	// event log setLive keeps in step with live (static; nil in tests that
+	// make entries).
 	table *roomTable
 
 	// lease is the room's route lease (a one-slot channel, so waiting for it
@@ -61,8 +62,8 @@ func (e *roomEntry) empty() bool {
 
 // setLive replaces the live route and keeps in step what counts or lists
 // routes: the per-relay aggregates (rooms, connections, phases) and room
-// index, the table's room index, and the event hub's log of changes (only
-// while a stream is open). Lease held.
+// index, the table's room index, the per-source counts, and the event
+// hub's log of changes (only while a stream is open). Lease held.
 func (e *roomEntry) setLive(rec *roomRecord) {
 	old := e.live.Swap(rec)
 	if old != nil {
@@ -86,7 +87,18 @@ func (e *roomEntry) setLive(rec *roomRecord) {
 		old.relay.index.remove(e)
 		rec.relay.index.add(e)
 	}
+	if oldSrc, newSrc := sourceOf(old), sourceOf(rec); oldSrc != newSrc {
+		t.sources.add(oldSrc, -1)
+		t.sources.add(newSrc, 1)
+	}
 	t.changed.roomChanged(e.name, old, rec)
+}
+
+func sourceOf(rec *roomRecord) string {
+	if rec == nil {
+		return ""
+	}
+	return rec.source
 }
 
 // roomTable maps room names to entries, sharded so that lookups of
@@ -98,6 +110,8 @@ type roomTable struct {
 	// index lists the entries that hold a live route (of any registration,
 	// current or not: readers skip the others), by name.
 	index nameIndex
+	// sources counts live rooms per source address (static pointer).
+	sources *sourceRooms
 	// changed is given to every entry (roomEntry.changed); set once in
 	// New before any entry exists.
 	changed *eventHub
@@ -131,8 +145,8 @@ type roomShard struct {
 	m  map[string]*roomEntry // guarded by mu
 }
 
-func newRoomTable() *roomTable {
-	t := &roomTable{seed: maphash.MakeSeed()}
+func newRoomTable(sources *sourceRooms) *roomTable {
+	t := &roomTable{seed: maphash.MakeSeed(), sources: sources}
 	for i := range t.shards {
 		t.shards[i].m = make(map[string]*roomEntry)
 	}

@@ -33,7 +33,7 @@ type state struct {
 func newState(o Options, relays *relayClient) *state {
 	reg := newRegistry()
 	reg.max = o.MaxRelays
-	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable(),
+	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable(newSourceRooms(o.MaxRoomsPerSource)),
 		tombs: newTombstones(o.MaxTombstones, o.TombstoneRetention)}
 }
 

@@ -13,7 +13,10 @@ import (
 
 // allocate places (or replays) the allocation of name under the room's
 // lease, which it holds across the relay call so that concurrent
-// allocations of one name are decided one after the other:
+// allocations of one name are decided one after the other. source is the
+// caller's address for the per-source cap ("" for none: admin and Go
+// callers); admit decides first whether an allocation that may make a new
+// room is taken at all. Then:
 //
 //   - a live route with the same allocation id: ask its relay again (the
 //     relay replays exactly) and answer the same capability;
@@ -32,20 +35,28 @@ import (
 //     candidates when it has any; other regions only when it has none.
 //     None fits, or every one tried refused as full or draining:
 //     wire.ErrNoCandidate saying why.
-func (st *state) allocate(ctx context.Context, name, allocationID string, p Placement, inRegion bool) (wire.Capability, error) {
+func (st *state) allocate(ctx context.Context, name, allocationID string, p Placement, inRegion bool, source string) (wire.Capability, error) {
 	region := p.Region
+	if st.rooms.sources.max <= 0 {
+		source = "" // no cap: nothing to count
+	}
 	e, err := st.rooms.acquire(ctx, name)
 	if err != nil {
 		return wire.Capability{}, wire.ErrAllocationBusy
 	}
 	defer st.rooms.release(e)
+	done, err := st.admit(e, allocationID, source)
+	if err != nil {
+		return wire.Capability{}, err
+	}
+	defer done()
 
 	if cur := e.live.Load(); cur != nil && st.reg.isCurrent(cur.relay) {
 		replay := cur.allocationID != "" && cur.allocationID == allocationID
 		if !replay && !cur.vacant {
 			return wire.Capability{}, wire.ErrRoomTaken
 		}
-		c, err := st.allocateOn(ctx, e, cur.relay, name, region, allocationID)
+		c, err := st.allocateOn(ctx, e, cur.relay, name, region, allocationID, source)
 		if replay || !errors.Is(err, errRelayDraining) && !errors.Is(err, errRelayFull) {
 			return pinned(c, err)
 		}
@@ -58,7 +69,7 @@ func (st *state) allocate(ctx context.Context, name, allocationID string, p Plac
 	}
 	if p := e.pending; p != nil {
 		if rel := st.reg.current(p.endpoint); rel != nil && st.clock.Now().Sub(p.since) < pendingRetention {
-			return pinned(st.allocateOn(ctx, e, rel, name, region, allocationID))
+			return pinned(st.allocateOn(ctx, e, rel, name, region, allocationID, source))
 		}
 		st.rooms.setPending(e, nil)
 	}
@@ -78,7 +89,7 @@ func (st *state) allocate(ctx context.Context, name, allocationID string, p Plac
 		if i == maxPlacementTries {
 			break
 		}
-		c, err := st.allocateOn(ctx, e, rel, name, region, allocationID)
+		c, err := st.allocateOn(ctx, e, rel, name, region, allocationID, source)
 		switch {
 		case errors.Is(err, errRelayFull):
 			full++
@@ -120,7 +131,7 @@ var errRelayFull = fmt.Errorf("%w: the relay is full", errTryNext)
 
 // allocateOn calls rel's allocation route and commits the answer as the
 // room's publication. The caller holds e's lease.
-func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, name, region, allocationID string) (wire.Capability, error) {
+func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, name, region, allocationID, source string) (wire.Capability, error) {
 	var none wire.Capability
 	endpoint := rel.info.Endpoint
 	indeterminate := func() (wire.Capability, error) {
@@ -175,7 +186,7 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 	if out.BootID != rel.info.BootID || !st.reg.isCurrent(rel) {
 		return indeterminate()
 	}
-	switch status := st.applyPublication(e, rel, pub); status {
+	switch status := st.applyPublication(e, rel, pub, source); status {
 	case wire.PubApplied, wire.PubCurrent:
 	case wire.PubConflict:
 		cur := e.live.Load()
@@ -188,7 +199,7 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		// old one is gone.
 		st.fence(e, rel.info.BootID, cur.epoch)
 		e.setLive(nil)
-		if status = st.applyPublication(e, rel, pub); status != wire.PubApplied {
+		if status = st.applyPublication(e, rel, pub, source); status != wire.PubApplied {
 			return none, wire.ErrRelayBadAnswer.WithMessage("the relay answered an inconsistent room publication")
 		}
 	default: // fenced (a released incarnation) or rejected (boot replaced meanwhile)

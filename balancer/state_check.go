@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -38,7 +39,8 @@ const checkLeaseWait = 10 * time.Second
 //     waiting and vacant counts equal the sums of the live routes that
 //     point at it, and its room index lists exactly those routes' rooms,
 //     in name order; the table's room index lists exactly the rooms with
-//     a live route.
+//     a live route; the rooms counted per source address are the live
+//     routes of each source.
 func (st *state) check() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -90,6 +92,7 @@ func (st *state) check() error {
 	now := st.clock.Now()
 	var pendings int64
 	live := make(map[*roomEntry]*relayEntry) // entries with a live route -> its registration
+	sources := make(map[string]int32)        // live routes per source address
 	ctx, cancel := context.WithTimeout(context.Background(), checkLeaseWait)
 	defer cancel()
 	st.rooms.each(func(e *roomEntry) {
@@ -134,6 +137,9 @@ func (st *state) check() error {
 		}
 		want[rec.relay] = sm
 		live[e] = rec.relay
+		if rec.source != "" {
+			sources[rec.source]++
+		}
 	})
 	listed := 0
 	st.rooms.index.check("the room index", bad, func(e *roomEntry) {
@@ -145,7 +151,9 @@ func (st *state) check() error {
 	if listed != len(live) {
 		bad("the room index lists %d entries, %d hold a live route", listed, len(live))
 	}
-
+	if got := st.rooms.sources.counts(); !maps.Equal(got, sources) {
+		bad("rooms counted per source %v, live routes per source %v", got, sources)
+	}
 	st.tombs.check(bad)
 	if got, max := st.rooms.pendings.Load(), int64(maxPendingAllocations); got != pendings || got > max {
 		bad("%d pending allocations counted, %d held (at most %d)", got, pendings, max)

@@ -72,6 +72,10 @@ func TestConsistencyCheckFindsBrokenInvariants(t *testing.T) {
 			rel.waiting.Add(1)
 			return func() { rel.waiting.Add(-1) }
 		}, "counts 1 waiting and 0 vacant rooms"},
+		{"a source counted without a room", func(st *state, rel *relayEntry, e *roomEntry) func() {
+			st.rooms.sources.add("192.0.2.1", 1)
+			return func() { st.rooms.sources.add("192.0.2.1", -1) }
+		}, "rooms counted per source"},
 		{"a current boot retired", func(st *state, rel *relayEntry, e *roomEntry) func() {
 			st.reg.retired[rel.info.Endpoint] = []string{rel.info.BootID}
 			return func() { delete(st.reg.retired, rel.info.Endpoint) }

@@ -28,7 +28,7 @@ func (st *state) publish(ctx context.Context, req wire.PublishRequest) ([]wire.P
 			if !st.reg.isCurrent(rel) {
 				rel = nil
 			}
-			status = st.applyPublication(e, rel, p)
+			status = st.applyPublication(e, rel, p, "")
 			st.rooms.release(e)
 		}
 		out = append(out, wire.PublicationResult{Name: p.Name, Epoch: p.Epoch, Status: status})
@@ -56,7 +56,10 @@ func (st *state) unregister(ctx context.Context, req wire.UnregisterRequest) ([]
 
 // applyPublication is the compare-and-set on a room name. rel is the
 // endpoint's current registration, or nil when the publishing boot is not
-// it. The caller holds e's lease.
+// it; source is the address whose allocation made the room ("" for a
+// relay's own publication), recorded when the name is acquired (an update
+// of the same incarnation keeps the one it had). The caller holds e's
+// lease.
 //
 //   - not the endpoint's live boot                   -> PubRejected
 //   - this exact incarnation (boot, epoch) is tombstoned -> PubFenced
@@ -69,7 +72,7 @@ func (st *state) unregister(ctx context.Context, req wire.UnregisterRequest) ([]
 //     handover between machines of one app)          -> PubApplied (moved)
 //   - no live route (unknown, released, or its
 //     registration was replaced/removed)             -> PubApplied (acquired)
-func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Publication) wire.PublicationStatus {
+func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Publication, source string) wire.PublicationStatus {
 	if rel == nil {
 		return wire.PubRejected
 	}
@@ -87,7 +90,7 @@ func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 			// on its way; the tombstone makes it, and any late publication
 			// of the old incarnation, a no-op.
 			st.fence(e, cur.relay.info.BootID, cur.epoch)
-			e.setLive(recordOf(rel, pub))
+			e.setLive(recordOf(rel, pub, cur.source)) // the same game: still its allocator's
 			return wire.PubApplied
 		}
 		if pub.Revision <= cur.revision {
@@ -96,7 +99,7 @@ func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 		if pub.AllocationID == "" { // fixed for the incarnation; older relays may omit it
 			pub.AllocationID = cur.allocationID
 		}
-		e.setLive(recordOf(rel, pub))
+		e.setLive(recordOf(rel, pub, cur.source))
 		return wire.PubApplied
 	}
 	// The name is free. An orphaned route of this same boot and epoch (its
@@ -113,8 +116,9 @@ func (st *state) applyPublication(e *roomEntry, rel *relayEntry, pub wire.Public
 		if pub.AllocationID == "" {
 			pub.AllocationID = cur.allocationID
 		}
+		source = cur.source
 	}
-	e.setLive(recordOf(rel, pub))
+	e.setLive(recordOf(rel, pub, source))
 	return wire.PubApplied
 }
 
@@ -128,7 +132,8 @@ func movedOver(cur *roomRecord, rel *relayEntry, pub wire.Publication) bool {
 		strings.EqualFold(cur.relay.info.Host, rel.info.Host) && cur.relay.info.Port == rel.info.Port
 }
 
-func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {
+// recordOf is the route of pub, made by source's allocation ("": none).
+func recordOf(rel *relayEntry, pub wire.Publication, source string) *roomRecord {
 	return &roomRecord{
 		relay:        rel,
 		epoch:        pub.Epoch,
@@ -137,6 +142,7 @@ func recordOf(rel *relayEntry, pub wire.Publication) *roomRecord {
 		clientSecret: pub.ClientSecret,
 		allocationID: pub.AllocationID,
 		vacant:       pub.Vacant,
+		source:       source,
 	}
 }
 

@@ -25,6 +25,7 @@ func balancerCommand() *cli.Command {
 			&cli.IntFlag{Name: "allocate-rate", EnvVars: []string{"ALLOCATE_RATE_PER_MINUTE"}, Value: 120, Usage: "room allocations a minute per source address, half of them at once (0: no limit)"},
 			&cli.StringFlag{Name: "placement", EnvVars: []string{"BALANCER_PLACEMENT"}, Value: "least", Usage: "where new rooms go, after region, labels and capacity: least (least loaded), most (most loaded: pack relays) or random"},
 			&cli.IntFlag{Name: "join-rate", EnvVars: []string{"JOIN_RATE_PER_MINUTE"}, Value: 600, Usage: "joins a minute per source address, half of them at once (0: no limit)"},
+			&cli.IntFlag{Name: "max-rooms-per-source", EnvVars: []string{"BALANCER_MAX_ROOMS_PER_SOURCE"}, Value: balancer.DefaultMaxRoomsPerSource, Usage: "live rooms one source address's allocations may hold at once (0: no limit)"},
 		}, append(adminFlags(), httpLimitFlags()...)...),
 		Action: runBalancer,
 	}
@@ -38,6 +39,15 @@ func adminFlags() []cli.Flag {
 		&cli.StringFlag{Name: "admin-cors-origins", EnvVars: []string{"ADMIN_CORS_ORIGINS"}, Usage: "browser origins allowed to call /v1, comma-separated (default none)"},
 		&cli.BoolFlag{Name: "admin-sse-query-key", EnvVars: []string{"ADMIN_SSE_QUERY_KEY"}, Usage: "accept the admin key as ?key= on /v1/events (browsers' EventSource cannot send headers; query strings land in proxy logs)"},
 	}
+}
+
+// roomsPerSource maps the flag (0: no limit) to Options.MaxRoomsPerSource
+// (negative: no limit).
+func roomsPerSource(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // splitList splits a comma-separated list, dropping empty items.
@@ -72,6 +82,7 @@ func runBalancer(c *cli.Context) error {
 		HTTP:               httpLimits(c),
 		AllocateRate:       perMinute(c.Int("allocate-rate")),
 		JoinRate:           perMinute(c.Int("join-rate")),
+		MaxRoomsPerSource:  roomsPerSource(c.Int("max-rooms-per-source")),
 		ClientIPHeader:     clientIPHeader(),
 		AdminKeys:          balancer.ParseAdminKeys(c.String("admin-key")),
 		RequireAdminKey:    onFly(),

@@ -1,0 +1,91 @@
+package balancer
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// allocateFrom is POST /allocate_ws from the source address src (its
+// Fly-Client-IP).
+func allocateFrom(h *harness, src, name, allocationID string) *wire.Error {
+	h.t.Helper()
+	st, b, _ := h.do(http.MethodPost, "/allocate_ws", map[string]string{wire.HeaderFlyClientIP: src,
+		"name": name, "region": "eu", "allocation_id": allocationID}, nil)
+	return decodeAnswer(h.t, st, b, nil)
+}
+
+// TestRoomsPerSourceCap: one address holds at most MaxRoomsPerSource live
+// rooms through /allocate_ws (360 addresses took every relay's MAX_ROOMS in
+// 2.8 s, each within the allocation rate): past it, an allocation of a new
+// room is 429 too_many_rooms (retryable) and counted, while another
+// address allocates as ever, the exact retry of a room it holds is
+// answered, a room that closes gives its place back, and a matchmaker's
+// reservation (POST /v1/rooms) is not counted.
+func TestRoomsPerSourceCap(t *testing.T) {
+	h, _ := adminHarness(t, nil, func(o *Options) {
+		guardQuiet(o)
+		o.MaxRoomsPerSource = 3
+		o.ClientIPHeader = wire.HeaderFlyClientIP
+	})
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	const a, b = "198.51.100.7", "203.0.113.9"
+	for i := range 3 {
+		noErr(t, allocateFrom(h, a, "a-"+strconv.Itoa(i), "id-a-"+strconv.Itoa(i)))
+	}
+	err := allocateFrom(h, a, "a-3", "id-a-3")
+	wantCode(t, err, wire.ErrTooManyRooms.Code)
+	if err.Status != http.StatusTooManyRequests || !err.Retryable {
+		t.Fatalf("refusal %+v, want 429 and retryable", err)
+	}
+	if r.allocCalls.Load() != 3 {
+		t.Fatalf("the relay was asked %d times, want 3: a refused allocation asks no relay", r.allocCalls.Load())
+	}
+	noErr(t, allocateFrom(h, a, "a-1", "id-a-1")) // the exact retry of a room it holds
+	noErr(t, allocateFrom(h, b, "b-0", "id-b-0")) // another address
+	st, body, _ := h.do(http.MethodPost, wire.PathRooms, bearer(adminKeyA), []byte(`{"name":"mm-0","allocationId":"mm-0"}`))
+	if st != http.StatusOK {
+		t.Fatalf("a reservation from the admin API: %d %s", st, body)
+	}
+	if src := h.s.st.rooms.sources; src.sources.Load() != 2 || src.atCap.Load() != 1 || src.refused.Load() != 1 {
+		t.Fatalf("sources %d, at the cap %d, refused %d; want 2, 1, 1", src.sources.Load(), src.atCap.Load(), src.refused.Load())
+	}
+	// a-0 ends at its relay: a's place comes back.
+	r.mu.Lock()
+	epoch := r.rooms["a-0"].epoch
+	r.mu.Unlock()
+	wantStatuses(t, r.unregister(h, wire.Removal{Name: "a-0", Epoch: epoch, Revision: 1}), wire.RemApplied)
+	noErr(t, allocateFrom(h, a, "a-3", "id-a-3"))
+	wantCode(t, allocateFrom(h, a, "a-4", "id-a-4"), wire.ErrTooManyRooms.Code)
+	if !contains(scrape(t, h), `purrfly_balancer_allocations_total{result="too_many_rooms"} 2`) {
+		t.Fatal("the refusals are not counted in purrfly_balancer_allocations_total")
+	}
+}
+
+// TestRoomsPerSourceOff: a negative MaxRoomsPerSource turns the cap off.
+func TestRoomsPerSourceOff(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxRoomsPerSource = -1 })
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	for i := range DefaultMaxRoomsPerSource + 5 {
+		if _, err := h.allocate("r-"+strconv.Itoa(i), "eu", "id-"+strconv.Itoa(i)); err != nil {
+			t.Fatalf("allocation %d with the cap off: %v", i, err)
+		}
+	}
+	if n := h.s.st.rooms.sources.sources.Load(); n != 0 {
+		t.Fatalf("%d sources counted with the cap off", n)
+	}
+}
+
+// scrape is the balancer's /metrics text.
+func scrape(t *testing.T, h *harness) []byte {
+	t.Helper()
+	st, body, _ := h.do(http.MethodGet, "/metrics", nil, nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", st, body)
+	}
+	return body
+}

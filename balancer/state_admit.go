@@ -1,0 +1,31 @@
+package balancer
+
+import (
+	"strconv"
+
+	"github.com/purrfly/purrfly/wire"
+)
+
+// admit decides whether an allocation of e may go on, before anything is
+// asked of a relay. The exact replay of e's live route or of its pending
+// allocation makes no new room and is always admitted; anything else may
+// make one, and is refused when source holds MaxRoomsPerSource rooms
+// (too_many_rooms). An admitted allocation may hold a reservation of
+// source's count: done gives it back, once the allocation has ended (a
+// committed room counts on its own by then). The caller holds e's lease.
+func (st *state) admit(e *roomEntry, allocationID, source string) (done func(), err error) {
+	cur := e.live.Load()
+	if cur != nil && cur.allocationID == allocationID && st.reg.isCurrent(cur.relay) ||
+		e.pending != nil && e.pending.allocationID == allocationID {
+		return func() {}, nil
+	}
+	srcs := st.rooms.sources
+	if srcs.max <= 0 || source == "" {
+		return func() {}, nil
+	}
+	if !srcs.reserve(source) {
+		return nil, wire.ErrTooManyRooms.WithMessage("this address holds " + strconv.Itoa(srcs.max) +
+			" live rooms, the most one address may; retry once one has closed")
+	}
+	return func() { srcs.add(source, -1) }, nil
+}
