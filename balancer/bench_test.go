@@ -28,20 +28,31 @@ func (m memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // in-memory fake relay, registered through the balancer's own handler.
 func newMemSetup(tb testing.TB) (*Server, *fakeRelay) {
 	tb.Helper()
+	return newMemSetupWith(tb, nil)
+}
+
+// newMemSetupWith is newMemSetup with mod applied to the options.
+func newMemSetupWith(tb testing.TB, mod func(*Options)) (*Server, *fakeRelay) {
+	tb.Helper()
 	f := &fakeRelay{t: tb, rooms: make(map[string]*fakeRoom)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ping", f.handlePing)
 	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
 	f.info = wire.RelayInfo{BootID: "bench-boot", Endpoint: "http://relay.mem:8081", Host: "relay.mem", Region: "eu", Port: 6942, UDPPort: 7777, UDPPortV2: 7778}
-	s := newChecked(tb, Options{
+	opts := Options{
 		Secret:     testSecret,
 		Logger:     slog.New(slog.DiscardHandler),
 		HTTPClient: &http.Client{Transport: memTransport{mux}},
 		// Every request comes from httptest's one address: the per-source
 		// limits would measure 429s after the first burst.
-		AllocateRate: limit.Rate{Every: -1},
-		JoinRate:     limit.Rate{Every: -1},
-	})
+		AllocateRate:      limit.Rate{Every: -1},
+		JoinRate:          limit.Rate{Every: -1},
+		MaxRoomsPerSource: -1,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	s := newChecked(tb, opts)
 	body, _ := json.Marshal(wire.RegisterRequest{Relay: f.info})
 	req := httptest.NewRequest(http.MethodPost, wire.PathRegister, bytes.NewReader(body))
 	req.Header.Set(wire.HeaderInternalSecret, testSecret)

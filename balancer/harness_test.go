@@ -48,10 +48,11 @@ func newHarness(t testing.TB, mod func(*Options)) *harness {
 		Version:      "v-test",
 		RelayTimeout: 2 * time.Second,
 		// Off unless a test sets them: most tests allocate in bursts.
-		AllocateRate: limit.Rate{Every: -1},
-		JoinRate:     limit.Rate{Every: -1},
-		Clock:        clk,
-		Logger:       slog.New(slog.DiscardHandler),
+		AllocateRate:      limit.Rate{Every: -1},
+		JoinRate:          limit.Rate{Every: -1},
+		MaxRoomsPerSource: -1,
+		Clock:             clk,
+		Logger:            slog.New(slog.DiscardHandler),
 	}
 	if mod != nil {
 		mod(&opts)

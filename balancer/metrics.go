@@ -101,5 +101,8 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
 		}
 	}
+	if err := registerBoundsMetrics(reg, s); err != nil {
+		return nil, err
+	}
 	return m, nil
 }

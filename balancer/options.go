@@ -138,6 +138,13 @@ type Options struct {
 	// negative value turns the cap off. Reservations of the admin API and
 	// Go callers (Server.Allocate) are not counted.
 	MaxRoomsPerSource int
+	// MemoryBudget is the memory the balancer may use, in bytes (0: the
+	// runtime's GOMEMLIMIT, else its cgroup's limit, else the machine's
+	// memory). New rooms are refused (503 balancer_full) while the live heap
+	// is past 80% of it (40% when GOMEMLIMIT is not set at or under it).
+	MemoryBudget int64
+	// readHeap replaces the live heap's reading (tests).
+	readHeap func() int64
 	// MaxTombstones bounds the tombstone table (BALANCER_MAX_TOMBSTONES;
 	// non-positive means DefaultMaxTombstones): past it the oldest goes
 	// first, before its retention (package doc: Tombstones).

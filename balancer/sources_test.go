@@ -60,8 +60,15 @@ func TestRoomsPerSourceCap(t *testing.T) {
 	wantStatuses(t, r.unregister(h, wire.Removal{Name: "a-0", Epoch: epoch, Revision: 1}), wire.RemApplied)
 	noErr(t, allocateFrom(h, a, "a-3", "id-a-3"))
 	wantCode(t, allocateFrom(h, a, "a-4", "id-a-4"), wire.ErrTooManyRooms.Code)
-	if !contains(scrape(t, h), `purrfly_balancer_allocations_total{result="too_many_rooms"} 2`) {
-		t.Fatal("the refusals are not counted in purrfly_balancer_allocations_total")
+	metrics := scrape(t, h)
+	for _, want := range []string{`purrfly_balancer_allocations_total{result="too_many_rooms"} 2`,
+		"purrfly_balancer_room_sources 2", "purrfly_balancer_room_sources_at_max 1"} {
+		if !contains(metrics, want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
+	}
+	if b := statsBounds(t, h, adminKeyA).Sources; b.Max != 3 || b.Sources != 2 || b.AtMax != 1 || b.Refused != 2 {
+		t.Fatalf("/v1/stats roomsPerSource %+v, want max 3, 2 sources, 1 at the max, 2 refused", b)
 	}
 }
 

@@ -28,13 +28,14 @@ type state struct {
 	reg   *registry   // internally locked (registry.mu, proof gates)
 	rooms *roomTable  // internally locked (shard locks, room leases)
 	tombs *tombstones // internally locked; written under the room's lease
+	mem   *memGate    // safe for concurrent use
 }
 
 func newState(o Options, relays *relayClient) *state {
 	reg := newRegistry()
 	reg.max = o.MaxRelays
 	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable(newSourceRooms(o.MaxRoomsPerSource)),
-		tombs: newTombstones(o.MaxTombstones, o.TombstoneRetention)}
+		tombs: newTombstones(o.MaxTombstones, o.TombstoneRetention), mem: newMemGate(o)}
 }
 
 // fence tombstones e's incarnation (boot, epoch) now. Lease held.

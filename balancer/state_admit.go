@@ -9,8 +9,9 @@ import (
 // admit decides whether an allocation of e may go on, before anything is
 // asked of a relay. The exact replay of e's live route or of its pending
 // allocation makes no new room and is always admitted; anything else may
-// make one, and is refused when source holds MaxRoomsPerSource rooms
-// (too_many_rooms). An admitted allocation may hold a reservation of
+// make one, and is refused while the live heap is past the memory
+// budget's share (balancer_full) or when source holds MaxRoomsPerSource
+// rooms (too_many_rooms). An admitted allocation may hold a reservation of
 // source's count: done gives it back, once the allocation has ended (a
 // committed room counts on its own by then). The caller holds e's lease.
 func (st *state) admit(e *roomEntry, allocationID, source string) (done func(), err error) {
@@ -18,6 +19,10 @@ func (st *state) admit(e *roomEntry, allocationID, source string) (done func(), 
 	if cur != nil && cur.allocationID == allocationID && st.reg.isCurrent(cur.relay) ||
 		e.pending != nil && e.pending.allocationID == allocationID {
 		return func() {}, nil
+	}
+	if st.mem.full() {
+		st.mem.refused.Add(1)
+		return nil, wire.ErrBalancerFull
 	}
 	srcs := st.rooms.sources
 	if srcs.max <= 0 || source == "" {

@@ -1,6 +1,8 @@
 package balancer
 
 import (
+	"encoding/json"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -53,6 +55,24 @@ func TestTombstonesUnderAGlobalBound(t *testing.T) {
 	if s := h.s.st.tombs.stats(h.clk.Now()); s.evicted < 2 || s.slots > 8 {
 		t.Fatalf("after the bound was passed: %+v, want 2 or more evicted, at most 8 slots", s)
 	}
+	b := statsBounds(t, h, h.s.GeneratedAdminKey()).Tombstones
+	if b.Held > 8 || b.Max != 8 || b.Evicted < 2 || b.HorizonSeconds >= b.RetentionSeconds || b.RetentionSeconds != 3600 {
+		t.Fatalf("/v1/stats tombstones %+v, want at most 8 of 8 held, 2 or more evicted, a horizon under the retention", b)
+	}
+	if !contains(scrape(t, h), "purrfly_balancer_tombstones_evicted_total 2") {
+		t.Fatal("/metrics does not count the early drops")
+	}
+}
+
+// statsBounds is GET /v1/stats' bounds.
+func statsBounds(t *testing.T, h *harness, key string) wire.Bounds {
+	t.Helper()
+	var stats wire.Stats
+	st, body, _ := h.do(http.MethodGet, wire.PathStats, bearer(key), nil)
+	if err := json.Unmarshal(body, &stats); st != http.StatusOK || err != nil || stats.Bounds == nil {
+		t.Fatalf("/v1/stats: %d %s", st, body)
+	}
+	return *stats.Bounds
 }
 
 // TestTombstoneRewriteKeepsTheBound: a name released again and again (a

@@ -6,9 +6,15 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
+// handleStats is GET /v1/stats: the fleet's sums, and the balancer's own
+// state against its bounds, which its ETag leaves out (the heap moves all
+// the time).
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	sum := s.st.stats()
-	return writeTagged(w, r, sum, sum)
+	semantic := sum
+	b := s.st.bounds()
+	sum.Bounds = &b
+	return writeTagged(w, r, sum, semantic)
 }
 
 func (s *Server) handleInstance(w http.ResponseWriter, r *http.Request) error {

@@ -66,6 +66,9 @@ type Stats struct {
 	Rooms    int64         `json:"rooms"`
 	Players  int64         `json:"players"`
 	Regions  []RegionStats `json:"regions"` // ordered by region
+	// Bounds is the balancer's own state against its bounds (GET /v1/stats
+	// only; the ETag and the event stream's stats leave it out).
+	Bounds *Bounds `json:"bounds,omitempty"`
 }
 
 // StatsSample is the fleet's totals at one moment.
