@@ -112,8 +112,8 @@ type roomTable struct {
 	index nameIndex
 	// sources counts live rooms per source address (static pointer).
 	sources *sourceRooms
-	// changed is given to every entry (roomEntry.changed); set once in
-	// New before any entry exists.
+	// changed is told of every change of a live route (roomEntry.setLive);
+	// set once in New before any entry exists.
 	changed *eventHub
 
 	// pendings counts the entries with a pending allocation (setPending);
