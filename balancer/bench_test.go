@@ -38,6 +38,7 @@ func newMemSetupWith(tb testing.TB, mod func(*Options)) (*Server, *fakeRelay) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ping", f.handlePing)
 	mux.HandleFunc(wire.PathRelayAllocate, f.handleAllocate)
+	mux.HandleFunc(wire.PathRelayRoomClose, f.handleRoomClose)
 	f.info = wire.RelayInfo{BootID: "bench-boot", Endpoint: "http://relay.mem:8081", Host: "relay.mem", Region: "eu", Port: 6942, UDPPort: 7777, UDPPortV2: 7778}
 	opts := Options{
 		Secret:     testSecret,

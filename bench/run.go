@@ -179,7 +179,7 @@ func (s *servers) startEcho(ctx context.Context, o Options) error {
 func (s *servers) startBalancer(o Options) error {
 	bal, err := balancer.New(balancer.Options{
 		Secret: o.Secret, ListenHost: "127.0.0.1", Region: benchRegion, Version: "bench",
-		AllocateRate: unlimited, JoinRate: unlimited, // the load comes from one address
+		AllocateRate: unlimited, JoinRate: unlimited, MaxRoomsPerSource: -1, // the load comes from one address
 		Logger: o.Logger.With("service", "balancer"),
 	})
 	if err != nil {

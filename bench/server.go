@@ -146,7 +146,7 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 func serveBalancer(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *slog.Logger) error {
 	srv, err := balancer.New(balancer.Options{
 		Secret: cfg.Secret, ListenHost: "127.0.0.1", Region: cfg.Region, Version: "bench", Logger: log,
-		AllocateRate: unlimited, JoinRate: unlimited, AdminKeys: balancer.ParseAdminKeys(cfg.AdminKey),
+		AllocateRate: unlimited, JoinRate: unlimited, MaxRoomsPerSource: -1, AdminKeys: balancer.ParseAdminKeys(cfg.AdminKey),
 	})
 	if err != nil {
 		return fmt.Errorf("failed to configure the balancer: %w", err)

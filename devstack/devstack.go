@@ -55,9 +55,11 @@ type Options struct {
 	// (relay.Options); 0 = the relay's defaults.
 	ActivationLease time.Duration
 	GrantLifetime   time.Duration
-	// AllocateRate and JoinRate are the balancer's per-source limits
+	// AllocateRate and JoinRate are the balancer's per-source limits, and
+	// MaxRoomsPerSource its cap on one address's live rooms
 	// (balancer.Options); zero = its defaults.
 	AllocateRate, JoinRate limit.Rate
+	MaxRoomsPerSource      int
 	Clock                  clock.Clock
 	Logger                 *slog.Logger
 	// ReadyTimeout bounds how long Start waits for every relay to register.
@@ -103,17 +105,18 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	b, err := balancer.New(balancer.Options{
-		Secret:         opts.Secret,
-		ListenHost:     opts.Host,
-		Port:           opts.BalancerPort,
-		Region:         "local",
-		Version:        "dev",
-		HealthInterval: opts.HealthInterval,
-		AllocateRate:   opts.AllocateRate,
-		JoinRate:       opts.JoinRate,
-		Clock:          opts.Clock,
-		Logger:         opts.Logger.With("service", "balancer"),
-		AdminKeys:      balancer.ParseAdminKeys(opts.AdminKey),
+		Secret:            opts.Secret,
+		ListenHost:        opts.Host,
+		Port:              opts.BalancerPort,
+		Region:            "local",
+		Version:           "dev",
+		HealthInterval:    opts.HealthInterval,
+		AllocateRate:      opts.AllocateRate,
+		JoinRate:          opts.JoinRate,
+		MaxRoomsPerSource: opts.MaxRoomsPerSource,
+		Clock:             opts.Clock,
+		Logger:            opts.Logger.With("service", "balancer"),
+		AdminKeys:         balancer.ParseAdminKeys(opts.AdminKey),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to configure the balancer: %w", err)

@@ -74,8 +74,9 @@ func startDev(t testing.TB, mod func(*devstack.Options), regions ...string) *sta
 		Logger:            discard,
 		// Tests allocate in bursts from one address; limits are tested
 		// where they are set.
-		AllocateRate: limit.Rate{Every: -1},
-		JoinRate:     limit.Rate{Every: -1},
+		AllocateRate:      limit.Rate{Every: -1},
+		JoinRate:          limit.Rate{Every: -1},
+		MaxRoomsPerSource: -1,
 	}
 	if mod != nil {
 		mod(&opts)

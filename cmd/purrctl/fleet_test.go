@@ -25,7 +25,7 @@ func TestFleetCommand(t *testing.T) {
 	defer cancel()
 	st, err := devstack.Start(ctx, devstack.Options{
 		AdminKey: fleetKey, Logger: slog.New(slog.DiscardHandler), HeartbeatInterval: 200 * time.Millisecond,
-		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1},
+		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1}, MaxRoomsPerSource: -1,
 	})
 	if err != nil {
 		t.Fatal(err)
