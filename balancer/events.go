@@ -228,8 +228,11 @@ func (h *eventHub) sync() {
 		return
 	}
 	h.diffs.Add(1)
-	cur := h.view()
+	// The log first, then the view: a change logged in between waits for
+	// the next diff, while every registration a logged change's route
+	// points at is already in the view (a relay registers, then publishes).
 	changes, overflow := h.takeChanges()
+	cur := h.view()
 	prev := *h.prev
 	h.prev = &cur
 	evs := diffInstances(prev, cur)

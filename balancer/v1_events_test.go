@@ -397,3 +397,39 @@ func TestDiffGap(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsRelayLeavesAndReturns: a relay removed by the health check is
+// an instance.leave and a room.close for each of its rooms, in name order,
+// though none of them changed (they are read from the relay's own index);
+// the same boot back, republishing them, is an instance.join and a
+// room.create for each.
+func TestEventsRelayLeavesAndReturns(t *testing.T) {
+	h, _ := adminHarness(t, nil, guardQuiet)
+	eu := newFakeRelay(t, "eu")
+	eu.register(h)
+	rooms := []wire.Publication{pub("c-room", "e1", 1, 0), pub("a-room", "e1", 1, 2), pub("b-room", "e1", 1, 1)}
+	eu.publish(h, rooms...)
+	s := openEvents(t, h.admin(adminKeyA))
+	nextEvent(t, s, wire.EventStats)
+
+	eu.set(func(f *fakeRelay) { f.pingFail = true })
+	failHealth(h, DefaultHealthFailures)
+	h.clk.Advance(eventTick)
+	nextEvent(t, s, wire.EventInstanceLeave)
+	for _, want := range []string{"a-room", "b-room", "c-room"} {
+		if ev := nextEvent(t, s, wire.EventRoomClose); ev.Room.Name != want {
+			t.Fatalf("room.close of %q, want %q next", ev.Room.Name, want)
+		}
+	}
+
+	eu.set(func(f *fakeRelay) { f.pingFail = false })
+	eu.register(h)
+	eu.publish(h, rooms...)
+	h.clk.Advance(eventTick)
+	nextEvent(t, s, wire.EventInstanceJoin)
+	for _, want := range []string{"a-room", "b-room", "c-room"} {
+		if ev := nextEvent(t, s, wire.EventRoomCreate); ev.Room.Name != want || ev.Room.BootID != eu.boot() {
+			t.Fatalf("room.create %+v, want %q of the returned relay next", ev.Room, want)
+		}
+	}
+}
