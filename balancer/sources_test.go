@@ -3,6 +3,7 @@ package balancer
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/purrfly/purrfly/wire"
@@ -95,4 +96,24 @@ func scrape(t *testing.T, h *harness) []byte {
 		t.Fatalf("/metrics: %d %s", st, body)
 	}
 	return body
+}
+
+// TestTakenNameIsTakenWhateverTheBounds: another allocation id for a live
+// room is room_name_taken, also from an address at its cap or while memory
+// is short: it would make no room, and the caller learns why.
+func TestTakenNameIsTakenWhateverTheBounds(t *testing.T) {
+	var heap atomic.Int64
+	h := newHarness(t, func(o *Options) {
+		o.MaxRoomsPerSource = 1
+		o.ClientIPHeader = wire.HeaderFlyClientIP
+		o.MemoryBudget = 1 << 30
+		o.readHeap = heap.Load
+	})
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	noErr(t, allocateFrom(h, "198.51.100.7", "room", "id-1"))
+	wantCode(t, allocateFrom(h, "198.51.100.7", "room", "id-2"), wire.ErrRoomTaken.Code)
+	heap.Store(1 << 30)
+	wantCode(t, allocateFrom(h, "203.0.113.9", "room", "id-3"), wire.ErrRoomTaken.Code)
+	wantCode(t, allocateFrom(h, "203.0.113.9", "other", "id-4"), wire.ErrBalancerFull.Code)
 }
