@@ -19,8 +19,10 @@
 // restart: a relay that sees a new BalancerBoot in a heartbeat's answer
 // republishes its rooms. state_check.go's ConsistencyCheck verifies the
 // invariants the rules promise (registrations filed once, a live route's
-// incarnation never tombstoned, per-relay room and connection counts equal
-// to their routes) and runs after every balancer test.
+// incarnation never tombstoned, per-relay counts and name indexes equal to
+// their routes, the per-source counts equal to the routes' sources, the
+// tombstone table and pending allocations within their bounds) and runs
+// after every balancer test.
 //
 // # State and ownership
 //
@@ -31,19 +33,32 @@
 //   - registry (registry.go): the current registration (relayEntry) of
 //     every relay endpoint: boot id, immutable routing metadata, labels and
 //     capacity, a balancer-owned liveness version bumped by every
-//     heartbeat, the last heartbeat, draining marks, and the aggregates
-//     (rooms, connections) of the routes that point at it, kept atomic. Its
-//     maps (by endpoint, by boot, replaced boots, admin drains, proof
-//     gates, endpoints gone) are guarded by its RWMutex, held only for map
-//     and field work.
+//     heartbeat, the last heartbeat, draining marks, and the aggregates of
+//     the routes that point at it (rooms, connections, waiting and vacant
+//     rooms, kept atomic; their names in a nameIndex, relayrooms.go), all
+//     written under those rooms' leases by roomEntry.setLive. Its maps (by
+//     endpoint, by boot, replaced boots, admin drains, proof gates,
+//     endpoints gone) are guarded by its RWMutex, held only for map and
+//     field work.
 //   - roomTable (rooms.go): room names to roomEntry, in 64 shards whose
 //     locks are held only for map operations. An entry's live route is an
 //     immutable roomRecord behind an atomic pointer (owning registration,
 //     epoch, revision, connections, client credential, allocation id,
-//     vacant), written under the entry's lease and read by anyone; its
-//     tombstones and pending allocation are guarded by the lease.
+//     vacant, the source address whose allocation made it), written under
+//     the entry's lease and read by anyone; its pending allocation is
+//     guarded by the lease; an entry that holds neither leaves the table.
+//     Beside the shards: the index of every live route by name
+//     (nameindex.go), the live rooms per source address (sources.go) and
+//     the count of pending allocations, kept in step by setLive and
+//     setPending under the lease.
+//   - tombstones (tombstones.go): released incarnations and names, one
+//     table under one bound, behind its own lock.
+//   - memGate (memory.go): the memory budget, static after New, and the
+//     last live heap read, atomic.
 //   - eventHub, statsHistory, authThrottle, the refused-SECRET log and the
-//     rate limits are internally locked and safe for concurrent use.
+//     rate limits are internally locked and safe for concurrent use; the
+//     hub's log of route changes has a lock of its own, taken under room
+//     leases.
 //
 // # Leases and gates
 //
@@ -56,8 +71,11 @@
 // so replacing or removing a registration hides all its routes in one
 // step. Boot proofs are serialized per endpoint by a proof gate that
 // exists only while someone holds or waits for it. Lock order: a room
-// lease or a proof gate, then the registry's lock; a shard lock is never
-// held with anything else.
+// lease or a proof gate, then the registry's lock; under a room lease also
+// the tombstones' lock, a name index's lock, a source shard's lock or the
+// event hub's log lock, each alone and for one map or slice operation; the
+// event hub's lock, then its log lock, the registry's lock and name
+// indexes' locks (a diff). A shard lock is never held with anything else.
 //
 // # Registration and health
 //
@@ -89,8 +107,29 @@
 // and applied when the name has no live route. A snapshot never removes a
 // room it omits: removals come only from the relay's outbox
 // (applyRemoval), which tombstones the incarnation whatever revision it
-// carries. Tombstones are keyed by (boot, epoch), kept TombstoneRetention
-// (at most 64 per name) and deleted by the cleanup tick.
+// carries.
+//
+// # Tombstones
+//
+// Released incarnations live in one table for the balancer (tombstones.go):
+// an entry is a 64-bit hash of (name, boot, epoch) under a seed drawn per
+// process, with its release time (the boot is in the key because epochs are
+// only new within one boot), and a second entry marks the name released (a
+// DELETE of it answers 200, closed false). Nothing else of a released room
+// is kept: its entry leaves the room table. Entries leave in the order they
+// were written: at TombstoneRetention (a read compares the time itself, so
+// an expired tombstone no longer fences before the cleanup tick drops it),
+// or earlier once MaxTombstones newer ones exist. So an incarnation
+// released at t is fenced until t + TombstoneRetention or until
+// MaxTombstones tombstones newer than its own have been written, whichever
+// comes first: with R rooms released a second (two tombstones each), for
+// min(TombstoneRetention, MaxTombstones / 2R). Past that, a very late
+// publication of it can be accepted if no newer route holds the name. Early
+// drops are counted, and GET /v1/stats says how far back the fence holds
+// now. A hash collision would fence a new incarnation whose key matched a
+// held one: with n tombstones held, a chance of n/2^64 per publication.
+// Pending allocations are bounded too (maxPendingAllocations): past the
+// bound an indeterminate outcome is answered but not remembered.
 //
 // # Allocation and placement
 //
@@ -107,6 +146,25 @@
 // allocation) and committed as the room's publication, with the relay's
 // registered host in the capability; a relay must not wait for its own
 // publication of the room inside this call.
+//
+// Before any of that, an allocation that may make a room (not the exact
+// replay of the live route or pending allocation, not another id for a
+// live room) is admitted (state_admit.go): refused 503 balancer_full while
+// memory is short (Memory below), and 429 too_many_rooms when its source
+// address holds MaxRoomsPerSource live rooms, those being allocated
+// included (sources.go; admin and Go callers have no source).
+//
+// # Memory
+//
+// Every table but the rooms is bounded on its own (tombstones, pending
+// allocations, per-source counts, event logs and queues, pages), so rooms
+// are what fill the balancer's memory and a new room is what it refuses
+// (memory.go). The budget is Options.MemoryBudget, else GOMEMLIMIT, else
+// the cgroup's limit, else the machine's memory; an allocation that may
+// make a room is refused while the heap the last collection found live is
+// past 80% of a GOMEMLIMIT budget (the collector keeps the heap within
+// GOMEMLIMIT), 40% of another (without it the heap may grow to twice the
+// live heap). Relays' publications are never refused.
 //
 // # Multi-machine relay apps
 //
@@ -135,20 +193,39 @@
 // admin key (or the shared SECRET on the deploy tool's three routes);
 // POST and DELETE calls are audit-logged with the key's fingerprint. The
 // list routes carry a weak ETag over views without heartbeat timestamps
-// (etag.go). GET /v1/events streams diffs of the fleet's view (events.go,
-// eventdiff.go, events_stream.go), computed only while a stream is open
-// and paced on the injected clock.
+// (etag.go).
+//
+// A room list costs its page, not the fleet (state_pages.go): an
+// unfiltered page seeks the room table's name index and walks it, a page
+// filtered by relay merges the matching relays' indexes, its total is
+// their counts, and its ETag hashes what the body says without encoding
+// it (a 304 costs the walk). A route of a registration no longer current
+// stays indexed until the cleanup tick and is passed over, as is a room of
+// another phase; a page passes over at most pageSkipBudget of them and
+// answers what it has, with next where it stopped. /list's page is a
+// position in the index.
+//
+// GET /v1/events (events.go, eventdiff.go, events_stream.go) costs what
+// it sends: while a stream is open, setLive logs every room whose route
+// changed (its route before the first change and after the last), and a
+// diff turns the log into room events against a view of the relays alone
+// (instances, stats, the registrations current), reading a departed
+// relay's unchanged rooms from its own index. The log and every stream's
+// queue are bounded; past them streams are closed, and their consumers
+// re-read the lists. Diffs are paced on the injected clock.
 //
 // # Files
 //
 // server.go (life cycle), conns.go, bootwatch.go, options.go, routes.go (mux and public reads),
 // allocate.go, placement.go, internal.go (relay routes), internalauth.go
 // (paced logs of relay calls with a wrong SECRET), state.go,
-// state_relays.go, state_rooms.go, state_allocate.go, state_views.go,
-// state_check.go, registry.go, rooms.go, health.go, relaycall.go,
-// locate.go, migration.go, admin.go (the deploy tool's routes),
-// adminauth.go, adminroute.go, adminsource.go, adminthrottle.go,
-// admincors.go, etag.go, labels.go, history.go, v1_instances.go,
-// v1_rooms.go, v1_reserve.go, v1_close.go, events.go, eventdiff.go,
-// events_stream.go, metrics.go.
+// state_relays.go, state_rooms.go, state_allocate.go, state_admit.go,
+// state_views.go, state_pages.go, state_check.go, registry.go,
+// relayrooms.go, rooms.go, nameindex.go, sources.go, tombstones.go,
+// memory.go, bounds.go, health.go, relaycall.go, locate.go, migration.go,
+// admin.go (the deploy tool's routes), adminauth.go, adminroute.go,
+// adminsource.go, adminthrottle.go, admincors.go, etag.go, labels.go,
+// history.go, v1_instances.go, v1_rooms.go, v1_reserve.go, v1_close.go,
+// events.go, eventdiff.go, events_stream.go, metrics.go,
+// metrics_bounds.go.
 package balancer
