@@ -142,7 +142,8 @@ func newFuzzBalancerWith(tb testing.TB, mod func(*Options)) (*Server, *fuzzRelay
 	tb.Helper()
 	fr := &fuzzRelay{}
 	o := Options{Secret: testSecret, BootID: "balancer-boot", Logger: slog.New(slog.DiscardHandler),
-		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1}, HTTPClient: &http.Client{Transport: fr}}
+		AllocateRate: limit.Rate{Every: -1}, JoinRate: limit.Rate{Every: -1}, MaxRoomsPerSource: -1, // every input from one address
+		HTTPClient: &http.Client{Transport: fr}}
 	if mod != nil {
 		mod(&o)
 	}
