@@ -176,7 +176,7 @@ func BenchmarkCandidates(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if c, _ := g.candidates(tc.p, tc.st, rand.IntN); len(c) == 0 {
+				if c, _ := g.candidates(tc.p, tc.st, rand.IntN, time.Time{}, DefaultRelayExpiry); len(c) == 0 {
 					b.Fatal("no candidate")
 				}
 			}
@@ -194,7 +194,7 @@ func TestCandidatesAllocateOnce(t *testing.T) {
 	g := placementRegistry(t)
 	for _, st := range []Strategy{StrategyLeast, StrategyMost, StrategyRandom} {
 		p := Placement{Region: "eu", Labels: map[string]string{"tier": "pro"}}
-		if n := testing.AllocsPerRun(100, func() { g.candidates(p, st, rand.IntN) }); n != 1 {
+		if n := testing.AllocsPerRun(100, func() { g.candidates(p, st, rand.IntN, time.Time{}, DefaultRelayExpiry) }); n != 1 {
 			t.Errorf("%s: %v allocations, want 1", st, n)
 		}
 	}

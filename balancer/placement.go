@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -44,9 +45,10 @@ func ParseStrategy(s string) (Strategy, error) {
 // nearest region the client asked for.
 //
 // A room goes to a relay that is registered, not draining, not retiring,
-// reachable by players (not "starting"), not full (at its reported
-// wire.Capacity of rooms or connections) and carries every label of
-// Labels. Among those, the relays of Region (case-insensitive)
+// reachable by players (not "starting"), not stale (two missed heartbeats
+// of three, or a failed health probe since its last good one), not full
+// (at its reported wire.Capacity of rooms or connections) and carries
+// every label of Labels. Among those, the relays of Region (case-insensitive)
 // come first, ordered by Strategy; the other regions' follow, ordered the
 // same way, and are used when Region has none that fits (or to retry an
 // unreachable one). Nothing fits: wire.ErrNoCandidate, whose message says
@@ -56,10 +58,15 @@ type Placement struct {
 	Labels   map[string]string // required labels (wire.ValidateLabels); nil = none
 	Strategy Strategy          // "" = Options.Placement
 	// Instance pins the room to one relay (its boot id or machine id): a
-	// matchmaker's choice. That relay draining, retiring or starting is
-	// 409 instance_draining, not registered 404 not_found; full or without
-	// the labels, no_candidate as usual.
+	// matchmaker's choice. That relay draining, retiring, starting or
+	// stale is 409 instance_draining, not registered 404 not_found; full
+	// or without the labels, no_candidate as usual.
 	Instance string
+	// Force, with Instance, places the room on that relay while an
+	// operator has drained it (POST /v1/instances/{id}/drain): a
+	// matchmaker filling a relay kept for its own games. A relay draining
+	// itself (shutting down), retiring, starting or stale still refuses.
+	Force bool
 }
 
 // validate checks p as a request: a bad_request that says what is wrong.
@@ -74,6 +81,9 @@ func (p Placement) validate() error {
 	}
 	if _, err := ParseStrategy(string(p.Strategy)); err != nil {
 		return wire.ErrBadRequest.WithMessage(err.Error())
+	}
+	if p.Force && p.Instance == "" {
+		return wire.ErrBadRequest.WithMessage("force places a room on one drained relay: it needs an instance")
 	}
 	if p.Instance != "" {
 		if err := validValue("placement instance", p.Instance, maxIDLen); err != nil {
@@ -118,11 +128,12 @@ func validValue(what, v string, max int) error {
 }
 
 // placeTally counts the registered relays a placement left out, by the
-// first reason that applies (labels, draining, retiring, starting, full), and keeps one full
-// relay's numbers for the message. Plain integers: filled under the
-// registry's read lock at no allocation, formatted only when nothing fits.
+// first reason that applies (labels, retiring, draining, starting, stale,
+// full), and keeps one full relay's numbers for the message. Plain
+// integers: filled under the registry's read lock at no allocation,
+// formatted only when nothing fits.
 type placeTally struct {
-	registered, unlabelled, draining, retiring, starting, full int
+	registered, unlabelled, draining, retiring, starting, stale, full int
 	// pinned: Placement.Instance was registered; pinnedDraining: and
 	// draining, retiring or starting (pinnedWhy says which). Relays other
 	// than the pinned one are not counted.
@@ -146,30 +157,36 @@ func (r *relayEntry) full() (what string, have, max int64) {
 }
 
 // candidates lists the relays that may take a new room under p (see
-// Placement), the region's first, each group in strategy's order (ties:
-// by endpoint), and tallies the others. rnd(n) is in [0, n).
-func (g *registry) candidates(p Placement, strategy Strategy, rnd func(int) int) ([]*relayEntry, placeTally) {
+// Placement) at now, the region's first, each group in strategy's order
+// (ties: by endpoint), and tallies the others. defExpiry is
+// Options.RelayExpiry (staleness); rnd(n) is in [0, n).
+func (g *registry) candidates(p Placement, strategy Strategy, rnd func(int) int, now time.Time, defExpiry time.Duration) ([]*relayEntry, placeTally) {
 	var t placeTally
 	g.mu.RLock()
 	t.registered = len(g.byEndpoint)
 	out := make([]*relayEntry, 0, len(g.byEndpoint))
 	for _, r := range g.byEndpoint {
+		// Only a pinned relay can be forced (the loop skips every other).
+		forced := false
 		if p.Instance != "" {
 			if r.info.BootID != p.Instance && (r.info.MachineID == "" || r.info.MachineID != p.Instance) {
 				continue
 			}
-			t.pinned, t.pinnedDraining = true, !r.placeableLocked()
-			t.pinnedWhy = r.unplaceableWhyLocked()
+			t.pinnedWhy = r.unplaceableWhyLocked(now, defExpiry, p.Force)
+			t.pinned, t.pinnedDraining = true, t.pinnedWhy != ""
+			forced = p.Force && r.adminDraining && !r.selfDraining
 		}
 		switch {
 		case !wire.HasLabels(r.info.Labels, p.Labels):
 			t.unlabelled++
 		case r.retiring:
 			t.retiring++
-		case r.drainingLocked():
+		case r.drainingLocked() && !forced:
 			t.draining++
 		case r.unreachable:
 			t.starting++
+		case r.staleLocked(now, defExpiry):
+			t.stale++
 		default:
 			what, have, max := r.full()
 			if what == "" {
@@ -242,8 +259,9 @@ func (t placeTally) noCandidate(p Placement) error {
 		b.WriteString("no relay is registered")
 	case len(p.Labels) == 0 && t.draining == t.registered:
 		b.WriteString("every relay is draining")
-	case len(p.Labels) == 0 && t.draining+t.retiring+t.starting == t.registered:
-		fmt.Fprintf(&b, "no relay takes rooms: %d draining, %d retiring, %d starting (not yet reachable by players)", t.draining, t.retiring, t.starting)
+	case len(p.Labels) == 0 && t.draining+t.retiring+t.starting+t.stale == t.registered:
+		fmt.Fprintf(&b, "no relay takes rooms: %d draining, %d retiring, %d starting (not yet reachable by players), %d stale (missed heartbeats or a failed health probe)",
+			t.draining, t.retiring, t.starting, t.stale)
 	default:
 		b.WriteString(plural(t.registered, "relay"))
 		b.WriteString(":")
@@ -258,6 +276,7 @@ func (t placeTally) noCandidate(p Placement) error {
 		part(t.draining, "draining")
 		part(t.retiring, "retiring")
 		part(t.starting, "starting")
+		part(t.stale, "stale (missed heartbeats or a failed health probe)")
 		if t.full > 0 {
 			eg := ""
 			if t.full > 1 {

@@ -42,6 +42,9 @@ type relayEntry struct {
 	// unreachable: its last heartbeat said players cannot reach it yet.
 	unreachable bool
 	failures    int // consecutive failed health probes since the last good one or heartbeat
+	// inflight counts the allocation calls to this relay under way
+	// (allocateOn; atomic, no lock), bounded by Options.RelayInflight.
+	inflight atomic.Int32
 	// expiry is how long without a heartbeat removes it: max(RelayExpiry,
 	// 3 x the heartbeat interval the relay reports).
 	expiry time.Duration
@@ -49,11 +52,17 @@ type relayEntry struct {
 
 func (r *relayEntry) drainingLocked() bool { return r.selfDraining || r.adminDraining }
 
-// placeableLocked reports whether placement may put a new room there as
-// far as its own state goes (labels and capacity aside): not draining,
-// not retiring, reachable.
-func (r *relayEntry) placeableLocked() bool {
-	return !r.drainingLocked() && !r.retiring && !r.unreachable
+// staleAfter is how long without a heartbeat makes a relay stale: two
+// thirds of its expiry (two missed heartbeats of three), where def is
+// Options.RelayExpiry and own the relay's own expiry (0: none).
+func staleAfter(def, own time.Duration) time.Duration { return max(def, own) * 2 / 3 }
+
+// staleLocked reports whether the balancer no longer trusts r to answer:
+// it missed two of three heartbeats, or a health probe failed since its
+// last good probe or heartbeat. Its rooms stay routed (it may be fine),
+// but no new room goes there until it answers again.
+func (r *relayEntry) staleLocked(now time.Time, defExpiry time.Duration) bool {
+	return now.Sub(r.lastHeartbeat) > staleAfter(defExpiry, r.expiry) || r.failures > 0
 }
 
 // relaySnap is a copy of a relay's mutable state, taken under registry.mu.
@@ -66,17 +75,24 @@ type relaySnap struct {
 	retireBy      time.Time
 	unreachable   bool
 	expiry        time.Duration // 0: Options.RelayExpiry
+	failures      int           // failed health probes since the last good one or heartbeat
 }
 
-// unplaceableWhyLocked names why placement skips r ("" when it does not).
-func (r *relayEntry) unplaceableWhyLocked() string {
+// unplaceableWhyLocked names why placement skips r for a room pinned to
+// it ("" when it does not): force places it while an operator's drain
+// (not the relay's own, which refuses the room) holds it.
+func (r *relayEntry) unplaceableWhyLocked(now time.Time, defExpiry time.Duration, force bool) string {
 	switch {
 	case r.retiring:
 		return "retiring"
-	case r.drainingLocked():
-		return "draining"
+	case r.selfDraining:
+		return "draining (shutting down)"
+	case r.adminDraining && !force:
+		return "draining (force: true places the room there anyway)"
 	case r.unreachable:
 		return "starting (not yet reachable by players)"
+	case r.staleLocked(now, defExpiry):
+		return "stale (missed heartbeats or a failed health probe)"
 	}
 	return ""
 }
@@ -84,7 +100,7 @@ func (r *relayEntry) unplaceableWhyLocked() string {
 // snapLocked copies r's mutable state; the caller holds registry.mu.
 func (r *relayEntry) snapLocked() relaySnap {
 	return relaySnap{entry: r, liveness: r.liveness, lastHeartbeat: r.lastHeartbeat, draining: r.drainingLocked(),
-		retiring: r.retiring, retireBy: r.retireBy, unreachable: r.unreachable, expiry: r.expiry}
+		retiring: r.retiring, retireBy: r.retireBy, unreachable: r.unreachable, expiry: r.expiry, failures: r.failures}
 }
 
 // registry holds the current registration of every endpoint. Its lock is

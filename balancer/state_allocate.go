@@ -77,14 +77,14 @@ func (st *state) allocate(ctx context.Context, name, allocationID string, p Plac
 	if strategy == "" {
 		strategy = st.opts.Placement
 	}
-	cands, tally := st.reg.candidates(p, strategy, st.opts.Rand)
+	cands, tally := st.reg.candidates(p, strategy, st.opts.Rand, st.clock.Now(), st.opts.RelayExpiry)
 	if inRegion {
 		cands = onlyRegion(cands, region)
 	}
 	if len(cands) == 0 {
 		return wire.Capability{}, tally.noCandidate(p)
 	}
-	full, draining := 0, 0
+	full, draining, busy := 0, 0, 0
 	for i, rel := range cands {
 		if i == maxPlacementTries {
 			break
@@ -95,12 +95,20 @@ func (st *state) allocate(ctx context.Context, name, allocationID string, p Plac
 			full++
 		case errors.Is(err, errRelayDraining):
 			draining++
+		case errors.Is(err, errRelayBusy):
+			busy++
 		case errors.Is(err, errTryNext):
 		default:
 			return c, err
 		}
 	}
-	if tried := min(len(cands), maxPlacementTries); full+draining == tried {
+	tried := min(len(cands), maxPlacementTries)
+	switch {
+	case busy > 0 && full+draining+busy == tried:
+		// Some relay would have taken it, but every one that might was
+		// at its bound of calls: a moment later it will.
+		return wire.Capability{}, wire.ErrInstanceBusy
+	case full+draining == tried:
 		return wire.Capability{}, refusedAll(full, draining)
 	}
 	return wire.Capability{}, wire.ErrRelayFailed
@@ -110,7 +118,10 @@ func (st *state) allocate(ctx context.Context, name, allocationID string, p Plac
 // (a replay, or a pending outcome): that relay may hold the room, so no other
 // is tried.
 func pinned(c wire.Capability, err error) (wire.Capability, error) {
-	if errors.Is(err, errTryNext) {
+	switch {
+	case errors.Is(err, errRelayBusy):
+		err = wire.ErrInstanceBusy
+	case errors.Is(err, errTryNext):
 		err = wire.ErrRelayFailed
 	}
 	return c, err
@@ -129,8 +140,13 @@ var errRelayDraining = fmt.Errorf("%w: the relay is draining", errTryNext)
 // one, let a vacant room of that name go).
 var errRelayFull = fmt.Errorf("%w: the relay is full", errTryNext)
 
+// errRelayBusy is errTryNext for a relay with Options.RelayInflight
+// allocation calls under way: it was not asked.
+var errRelayBusy = fmt.Errorf("%w: too many allocations in flight to the relay", errTryNext)
+
 // allocateOn calls rel's allocation route and commits the answer as the
-// room's publication. The caller holds e's lease.
+// room's publication. The caller holds e's lease. A relay with
+// Options.RelayInflight calls under way is not asked (errRelayBusy).
 func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, name, region, allocationID, source string) (wire.Capability, error) {
 	var none wire.Capability
 	endpoint := rel.info.Endpoint
@@ -140,7 +156,12 @@ func (st *state) allocateOn(ctx context.Context, e *roomEntry, rel *relayEntry, 
 		st.rooms.setPending(e, &pendingAlloc{allocationID: allocationID, endpoint: endpoint, since: st.clock.Now()})
 		return none, wire.ErrIndeterminate
 	}
+	if rel.inflight.Add(1) > int32(st.opts.RelayInflight) {
+		rel.inflight.Add(-1)
+		return none, errRelayBusy
+	}
 	out, err := st.relays.callAllocate(ctx, endpoint, rel.info.BootID, name, region, allocationID)
+	rel.inflight.Add(-1)
 	switch {
 	case err == nil:
 	case errors.Is(err, errNotDelivered):

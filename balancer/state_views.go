@@ -12,12 +12,6 @@ import (
 // taken without any lease (package doc: Leases and gates). A route counts
 // only while its registration is current.
 
-// staleAfter is how long without a heartbeat marks a relay stale: two
-// thirds of its expiry (two of three missed heartbeats).
-func (st *state) staleAfter(sn relaySnap) time.Duration {
-	return max(st.opts.RelayExpiry, sn.expiry) * 2 / 3
-}
-
 func (st *state) instanceOf(sn relaySnap, now time.Time) wire.Instance {
 	i := sn.entry.info
 	in := wire.Instance{
@@ -27,7 +21,7 @@ func (st *state) instanceOf(sn relaySnap, now time.Time) wire.Instance {
 		Endpoint:      i.Endpoint,
 		Host:          i.Host,
 		Status:        sn.status(),
-		Stale:         now.Sub(sn.lastHeartbeat) > st.staleAfter(sn),
+		Stale:         now.Sub(sn.lastHeartbeat) > staleAfter(st.opts.RelayExpiry, sn.expiry) || sn.failures > 0,
 		Rooms:         sn.entry.rooms.Load(),
 		Connections:   sn.entry.conns.Load(),
 		LastHeartbeat: sn.lastHeartbeat.UTC().Format(time.RFC3339Nano),
