@@ -57,6 +57,9 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 			we = wire.ErrNoRelays.WithMessage(we.Message)
 		}
 		s.metrics.allocations.WithLabelValues(we.Code).Inc()
+		if errors.Is(we, wire.ErrInstanceBusy) {
+			w.Header().Set("Retry-After", "1") // a call under way ends within a second or so
+		}
 		return we
 	}
 	s.metrics.allocationsOK.Inc()

@@ -32,6 +32,9 @@ const (
 	// DefaultMaxRelays bounds the relays registered at once (relay
 	// machines, not apps: an app of several machines counts each).
 	DefaultMaxRelays = 1000
+	// DefaultRelayInflight bounds the allocation calls to one relay at
+	// once (Options.RelayInflight).
+	DefaultRelayInflight = 32
 	// DefaultEventPing is the idle ping of an event stream.
 	DefaultEventPing = 15 * time.Second
 	// DefaultAuthThrottleSources bounds the failed-auth throttle's table.
@@ -195,6 +198,12 @@ type Options struct {
 	// too_many_relays (retryable) until one is gone; the registered ones
 	// go on as before.
 	MaxRelays int
+	// RelayInflight bounds the allocation calls the balancer makes to one
+	// relay at once (default DefaultRelayInflight; BALANCER_RELAY_INFLIGHT):
+	// a relay at the bound is passed over for the next candidate, and an
+	// allocation that can go nowhere else is 429 instance_busy (retryable),
+	// so one slow relay cannot gather every allocation's request.
+	RelayInflight int
 	// EventPing is the interval of the ": ping" comment on an idle event
 	// stream (default DefaultEventPing).
 	EventPing time.Duration
@@ -259,6 +268,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxRelays <= 0 {
 		o.MaxRelays = DefaultMaxRelays
+	}
+	if o.RelayInflight <= 0 {
+		o.RelayInflight = DefaultRelayInflight
 	}
 	if err := checkAdminKeys(o.AdminKeys, o.Secret, o.RequireAdminKey); err != nil {
 		return o, err

@@ -52,7 +52,7 @@ func TestRelayCallsKeepTheirConnections(t *testing.T) {
 	// Held calls must outlast gathering all 48 at the relay, however
 	// loaded the machine: no call may time out and be placed again.
 	const patience = time.Minute
-	h := newHarness(t, func(o *Options) { o.RelayTimeout = patience })
+	h := newHarness(t, func(o *Options) { o.RelayTimeout, o.RelayInflight = patience, width })
 	r := newFakeRelay(t, "eu")
 	r.register(h)
 	// The harness's own client keeps only two idle connections to the

@@ -38,7 +38,7 @@ func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
 		}
 		strategy = st
 	}
-	host, err := s.Allocate(r.Context(), req.Name, req.AllocationID, Placement{Region: req.Region, Labels: req.Labels, Strategy: strategy, Instance: req.Instance})
+	host, err := s.Allocate(r.Context(), req.Name, req.AllocationID, Placement{Region: req.Region, Labels: req.Labels, Strategy: strategy, Instance: req.Instance, Force: req.Force})
 	if err != nil {
 		var we *wire.Error
 		if !errors.As(err, &we) {

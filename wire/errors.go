@@ -77,6 +77,10 @@ var (
 	ErrInstanceNotFound = newErr(http.StatusNotFound, "not_found", false, "no such instance")
 	ErrThrottled        = newErr(http.StatusTooManyRequests, "throttled", true, "too many failed authentications from this address; retry after Retry-After seconds")
 	ErrTooManyStreams   = newErr(http.StatusTooManyRequests, "too_many_streams", true, "too many event streams are open; retry later")
+	// ErrInstanceBusy: every relay a room could go to (or the one it is
+	// pinned to) has as many allocation calls under way as the balancer
+	// sends one relay at once; retry in a moment.
+	ErrInstanceBusy = newErr(http.StatusTooManyRequests, "instance_busy", true, "the relay has too many allocations in flight; retry in a moment")
 )
 
 // Server-side errors (5xx).

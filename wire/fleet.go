@@ -104,6 +104,10 @@ type ReserveRequest struct {
 	// Instance pins the room to one relay (boot id or machine id): 409
 	// instance_draining when it drains, 404 not_found when it is gone.
 	Instance string `json:"instance,omitempty"`
+	// Force, with Instance, places the room on that relay even while an
+	// operator has drained it (not while it shuts down, retires, starts
+	// or is stale).
+	Force bool `json:"force,omitempty"`
 }
 
 // Reservation answers POST /v1/rooms: the host's capability (what
