@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -14,14 +13,14 @@ import (
 // the header map directly.
 var replaySrcKey = http.CanonicalHeaderKey(wire.HeaderFlyReplaySrc)
 
-var serveHere = relay.RouteResult{Serve: true}
+var serveHere = wire.RouteResult{Serve: true}
 
-// Route is the relay's Router hook (relay.Router). It decides, before the
+// Route is the relay's Router hook (relay.Options.Router). It decides, before the
 // WebSocket upgrade, whether this machine serves the session or hands the
 // request to the owning machine via Fly-Replay (see the package doc for the
 // rules). With a fresh cached set it does not allocate and does not wait; with
 // a due set it waits at most Config.RouteWait for the lookup.
-func (r *Resolver) Route(sid wire.SessionID, req *http.Request) relay.RouteResult {
+func (r *Resolver) Route(sid wire.SessionID, req *http.Request) wire.RouteResult {
 	self := r.cfg.Self
 	if self == "" {
 		r.m.offFly.Inc()
@@ -59,7 +58,7 @@ func (r *Resolver) Route(sid wire.SessionID, req *http.Request) relay.RouteResul
 		return serveHere
 	}
 	r.m.handoff.Inc()
-	return relay.RouteResult{Instance: owner}
+	return wire.RouteResult{Instance: owner}
 }
 
 // Owner returns the id of the machine that owns sid under the current set

@@ -11,12 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/purrfly/purrfly/relay"
 	"github.com/purrfly/purrfly/wire"
 )
-
-// The compile-time check that Route fits the relay's Router seam.
-var _ relay.Router = (*Resolver)(nil).Route
 
 func upgradeRequest(sid wire.SessionID) *http.Request {
 	return httptest.NewRequest(http.MethodGet, "/ws?"+wire.SessionQueryParam+"="+sid.Hint(), nil)
@@ -55,9 +51,9 @@ func TestMachinesAgreeOnOwners(t *testing.T) {
 						t.Fatalf("session %q: machine %s says owner %s, machine %s says %s", sid, ids[0], owner, ids[i], o)
 					}
 					got := r.Route(sid, upgradeRequest(sid))
-					want := relay.RouteResult{Instance: owner}
+					want := wire.RouteResult{Instance: owner}
 					if ids[i] == owner {
-						want = relay.RouteResult{Serve: true}
+						want = wire.RouteResult{Serve: true}
 					}
 					if got != want {
 						t.Fatalf("session %q on %s: Route = %+v, want %+v", sid, ids[i], got, want)
@@ -91,7 +87,7 @@ func TestRouteDecisions(t *testing.T) {
 			elsewhere = sid
 		}
 	}
-	serve := relay.RouteResult{Serve: true}
+	serve := wire.RouteResult{Serve: true}
 
 	if got := r.Route(here, upgradeRequest(here)); got != serve {
 		t.Errorf("owned session: Route = %+v, want serve", got)
@@ -168,7 +164,7 @@ func TestJustBootedCountsItselfIn(t *testing.T) {
 	}
 	full := newPeerSet(ids, "", "purr-relay", 8080)
 	served := 0
-	before := map[wire.SessionID]relay.RouteResult{}
+	before := map[wire.SessionID]wire.RouteResult{}
 	for k := range 1000 {
 		sid := wire.SessionID(fmt.Sprintf("room-%d", k))
 		want := full.owner(keyHash(string(sid)))

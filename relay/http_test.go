@@ -148,12 +148,12 @@ func TestPingAndRoutes(t *testing.T) {
 
 func TestRouterFlyReplay(t *testing.T) {
 	var lastSID atomic.Value
-	router := func(sid wire.SessionID, r *http.Request) RouteResult {
+	router := func(sid wire.SessionID, r *http.Request) wire.RouteResult {
 		lastSID.Store(sid)
 		if sid == "elsewhere" {
-			return RouteResult{Instance: "m-other"}
+			return wire.RouteResult{Instance: "m-other"}
 		}
-		return RouteResult{Serve: true}
+		return wire.RouteResult{Serve: true}
 	}
 	s := startRelay(t, Options{Router: router})
 

@@ -220,14 +220,14 @@ func (m *mesh) sameApp(loc wire.RoomLocation) bool {
 //     forward;
 //   - the balancer does not know the room, or cannot be asked: the
 //     configured Router decides (rendezvous hashing on Fly), else serve.
-func (m *mesh) route(sid wire.SessionID, r *http.Request) RouteResult {
+func (m *mesh) route(sid wire.SessionID, r *http.Request) wire.RouteResult {
 	if sid == "" || m.local(string(sid)) {
 		m.m.routes.WithLabelValues("local").Inc()
-		return RouteResult{Serve: true}
+		return wire.RouteResult{Serve: true}
 	}
 	if r != nil && r.Header.Get(wire.HeaderFlyReplaySrc) != "" {
 		m.m.routes.WithLabelValues("serve").Inc()
-		return RouteResult{Serve: true}
+		return wire.RouteResult{Serve: true}
 	}
 	loc, found, err := m.loc.locate(string(sid))
 	switch {
@@ -236,11 +236,11 @@ func (m *mesh) route(sid wire.SessionID, r *http.Request) RouteResult {
 		if m.router != nil {
 			return m.router(sid, r)
 		}
-		return RouteResult{Serve: true}
+		return wire.RouteResult{Serve: true}
 	case loc.BootID != m.bootID && loc.MachineID != m.machineID && m.sameApp(loc):
 		m.m.routes.WithLabelValues("replay").Inc()
-		return RouteResult{Instance: loc.MachineID}
+		return wire.RouteResult{Instance: loc.MachineID}
 	}
 	m.m.routes.WithLabelValues("serve").Inc()
-	return RouteResult{Serve: true}
+	return wire.RouteResult{Serve: true}
 }

@@ -213,7 +213,9 @@ func TestMeshRoutesHintedUpgrades(t *testing.T) {
 	edge := startRelay(t, Options{
 		BalancerURL: b.srv.URL, MultiMachine: true, MachineID: "m-edge",
 		PublicHost: "app.test", PublicWSPort: 443, Region: "ams",
-		Router: func(sid wire.SessionID, r *http.Request) RouteResult { return RouteResult{Instance: "m-hashed"} },
+		Router: func(sid wire.SessionID, r *http.Request) wire.RouteResult {
+			return wire.RouteResult{Instance: "m-hashed"}
+		},
 	})
 	_, cs := allocateOn(t, holder, "room")
 	b.place("room", holder)

@@ -14,7 +14,8 @@
 //   - the error shape {"code","error","retryable"} with its HTTP status, and the
 //     middleware that puts the no-store and CORS headers on every answer
 //     (errors.go, middleware.go);
-//   - SessionID, the key that session affinity hashes (session.go).
+//   - SessionID, the key that session affinity hashes, and RouteResult, where
+//     a session is served (session.go).
 //
 // The package imports the standard library only. Decoders never trust their
 // input: every size is bounded and every failure is an *Error with a code.

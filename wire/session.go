@@ -30,3 +30,13 @@ func ParseSessionHint(h string) (SessionID, error) {
 	}
 	return SessionID(b), nil
 }
+
+// RouteResult is where a session is served, as a relay's Router decides it
+// before an upgrade or an allocation: on this machine (Serve), or on the
+// machine Instance names, which the relay answers with
+// "Fly-Replay: instance=<Instance>" without upgrading. flyaffinity's
+// rendezvous hashing and the relay's sticky router both answer it.
+type RouteResult struct {
+	Serve    bool
+	Instance string
+}
