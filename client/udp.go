@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -108,7 +109,7 @@ func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
 		l.p.Close(false) // this side stopped reading: give up as a slow reader would be given up
 		return
 	}
-	l.q = append(l.q, udpMsg{d: wire.Delivery(m), data: append([]byte(nil), data...)})
+	l.q = append(l.q, udpMsg{d: delivery.Of(m), data: append([]byte(nil), data...)})
 	l.qBytes += len(data)
 	l.mu.Unlock()
 	l.signal()
@@ -154,7 +155,7 @@ func (l *udpLink) write(ctx context.Context, d wire.Delivery, b []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := l.p.Send(litenet.Method(d), b); err != nil {
+	if err := l.p.Send(delivery.Method(d), b); err != nil {
 		if errors.Is(err, litenet.ErrClosed) {
 			return l.endErr()
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -186,7 +187,7 @@ func (u *udpTransport) Receive(p *litenet.Peer, m litenet.Method, data []byte) {
 	b := getBuf(headroom + len(data))
 	b.off = headroom
 	b.end = headroom + copy(b.b[headroom:], data)
-	b.method = wire.Delivery(m)
+	b.method = delivery.Of(m)
 	uc.deliver(b)
 }
 

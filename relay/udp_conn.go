@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -138,7 +139,7 @@ func maxUDPSingle(m litenet.Method) int {
 
 // send queues one frame on the peer with its delivery method.
 func (uc *udpConn) send(b *buf) {
-	m := litenet.Method(b.method)
+	m := delivery.Method(b.method)
 	data := b.frame()
 	if !m.Fragments() && len(data) > maxUDPSingle(m) {
 		if !m.Reliable() {
