@@ -1,0 +1,5 @@
+//go:build !race
+
+package lockrank
+
+const raceEnabled = false
