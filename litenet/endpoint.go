@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 )
 
 // Defaults applied to zero Config fields.
@@ -230,6 +231,9 @@ func (e *Endpoint) addSocket(c *net.UDPConn) error {
 		poke:  make(chan struct{}, 1),
 		wheel: newWheel(int64(e.cfg.Tick), e.now()),
 		rate:  tokenBucket{rate: float64(e.cfg.ReplyRate), burst: float64(max(1, e.cfg.ReplyRate/10))},
+
+		flushMu: lockrank.Mutex{Class: lockrank.LiteFlush},
+		dirtyMu: lockrank.Mutex{Class: lockrank.LiteDirty},
 	}
 	s.rate.tokens = s.rate.burst
 	s.wakeAt.Store(e.now() + int64(e.cfg.Tick)) // the flusher's first timer

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/lockrank"
 )
 
 // Reason says why a peer went away.
@@ -88,7 +89,7 @@ type Peer struct {
 	// rmu serialises the Handler's Connected, Receive and Disconnected
 	// calls of this peer: held by a reader while it processes a datagram of
 	// the peer and delivers its messages, and around Disconnected.
-	rmu      sync.Mutex
+	rmu      lockrank.Mutex
 	up       bool          // guarded by rmu: Connected was called
 	notified bool          // guarded by rmu: Disconnected was called (or is owed no more)
 	ready    chan struct{} // static (Dial only): closed under rmu once connected or gone
@@ -115,7 +116,7 @@ type Peer struct {
 	pending            bool // guarded by pendMu: counted in the pending table
 	pendListed         bool // guarded by pendMu: in the unprogressed list (evictable)
 
-	mu          sync.Mutex
+	mu          lockrank.Mutex
 	state       peerState    // guarded by mu
 	reason      Reason       // guarded by mu: why the peer is closing or gone
 	connNum     uint8        // guarded by mu (set by ConnectAccept on a client)
@@ -176,6 +177,8 @@ func newPeer(e *Endpoint, s *socket, addr netip.AddrPort, connectTime int64, cn 
 		pingSeq:     1,
 		resendDelay: int64(27 * time.Millisecond),
 		rttReset:    now,
+		rmu:         lockrank.Mutex{Class: lockrank.LiteDeliver},
+		mu:          lockrank.Mutex{Class: lockrank.LitePeer},
 	}
 	return p
 }

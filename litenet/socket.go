@@ -6,9 +6,10 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/lockrank"
 )
 
 // datagramReader reads batches of datagrams (recv_linux.go, recv_other.go).
@@ -37,14 +38,14 @@ type socket struct {
 	rd datagramReader
 	rx rx // owned by readLoop
 
-	flushMu sync.Mutex
+	flushMu lockrank.Mutex
 	out     *outBatch // guarded by flushMu
 	wheel   *wheel    // guarded by flushMu
 	em      emitter   // guarded by flushMu
 	due     []*Peer   // guarded by flushMu
 	spare   []*Peer   // guarded by flushMu: the dirty list's spare array
 
-	dirtyMu sync.Mutex
+	dirtyMu lockrank.Mutex
 	dirty   []*Peer // guarded by dirtyMu: peers woken since the last flush
 	// dirtySince is when the dirty list last became non-empty (0: empty),
 	// written under dirtyMu; wakeAt is when the flusher plans to wake

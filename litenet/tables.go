@@ -3,8 +3,9 @@ package litenet
 import (
 	"encoding/binary"
 	"net/netip"
-	"sync"
 	"sync/atomic"
+
+	"github.com/purrfly/purrfly/internal/lockrank"
 )
 
 const peerShards = 64
@@ -13,7 +14,7 @@ const peerShards = 64
 // sockets and the application's lookups do not meet on one lock.
 type peerTable struct {
 	shards [peerShards]struct {
-		mu sync.RWMutex
+		mu lockrank.RWMutex
 		m  map[netip.AddrPort]*Peer // guarded by mu
 	}
 	n atomic.Int64
@@ -21,6 +22,7 @@ type peerTable struct {
 
 func (t *peerTable) init() {
 	for i := range t.shards {
+		t.shards[i].mu.Class = lockrank.LitePeerTable
 		t.shards[i].m = make(map[netip.AddrPort]*Peer)
 	}
 }
@@ -80,13 +82,16 @@ func (t *peerTable) all() []*Peer {
 // packet in accept order, the eviction candidates. The peers' pending
 // fields are guarded by mu.
 type pendingTable struct {
-	mu         sync.Mutex
+	mu         lockrank.Mutex
 	n          int
 	head, tail *Peer                // unprogressed, oldest first
 	perIP      map[netip.Addr]int32 // guarded by mu
 }
 
-func (t *pendingTable) init() { t.perIP = make(map[netip.Addr]int32) }
+func (t *pendingTable) init() {
+	t.mu.Class = lockrank.LitePending
+	t.perIP = make(map[netip.Addr]int32)
+}
 
 func (t *pendingTable) count() int {
 	t.mu.Lock()
