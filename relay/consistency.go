@@ -3,6 +3,8 @@ package relay
 import (
 	"errors"
 	"fmt"
+
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 )
 
 // ConsistencyCheck verifies the invariants that tie rooms and connections
@@ -16,7 +18,8 @@ import (
 //     and expired may), isolated clients exist only during a lease, and
 //     the lane is one of the clients;
 //   - every pipe peer is an open connection with the pipe role;
-//   - the room and connection counters match the tables.
+//   - the room and connection counters match the tables;
+//   - no room phase transition was ever refused (phase.go).
 func (s *Server) ConsistencyCheck() error {
 	c := s.core
 	var errs []error
@@ -32,12 +35,13 @@ func (s *Server) ConsistencyCheck() error {
 		if !r.liveLocked() {
 			errs = append(errs, fmt.Errorf("room %q is removed but still in the table", r.name))
 		}
+		ph := r.phaseLocked()
 		switch {
-		case r.phase == phaseHosted && r.host == nil,
-			r.host != nil && r.phase != phaseHosted && r.phase != phasePending && r.phase != phaseExpired:
-			errs = append(errs, fmt.Errorf("room %q is %v with host %v", r.name, r.phase, r.host != nil))
+		case ph == phase.Hosted && r.host == nil,
+			r.host != nil && ph != phase.Hosted && ph != phase.Pending && ph != phase.Expired:
+			errs = append(errs, fmt.Errorf("room %q is %v with host %v", r.name, ph, r.host != nil))
 		case len(r.mig.isolated) > 0 && !r.isolatingLocked():
-			errs = append(errs, fmt.Errorf("room %q is %v with isolated clients", r.name, r.phase))
+			errs = append(errs, fmt.Errorf("room %q is %v with isolated clients", r.name, ph))
 		case r.mig.lane != nil && r.clients[r.mig.lane.id] != r.mig.lane:
 			errs = append(errs, fmt.Errorf("room %q: its lane client is not one of its clients", r.name))
 		}
@@ -77,6 +81,9 @@ func (s *Server) ConsistencyCheck() error {
 	}
 	if n := len(c.conns.all()); int64(n) != c.conns.n.Load() {
 		errs = append(errs, fmt.Errorf("connection counter %d, table holds %d", c.conns.n.Load(), n))
+	}
+	if n, last := c.refusedPhases(); n > 0 {
+		errs = append(errs, fmt.Errorf("%d room phase transitions refused, the last: %w", n, last))
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/randid"
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -61,6 +62,10 @@ type core struct {
 	stopping atomic.Bool   // closeAll(reasonShutdown) has begun: host-left kicks say 1012 too
 	idle     chan struct{} // cap 1: signalled when the last conn leaves
 	aborts   sync.WaitGroup
+	// refused counts the room phase transitions refused (phase.go), a bug
+	// every one; lastRefused is the last of them.
+	refused     atomic.Int64
+	lastRefused atomic.Pointer[phaseRefusal]
 	// nat introduces two UDP peers of a room to each other (udp_nat.go);
 	// nil without a UDP transport. Static after construction.
 	nat natBroker
@@ -138,6 +143,30 @@ func (c *core) bareConn(t transport, f framing) *conn {
 		cn.dw = d.directWriter()
 	}
 	return cn
+}
+
+// phaseRefusal is a refused room phase transition.
+type phaseRefusal struct {
+	room string
+	err  error
+}
+
+// refusedPhase records a transition the room's phase refused: a bug in
+// the core, logged and counted (ConsistencyCheck reports it).
+func (c *core) refusedPhase(r *room, err error) {
+	c.refused.Add(1)
+	c.lastRefused.Store(&phaseRefusal{room: r.name, err: err})
+	c.log.Error("room phase transition refused", "room", r.name, "err", err)
+}
+
+// refusedPhases is how many transitions were refused, and the last.
+func (c *core) refusedPhases() (int64, error) {
+	n := c.refused.Load()
+	if n == 0 {
+		return 0, nil
+	}
+	last := c.lastRefused.Load()
+	return n, fmt.Errorf("room %q: %w", last.room, last.err)
 }
 
 func (c *core) goAbort(abort func()) {
@@ -373,7 +402,6 @@ func (c *core) auth(cn *conn, b *buf) {
 		return
 	}
 	r.mu.Lock()
-	r.tickLocked(c.clock.Now())
 	if !r.liveLocked() || len(r.clients)+len(r.mig.isolated) >= maxRoomClients {
 		r.mu.Unlock()
 		c.authFail(cn)
@@ -487,12 +515,12 @@ func (c *core) hostLeft(cn *conn) {
 	}
 	kicked := r.takeClientsLocked(nil)
 	var rem wire.Removal
-	removed := len(kicked) == 0 && r.phase == phaseHosted
+	removed := len(kicked) == 0 && r.phaseLocked() == phase.Hosted
 	if removed {
 		r.host = nil
 		rem = r.removeLocked()
 	} else {
-		r.hostGoneLocked(c.clock.Now()) // vacant: published with the count change below
+		r.hostGoneLocked() // vacant: published with the count change below
 		r.changedLocked(c)
 	}
 	reason := reasonHostLeft
@@ -590,7 +618,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 				defer r.mu.Unlock()
 				return allocation{hostSecret: r.allocSecret, pub: r.publicationLocked(), replayed: true}, nil
 			}
-			if !r.takeoverLocked(c.clock.Now(), c.activationLease, c.takesNoRooms()) {
+			if !r.takeoverLocked(c.activationLease, c.takesNoRooms()) {
 				r.mu.Unlock()
 				return allocation{}, wire.ErrRoomTaken
 			}
@@ -634,6 +662,8 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 		allocSecret:  secret,
 		clientSecret: randomHex(16),
 		allocationID: allocID,
+		core:         c,
+		life:         phase.New(c.clock),
 		clients:      make(map[wire.ConnID]*conn),
 		emptySince:   c.clock.Now(),
 		mig:          migState{fence: randomHex(16)},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -185,12 +186,14 @@ func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
 		clientSecret: h.ClientSecret,
 		allocationID: h.AllocationID,
 		movedFrom:    &from,
+		core:         c,
+		life:         phase.New(c.clock),
 		clients:      make(map[wire.ConnID]*conn),
 		emptySince:   c.clock.Now(),
 		mig:          migState{fence: randomHex(16)},
 	}
 	if h.Vacant {
-		r.phase = phaseVacant // its host had left at the holder
+		r.moved(r.life.AdoptedVacant()) // its host had left at the holder
 	}
 	m[h.Name] = r
 	r.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -134,7 +135,7 @@ func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
 	r.mu.Lock()
 	// Only a room still awaiting its allocation's host moves: a hosted or
 	// migrated one keeps its migration state where it is.
-	if r.phase != phaseAwaiting || r.mig.generation != 0 || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
+	if r.phaseLocked() != phase.Awaiting || r.mig.generation != 0 || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
 		r.mu.Unlock()
 		return wire.HandoverResponse{}, false
 	}

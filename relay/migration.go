@@ -3,6 +3,7 @@ package relay
 import (
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -19,8 +20,8 @@ import (
 // missed the game's own COMMIT message observes host loss and recovers.
 //
 // Everything below runs under the room's lock, and every call reads the
-// phase after tickLocked (the lease is checked against the injected
-// clock, never a timer), after checking the balancer's route snapshot:
+// phase through the room's phase machine (the lease is checked against the
+// injected clock, never a timer), after checking the balancer's route snapshot:
 // the incarnation the balancer routed to (epoch) must be this one and its
 // revision must not be newer than ours (a locally newer count is benign).
 //
@@ -41,16 +42,13 @@ const (
 
 // migState is a room incarnation's migration state; guarded by room.mu.
 type migState struct {
-	generation  uint64
-	fence       string      // the current generation's fencing token
-	promoted    string      // the player the last claim promoted ("" at generation 0)
-	claim       claimRecord // the claim that made this generation (zero at 0)
-	claimedAt   time.Time
-	leaseUntil  time.Time // the activation deadline of the current claim
-	activatedAt time.Time // zero until the promoted host activated
-	hostUsed    bool      // a host socket spent the current host credential
-	vacantSince time.Time // when the room last lost its host (phase vacant)
-	grant       migGrant  // the live host's current grant (zero: none)
+	generation uint64
+	fence      string      // the current generation's fencing token
+	promoted   string      // the player the last claim promoted ("" at generation 0)
+	claim      claimRecord // the claim that made this generation (zero at 0)
+	claimedAt  time.Time
+	hostUsed   bool     // a host socket spent the current host credential
+	grant      migGrant // the live host's current grant (zero: none)
 	// claims are the incarnation's committed claims, oldest first (at
 	// most maxClaimHistory): a claim id is never reused for another tuple.
 	claims []claimRecord
@@ -107,7 +105,7 @@ type route struct {
 	revision uint64
 }
 
-// migrationRoom returns the live room name, locked and ticked, after
+// migrationRoom returns the live room name, locked, after
 // checking the route snapshot. The caller unlocks.
 func (c *core) migrationRoom(name string, rt route) (*room, time.Time, error) {
 	r := c.rooms.get(name)
@@ -124,13 +122,13 @@ func (c *core) migrationRoom(name string, rt route) (*room, time.Time, error) {
 		r.mu.Unlock()
 		return nil, now, wire.ErrRouteChanged
 	}
-	r.tickLocked(now)
 	return r, now, nil
 }
 
 // stateLocked is the room's migration metadata (no connection fields).
 func (r *room) stateLocked() wire.MigrationState {
 	m := &r.mig
+	ph := r.phaseLocked()
 	s := wire.MigrationState{
 		RoomName:         r.name,
 		Incarnation:      r.incarnation,
@@ -138,13 +136,13 @@ func (r *room) stateLocked() wire.MigrationState {
 		FencingToken:     m.fence,
 		PromotedPlayerID: m.promoted,
 		ClaimedAt:        wire.FormatTime(m.claimedAt),
-		HostPhase:        r.phase.hostPhase(),
-		HostActive:       r.phase == phaseHosted,
-		ClaimPending:     r.phase == phasePending,
-		ActivatedAt:      wire.FormatTime(m.activatedAt),
+		HostPhase:        hostPhase(ph),
+		HostActive:       ph == phase.Hosted,
+		ClaimPending:     ph == phase.Pending,
+		ActivatedAt:      wire.FormatTime(r.life.ActivatedAt()),
 	}
-	if r.phase == phasePending {
-		s.ActivationExpiresAt = wire.FormatTime(m.leaseUntil)
+	if ph == phase.Pending {
+		s.ActivationExpiresAt = wire.FormatTime(r.life.LeaseUntil())
 	}
 	return s
 }
@@ -187,7 +185,7 @@ func (c *core) authorize(req wire.MigrationRequest, rt route) (wire.MigrationGra
 	switch {
 	case !wire.SecretEqual(req.Secret, r.hostSecret):
 		return wire.MigrationGrant{}, wire.ErrInvalidHostCred
-	case r.phase != phaseHosted:
+	case r.phaseLocked() != phase.Hosted:
 		return wire.MigrationGrant{}, wire.ErrHostNotLive
 	}
 	if err := r.checkTupleLocked(req); err != nil {
@@ -227,7 +225,7 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 			return wire.MigrationClaim{}, wire.ErrClaimIDConflict // a claim id is one attempt's
 		case prev != m.claim:
 			return wire.MigrationClaim{}, wire.ErrGenerationMismatch // an older attempt, superseded
-		case r.phase == phasePending || !m.activatedAt.IsZero():
+		case r.phaseLocked() == phase.Pending || !r.life.ActivatedAt().IsZero():
 			return r.claimAnswerLocked(rec, true), nil // the exact retry of the claim that made this generation
 		}
 		return wire.MigrationClaim{}, wire.ErrHostActivationExpired
@@ -238,7 +236,7 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 	if !r.claimableLocked() {
 		return wire.MigrationClaim{}, wire.ErrHostActivationPending
 	}
-	if r.phase == phaseHosted {
+	if r.phaseLocked() == phase.Hosted {
 		// The old host is live: only its grant for exactly this claim.
 		g := m.grant
 		switch {
@@ -257,10 +255,9 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 	m.promoted = rec.promoted
 	m.committed(rec)
 	m.claimedAt = now
-	m.activatedAt = time.Time{}
 	m.hostUsed = false
 	m.grant = migGrant{}
-	r.claimedLocked(now, c.activationLease)
+	r.claimedLocked(c.activationLease)
 	for _, cn := range old {
 		cn.close(reasonMigrated)
 	}
@@ -275,7 +272,7 @@ func (r *room) claimAnswerLocked(rec claimRecord, replayed bool) wire.MigrationC
 // activate answers /migration/activate: the claimed host, ready, opens the
 // room. Idempotent; a stale activation cannot revive an older generation.
 func (c *core) activate(req wire.MigrationRequest, rt route) (wire.MigrationActivation, error) {
-	r, now, err := c.migrationRoom(req.Name, rt)
+	r, _, err := c.migrationRoom(req.Name, rt)
 	if err != nil {
 		return wire.MigrationActivation{}, err
 	}
@@ -290,20 +287,20 @@ func (c *core) activate(req wire.MigrationRequest, rt route) (wire.MigrationActi
 		req.PromotedPlayerID != m.promoted || !wire.SecretEqual(req.FencingToken, m.fence):
 		return wire.MigrationActivation{}, wire.ErrActivationFence
 	}
-	switch r.phase {
-	case phaseHosted:
+	switch r.phaseLocked() {
+	case phase.Hosted:
 		// Activated already (the host credential is this generation's,
 		// so it was this claim): the exact retry.
-	case phaseExpired:
+	case phase.Expired:
 		return wire.MigrationActivation{}, terminal(wire.ErrHostActivationExpired)
-	case phaseVacant:
+	case phase.Vacant:
 		return wire.MigrationActivation{}, wire.ErrHostConnectionLost
-	case phasePending:
+	case phase.Pending:
 		if r.host == nil {
 			return wire.MigrationActivation{}, wire.ErrHostNotConnected
 		}
 		isolated := r.takeIsolatedLocked()
-		r.activatedLocked(now)
+		r.activatedLocked()
 		m.lane = nil
 		for _, cn := range isolated {
 			cn.close(reasonRejoin)
@@ -358,14 +355,10 @@ func (r *room) takeIsolatedLocked() []*conn {
 	return out
 }
 
-// isolatingLocked reports whether a joining client is isolated (or the
-// lane): a claimed host has not activated.
-func (r *room) isolatingLocked() bool { return r.phase == phasePending || r.phase == phaseExpired }
-
 // laneLocked reports whether cn, authenticating with a, is the promoted
 // player's listen-client: the one exact, unexpired lane.
 func (r *room) laneLocked(a wire.Auth) bool {
-	return r.phase == phasePending && r.mig.lane == nil && a.ProvisionalHostSecret != "" &&
+	return r.phaseLocked() == phase.Pending && r.mig.lane == nil && a.ProvisionalHostSecret != "" &&
 		wire.SecretEqual(a.ProvisionalHostSecret, r.hostSecret)
 }
 
@@ -376,11 +369,4 @@ func (r *room) isolateLocked(cl *conn) {
 	}
 	r.mig.isolated[cl.id] = cl
 	cl.isolated = true
-}
-
-// hostMayConnectLocked reports whether the host credential may still be
-// spent: by the allocation's host before the room was ever hosted, or by
-// the promoted host within its lease.
-func (r *room) hostMayConnectLocked() bool {
-	return !r.mig.hostUsed && r.host == nil && (r.phase == phaseAwaiting || r.phase == phasePending)
 }

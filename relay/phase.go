@@ -3,83 +3,43 @@ package relay
 import (
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
-// phase is where a room incarnation is in its life. It is the one answer
-// to "who hosts this room and what may happen to it next": every check
-// and every change of it goes through the names below. The transitions:
-//
-//	awaiting          -> hosted    the allocation's host connects
-//	hosted            -> vacant    the host leaves (with nobody else there
-//	                               at generation 0 the room is removed)
-//	hosted            -> pending   a claim with the live host's grant
-//	vacant, expired   -> pending   a claim with the client credential
-//	pending           -> hosted    the promoted host activates
-//	pending           -> expired   its activation lease elapses
-//	pending, expired  -> vacant    the provisional host's socket leaves
-//	vacant            -> removed   a new allocation takes the name, once
-//	                               the recovery window (one activation
-//	                               lease) has passed with nobody there
-//	any               -> removed   empty-room timeout, handed over, taken
-//	                               over, shutdown (terminal)
-//
-// In pending and expired a promoted player's host socket may be connected
-// (provisional: room.host is set, the room is not hosted), and ordinary
-// clients that join are isolated until activation (migration.go).
-// removed means the incarnation is out of the table and its removal is in
-// the unregister outbox. A handed-over room starts as a new incarnation in
-// awaiting phase, moved from the old one (room.movedFrom), which every
-// publication of it names until the balancer applied one (then it is
-// moot): that is about its route, not its host, so it is not a phase. Only an awaiting room at
-// generation 0 is handed over, so migration state never moves.
-type phase uint8
+// A room incarnation's life is its phase machine (package phase: the
+// transitions, where each may start, the clock applied on every read).
+// These are the room's side of it: what goes with each transition (the
+// host's socket, the spent credential) and the questions asked of the
+// phase. A transition refused here is a bug: the core logs it and counts
+// it (core.refusedPhase), and ConsistencyCheck reports it, so every test
+// that checks a relay's consistency fails on one.
 
-const (
-	// phaseAwaiting: allocated (or adopted) and its host has not
-	// connected yet: reserved for its allocation.
-	phaseAwaiting phase = iota
-	// phaseHosted: its host is connected and active (room.host is set):
-	// the allocation's host, or a promoted host that activated.
-	phaseHosted
-	// phaseVacant: no host owns it (the host left, or a promoted host's
-	// provisional socket did before it activated); claimable. At
-	// generation 0 with nobody connected a new allocation may take the
-	// name over.
-	phaseVacant
-	// phasePending: claimed; the promoted host's activation lease runs.
-	phasePending
-	// phaseExpired: the lease elapsed before activation; claimable.
-	phaseExpired
-	// phaseRemoved: the incarnation ended and left the table.
-	phaseRemoved
-)
-
-var phaseNames = [...]string{"awaiting", "hosted", "vacant", "pending", "expired", "removed"}
-
-func (p phase) String() string { return phaseNames[p] }
+// phaseLocked is the room's phase, read through the machine (the lease
+// applied).
+func (r *room) phaseLocked() phase.Phase { return r.life.Now() }
 
 // hostPhase is the phase as /migration/current tells it. A room whose
 // allocated host has not connected is "pending" (a host owns it: wait).
-func (p phase) hostPhase() string {
+func hostPhase(p phase.Phase) string {
 	switch p {
-	case phaseHosted:
+	case phase.Hosted:
 		return wire.HostPhaseActive
-	case phaseExpired:
+	case phase.Expired:
 		return wire.HostPhaseExpired
-	case phaseVacant, phaseRemoved:
+	case phase.Vacant, phase.Removed:
 		return wire.HostPhaseVacant
 	}
 	return wire.HostPhasePending
 }
 
 // liveLocked reports whether the incarnation has not ended.
-func (r *room) liveLocked() bool { return r.phase != phaseRemoved }
+func (r *room) liveLocked() bool { return r.life.Live() }
 
 // vacantLocked reports whether no host owns the room (published as
 // wire.Publication.Vacant: a new allocation is then put to this relay,
 // which decides with takeoverLocked).
-func (r *room) vacantLocked() bool { return r.phase == phaseVacant }
+func (r *room) vacantLocked() bool { return r.phaseLocked() == phase.Vacant }
 
 // takeoverLocked reports whether a new allocation may replace the room
 // now. A vacant room is reserved for its players' recovery (a claim with
@@ -89,55 +49,73 @@ func (r *room) vacantLocked() bool { return r.phase == phaseVacant }
 // lets it go at once (its rooms end with the drain anyway). Every other
 // phase is reserved: for the allocation's host, or for a claimed host
 // until it connects or the empty-room timeout removes the room.
-func (r *room) takeoverLocked(now time.Time, recovery time.Duration, draining bool) bool {
-	return r.phase == phaseVacant && r.countLocked() == 0 && (draining || now.Sub(r.mig.vacantSince) >= recovery)
+func (r *room) takeoverLocked(recovery time.Duration, draining bool) bool {
+	return r.vacantLocked() && r.countLocked() == 0 && (draining || r.life.VacantFor() >= recovery)
 }
 
 // claimableLocked reports whether a claim may move the room to a new
 // generation: no host owns it, or its live host granted the claim.
 func (r *room) claimableLocked() bool {
-	switch r.phase {
-	case phaseHosted, phaseVacant, phaseExpired:
+	switch r.phaseLocked() {
+	case phase.Hosted, phase.Vacant, phase.Expired:
 		return true
 	}
 	return false
 }
 
-// tickLocked applies what time alone changes: pending -> expired once the
-// lease has elapsed. Every reader of the phase calls it first.
-func (r *room) tickLocked(now time.Time) {
-	if r.phase == phasePending && !now.Before(r.mig.leaseUntil) {
-		r.phase = phaseExpired
-	}
+// isolatingLocked reports whether a joining client is isolated (or the
+// lane): a claimed host has not activated.
+func (r *room) isolatingLocked() bool {
+	p := r.phaseLocked()
+	return p == phase.Pending || p == phase.Expired
+}
+
+// hostMayConnectLocked reports whether the host credential may still be
+// spent: by the allocation's host before the room was ever hosted, or by
+// the promoted host within its lease.
+func (r *room) hostMayConnectLocked() bool {
+	p := r.phaseLocked()
+	return !r.mig.hostUsed && r.host == nil && (p == phase.Awaiting || p == phase.Pending)
 }
 
 // hostArrivedLocked: the allocation's host connects (awaiting -> hosted)
 // or the promoted host's provisional socket does (pending stays pending).
 // Either way the host credential is now spent.
 func (r *room) hostArrivedLocked(h *conn) {
-	r.host = h
-	r.mig.hostUsed = true
-	if r.phase == phaseAwaiting {
-		r.phase = phaseHosted
+	if r.moved(r.life.HostArrived()) {
+		r.host = h
+		r.mig.hostUsed = true
 	}
 }
 
 // hostGoneLocked: the host's (or the provisional host's) socket left:
 // hosted, pending or expired -> vacant.
-func (r *room) hostGoneLocked(now time.Time) {
-	r.host = nil
-	r.phase = phaseVacant
-	r.mig.vacantSince = now
+func (r *room) hostGoneLocked() {
+	if r.moved(r.life.HostGone()) {
+		r.host = nil
+	}
 }
 
-// claimedLocked: -> pending, with the lease from now.
-func (r *room) claimedLocked(now time.Time, lease time.Duration) {
-	r.phase = phasePending
-	r.mig.leaseUntil = now.Add(lease)
-}
+// claimedLocked: -> pending, with the activation lease from now.
+func (r *room) claimedLocked(lease time.Duration) bool { return r.moved(r.life.Claimed(lease)) }
 
 // activatedLocked: pending -> hosted.
-func (r *room) activatedLocked(now time.Time) {
-	r.phase = phaseHosted
-	r.mig.activatedAt = now
+func (r *room) activatedLocked() bool { return r.moved(r.life.Activated()) }
+
+// removeLocked ends the incarnation and returns its outbox entry. The
+// caller then drops it from the table (core.dropRoom) after unlocking.
+func (r *room) removeLocked() wire.Removal {
+	r.moved(r.life.Remove())
+	r.revision++
+	return wire.Removal{Name: r.name, Epoch: r.epoch, Revision: r.revision}
+}
+
+// moved reports whether a transition happened, and hands a refused one
+// to the core.
+func (r *room) moved(err error) bool {
+	if err != nil {
+		r.core.refusedPhase(r, err)
+		return false
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -229,10 +230,9 @@ func (s *Server) endRetirement(deadline bool, left Stats) {
 func (c *core) expireRetired(now time.Time) {
 	for _, r := range c.rooms.all() {
 		r.mu.Lock()
-		r.tickLocked(now)
-		release := r.liveLocked() && r.countLocked() == 0 && r.phase != phasePending &&
+		release := r.liveLocked() && r.countLocked() == 0 && r.phaseLocked() != phase.Pending &&
 			now.Sub(r.emptySince) >= c.activationLease &&
-			(r.phase != phaseVacant || now.Sub(r.mig.vacantSince) >= c.activationLease)
+			(!r.vacantLocked() || r.life.VacantFor() >= c.activationLease)
 		if !release {
 			r.mu.Unlock()
 			continue

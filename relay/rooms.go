@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -23,7 +24,8 @@ type room struct {
 	clientSecret string                // guarded by mu
 	allocationID string                // guarded by mu
 	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
-	phase        phase                 // guarded by mu; changed only by the transitions of phase.go
+	core         *core                 // static: the core that holds it (the clock; refused phase transitions)
+	life         phase.Machine         // guarded by mu: the phase (package phase), changed only by the transitions of phase.go
 	host         *conn                 // guarded by mu; the host's socket: set while hosted, and a provisional host's in pending or expired
 	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer the host sees
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
@@ -53,14 +55,6 @@ func (r *room) changedLocked(c *core) {
 		r.emptySince = time.Time{}
 	}
 	c.notify.roomChanged(r)
-}
-
-// removeLocked ends the incarnation and returns its outbox entry. The
-// caller then drops it from the table (core.dropRoom) after unlocking.
-func (r *room) removeLocked() wire.Removal {
-	r.phase = phaseRemoved
-	r.revision++
-	return wire.Removal{Name: r.name, Epoch: r.epoch, Revision: r.revision}
 }
 
 // publicationLocked is the room as the balancer sees it.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -19,8 +20,9 @@ func (s *Server) handleRooms(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		rm.mu.Lock()
-		out.Rooms = append(out.Rooms, wire.RelayRoom{Name: rm.name, Epoch: rm.epoch, Phase: rm.phase.String(),
-			Hosted: rm.host != nil && rm.phase == phaseHosted, Connections: rm.countLocked()})
+		ph := rm.phaseLocked()
+		out.Rooms = append(out.Rooms, wire.RelayRoom{Name: rm.name, Epoch: rm.epoch, Phase: ph.String(),
+			Hosted: rm.host != nil && ph == phase.Hosted, Connections: rm.countLocked()})
 		rm.mu.Unlock()
 	}
 	sort.Slice(out.Rooms, func(i, j int) bool { return out.Rooms[i].Name < out.Rooms[j].Name })

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -31,7 +32,7 @@ func TestRoomsView(t *testing.T) {
 		t.Fatalf("rooms view = %+v", rr)
 	}
 	a, b := rr.Rooms[0], rr.Rooms[1]
-	if a.Name != "view-a" || a.Hosted || b.Name != "view-b" || !b.Hosted || b.Phase != phaseHosted.String() || b.Connections != 1 || b.Epoch == "" {
+	if a.Name != "view-a" || a.Hosted || b.Name != "view-b" || !b.Hosted || b.Phase != phase.Hosted.String() || b.Connections != 1 || b.Epoch == "" {
 		t.Fatalf("rooms = %+v", rr.Rooms)
 	}
 }
