@@ -14,11 +14,14 @@ import (
 )
 
 // coreRoom is a routing core with one room, its host and one client, and
-// no transport: the test drains the queues itself.
+// no transport: the test drains the queues itself. The conns in udp speak
+// PurrNet's UDP framing: deliver takes their messages' methods out first,
+// as the UDP transport does.
 type coreRoom struct {
 	core         *core
 	host, client *conn
 	batch        []*buf
+	udp          map[*conn]bool
 }
 
 func newCoreRoom(tb testing.TB) *coreRoom {
@@ -45,18 +48,19 @@ func newCoreRoomNamed(tb testing.TB, name string) *coreRoom {
 }
 
 func newCoreRoomIn(tb testing.TB, c *core, name string) *coreRoom {
-	return newCoreRoomFramed(tb, c, name, framingWS, framingWS)
+	return newCoreRoomFramed(tb, c, name, false, false)
 }
 
 // newCoreRoomFramed is newCoreRoomIn with the host's and the client's
-// framings.
-func newCoreRoomFramed(tb testing.TB, c *core, name string, host, client framing) *coreRoom {
+// framings (UDP when true).
+func newCoreRoomFramed(tb testing.TB, c *core, name string, hostUDP, clientUDP bool) *coreRoom {
 	tb.Helper()
 	a, err := c.allocate(name, "id")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cr := &coreRoom{core: c, host: c.newConn(nil, host), client: c.newConn(nil, client)}
+	cr := &coreRoom{core: c, host: c.newConn(nil), client: c.newConn(nil)}
+	cr.udp = map[*conn]bool{cr.host: hostUDP, cr.client: clientUDP}
 	cr.deliver(cr.host, wire.Auth{RoomName: name, ClientSecret: a.hostSecret}.Marshal())
 	cr.deliver(cr.client, wire.Auth{RoomName: name, ClientSecret: a.pub.ClientSecret}.Marshal())
 	cr.drain(cr.host)
@@ -72,6 +76,9 @@ func (cr *coreRoom) deliver(from *conn, msg []byte) {
 	b := getBuf(headroom + len(msg))
 	b.off = headroom
 	b.end = headroom + copy(b.b[headroom:], msg)
+	if cr.udp[from] && !unframeUDP(cr.core, from, b) {
+		return
+	}
 	cr.core.handle(from, b)
 }
 

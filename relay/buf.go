@@ -26,9 +26,14 @@ type buf struct {
 	off   int    // frame is b[off:end]
 	end   int
 	class int
-	// method is the delivery method the frame is sent with to a UDP peer
-	// (ReliableOrdered for everything but forwarded game data).
+	// method is the delivery method the frame came with and is sent with
+	// to a UDP peer (ReliableOrdered for everything but game data a UDP
+	// peer sent).
 	method wire.Delivery
+	// cut is how many bytes of framing the transport took out of the
+	// message before routing it (a UDP packet's delivery method, cutAt):
+	// PurrLay's size rule for client packets counts the packet as sent.
+	cut int
 }
 
 var bufPools [len(sizeClasses)]sync.Pool
@@ -52,7 +57,7 @@ func getBuf(n int) *buf {
 
 func getClass(i int) *buf {
 	b := bufPools[i].Get().(*buf)
-	b.off, b.end, b.method = 0, 0, wire.ReliableOrdered
+	b.off, b.end, b.method, b.cut = 0, 0, wire.ReliableOrdered, 0
 	return b
 }
 
@@ -75,6 +80,14 @@ func release(batch []*buf) {
 
 // frame is the bytes to send or route.
 func (b *buf) frame() []byte { return b.b[b.off:b.end] }
+
+// cutAt takes byte i of the frame out, moving the bytes before it up by
+// one (a UDP packet's delivery method, wire.UDPMethod).
+func (b *buf) cutAt(i int) {
+	copy(b.b[b.off+1:b.off+1+i], b.b[b.off:b.off+i])
+	b.off++
+	b.cut++
+}
 
 // len is the frame's length.
 func (b *buf) len() int { return b.end - b.off }

@@ -22,7 +22,7 @@ func wsRead(ctx context.Context, ws *websocket.Conn) (*buf, closeReason) {
 		return nil, readFailure(err, ctx)
 	}
 	if typ != websocket.MessageBinary {
-		return nil, reasonTextFrame
+		return nil, reasonUnsupported
 	}
 	b, err := readMessage(rd)
 	if err != nil {

@@ -51,7 +51,7 @@ const (
 	reasonPeerClosed                // the peer closed or the read failed
 	reasonAuthFailed                // [4] was sent
 	reasonAuthTimeout               // no auth message in time
-	reasonTextFrame                 // a text frame arrived
+	reasonUnsupported               // the peer sent a kind of message the relay does not carry (a WebSocket text message)
 	reasonTooBig                    // a message over 65,535 bytes
 	reasonKicked                    // the host kicked this client
 	reasonHostLeft                  // the room's host left
@@ -63,14 +63,14 @@ const (
 	reasonUpstreamLost              // forwarded: the link to the holder dropped without a close frame
 	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
 	reasonRoomGone                  // the room ended here: the balancer gave its name to another incarnation (1012)
-	reasonPeerTimeout               // UDP: nothing heard from the peer within the UDP timeout
+	reasonPeerTimeout               // the transport heard nothing from the peer within its timeout
 	reasonMigrated                  // a claim moved the room to a new generation: every old socket goes
 	reasonRejoin                    // isolated during a migration lease: the host activated, reconnect to it
 	reasonRoomClosed                // an operator closed the room (DELETE /v1/rooms/{name}): 1000 "room closed"
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "text_frame",
+var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_timeout", "unsupported_message",
 	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
 	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout", "migrated", "rejoin", "room_closed"}
 
@@ -88,8 +88,10 @@ func (r closeReason) abrupt() bool {
 }
 
 // flush reports whether frames queued before the close are still written
-// (the [4] of a failed auth, a host's last packets before a kick, ...).
-func (r closeReason) flush() bool { return !r.abrupt() && r != reasonTextFrame }
+// (the [4] of a failed auth, a host's last packets before a kick, ...). A
+// peer that sent what the relay does not carry is told why, and nothing
+// more.
+func (r closeReason) flush() bool { return !r.abrupt() && r != reasonUnsupported }
 
 // transport is what the routing core needs of a connection's transport
 // (ws.go: WebSocket; udp_conn.go: LiteNetLib; forward.go: a link to the
@@ -168,26 +170,15 @@ type nopTransport struct{}
 func (nopTransport) wake()              {}
 func (nopTransport) closed(closeReason) {}
 
-// framing is how a connection's packets are framed (wire/udp.go): PurrNet's
-// WebSocket framing, or its UDP framing with LiteNetLib delivery methods in
-// the packets (a UDP peer, or a link carrying one for another machine).
-type framing uint8
-
-const (
-	framingWS framing = iota
-	framingUDP
-)
-
 // conn is one peer connection as the routing core sees it, whatever its
 // transport. The transport delivers messages to core.handle from one
 // reader at a time (a WebSocket's reader goroutine; the UDP socket reader
 // serialised per peer), calls core.leave once at the end, and drains the
 // queue from its writer.
 type conn struct {
-	id      wire.ConnID // static
-	core    *core       // static
-	t       transport   // static
-	framing framing     // static
+	id   wire.ConnID // static
+	core *core       // static
+	t    transport   // static
 
 	// role and room are written once by the reader at authentication, under
 	// room.mu (rooms) or before the conn enters the pipe table (pipes). The

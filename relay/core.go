@@ -66,17 +66,19 @@ type core struct {
 	// every one; lastRefused is the last of them.
 	refused     atomic.Int64
 	lastRefused atomic.Pointer[phaseRefusal]
-	// nat introduces two UDP peers of a room to each other (udp_nat.go);
-	// nil without a UDP transport. Static after construction.
+	// nat introduces two peers of a room to each other for a direct
+	// connection; nil without a transport that can. Static after
+	// construction.
 	nat natBroker
 }
 
-// natBroker is what the core needs of the UDP transport for NAT
-// introduction: whether a conn can punch (a UDP peer of this machine, not
-// one forwarded here over a link) and a token to expect from two of them.
+// natBroker is a transport that can introduce two of its peers to each
+// other (NAT punch-through: the UDP transport, udp_nat.go): whether the
+// peer behind a transport can punch (a peer of this machine, not one
+// forwarded here over a link), and a token to expect from two of them.
 type natBroker interface {
-	canPunch(cn *conn) bool
-	expect(token string, host, client *conn)
+	canPunch(t transport) bool
+	expect(token string, host, client transport)
 }
 
 func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
@@ -103,20 +105,20 @@ func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
 // newConn registers a new connection with a fresh id. ids are positive as
 // a C# int (PurrNet reads them signed), unique within the process and
 // shared by every transport. A nil t is a conn with no transport (tests).
-func (c *core) newConn(t transport, f framing) *conn {
-	cn := c.makeConn(t, f)
+func (c *core) newConn(t transport) *conn {
+	cn := c.makeConn(t)
 	c.publish(cn)
 	return cn
 }
 
 // makeConn is newConn without the publishing: a transport whose callbacks
 // need the conn binds it first, then publishes it.
-func (c *core) makeConn(t transport, f framing) *conn {
+func (c *core) makeConn(t transport) *conn {
 	var id uint32
 	for id == 0 {
 		id = c.nextID.Add(1) & 0x7fffffff
 	}
-	cn := c.bareConn(t, f)
+	cn := c.bareConn(t)
 	cn.id = wire.ConnID(id)
 	return cn
 }
@@ -126,19 +128,19 @@ func (c *core) publish(cn *conn) { c.conns.add(cn.id, cn) }
 
 // newLink returns the upstream queue of a forwarded connection (forward.go):
 // a conn that is in no table and counts in no connection metric.
-func (c *core) newLink(t transport, f framing) *conn {
-	cn := c.bareConn(t, f)
+func (c *core) newLink(t transport) *conn {
+	cn := c.bareConn(t)
 	cn.link = true
 	return cn
 }
 
 // bareConn is a conn of transport t (none: nil) without an id, with the
 // transport's direct write when it has one (conn.send).
-func (c *core) bareConn(t transport, f framing) *conn {
+func (c *core) bareConn(t transport) *conn {
 	if t == nil {
 		t = nopTransport{}
 	}
-	cn := &conn{core: c, t: t, framing: f}
+	cn := &conn{core: c, t: t}
 	if d, ok := t.(interface{ directWriter() directWriter }); ok {
 		cn.dw = d.directWriter()
 	}
@@ -174,7 +176,11 @@ func (c *core) goAbort(abort func()) {
 }
 
 // handle routes one message read from cn. It takes ownership of b, whose
-// frame starts headroom bytes into its buffer. Only cn's reader calls it.
+// frame starts headroom bytes into its buffer, in PurrNet's WebSocket
+// framing, and whose method is the delivery method it came with (a UDP
+// transport takes it out of its own framing first, wire.UDPMethod; a
+// forwarded peer's messages go to the holder as they came). Only cn's
+// reader calls it.
 func (c *core) handle(cn *conn, b *buf) {
 	if cn.closing.Load() {
 		putBuf(b)
@@ -201,28 +207,19 @@ func (c *core) handle(cn *conn, b *buf) {
 const maxClientPayload = wire.MaxMessageSize - 5
 
 // fromClient forwards a client's payload to its host as [2][sender][payload],
-// writing the header into the buffer's headroom (no copy). The enqueue
-// happens under the room lock, so a client that the host kicked (or whose
-// host left) can never slip a packet in after its disconnect notice.
+// writing the header into the buffer's headroom (no copy), with the
+// client's delivery method. The enqueue happens under the room lock, so a
+// client that the host kicked (or whose host left) can never slip a packet
+// in after its disconnect notice.
 //
-// Over UDP a client's packet is [method][payload] and the host gets
-// [2][sender][payload] with that method (PurrLay's rule: a packet of one
-// byte or less is dropped, whatever the transport).
+// PurrLay drops a client packet of one byte or less as it was sent, its
+// framing included (a UDP client's [method][x] carries one byte to the
+// host).
 func (c *core) fromClient(cn *conn, b *buf) {
-	if b.len() <= 1 {
+	if b.len()+b.cut <= 1 {
 		putBuf(b)
 		c.m.drop(dropSmallClient)
 		return
-	}
-	if cn.framing == framingUDP {
-		d := wire.Delivery(b.b[b.off])
-		if !d.Valid() {
-			putBuf(b)
-			c.m.drop(dropBadMethod)
-			return
-		}
-		b.method = d
-		b.off++
 	}
 	if b.len() > maxClientPayload {
 		// Legal from the client, but the host's socket could not take the
@@ -262,14 +259,7 @@ func (c *core) fromHost(cn *conn, b *buf) {
 	p, err := wire.ParseHostPacket(b.frame())
 	if err != nil {
 		putBuf(b)
-		switch err {
-		case wire.ErrEmptyPacket:
-			c.m.drop(dropEmpty)
-		case wire.ErrTruncatedPacket:
-			c.m.drop(dropTruncated)
-		default:
-			c.m.drop(dropUnknown)
-		}
+		c.dropMalformed(err)
 		return
 	}
 	switch {
@@ -280,23 +270,6 @@ func (c *core) fromHost(cn *conn, b *buf) {
 		putBuf(b)
 		c.m.drop(dropEmptyPayload)
 		return
-	}
-	skip := 5
-	if p.Type == wire.HostSendOne && cn.framing == framingUDP {
-		// [1][target:4][method][payload]
-		if len(p.Payload) < 2 || !wire.Delivery(p.Payload[0]).Valid() {
-			putBuf(b)
-			if len(p.Payload) == 1 {
-				c.m.drop(dropEmptyPayload)
-			} else if len(p.Payload) == 0 {
-				c.m.drop(dropTruncated)
-			} else {
-				c.m.drop(dropBadMethod)
-			}
-			return
-		}
-		b.method = wire.Delivery(p.Payload[0])
-		skip = 6
 	}
 	r := cn.room
 	r.mu.Lock()
@@ -316,7 +289,7 @@ func (c *core) fromHost(cn *conn, b *buf) {
 		return
 	}
 	if p.Type == wire.HostSendOne {
-		b.off += skip
+		b.off += 5
 		w := t.send(b, dirToClient, cn.direct)
 		r.mu.Unlock()
 		w.write()
@@ -343,17 +316,8 @@ func (c *core) removeClientLocked(r *room, cl *conn) {
 }
 
 // fromPipe forwards [target][data] as [sender][data], rewriting the id in
-// place (over UDP [method][target][data], sent with that method).
+// place, with the sender's delivery method.
 func (c *core) fromPipe(cn *conn, b *buf) {
-	if cn.framing == framingUDP {
-		if b.len() < 1 || !wire.Delivery(b.b[b.off]).Valid() {
-			putBuf(b)
-			c.m.drop(dropBadMethod)
-			return
-		}
-		b.method = wire.Delivery(b.b[b.off])
-		b.off++
-	}
 	target, data, err := wire.ParsePipe(b.frame())
 	if err != nil {
 		putBuf(b)
@@ -373,6 +337,22 @@ func (c *core) fromPipe(cn *conn, b *buf) {
 	}
 	binary.LittleEndian.PutUint32(b.b[b.off:], uint32(cn.id))
 	t.send(b, dirPipe, cn.direct).write()
+}
+
+// dropMalformed counts a packet a parser of wire refused, by its error.
+func (c *core) dropMalformed(err error) {
+	switch err {
+	case wire.ErrEmptyPacket:
+		c.m.drop(dropEmpty)
+	case wire.ErrTruncatedPacket:
+		c.m.drop(dropTruncated)
+	case wire.ErrEmptyPayload:
+		c.m.drop(dropEmptyPayload)
+	case wire.ErrBadMethod:
+		c.m.drop(dropBadMethod)
+	default:
+		c.m.drop(dropUnknown)
+	}
 }
 
 // maxRoomClients bounds a room's clients so that the host's "clients
@@ -687,19 +667,19 @@ var errConnsFull = wire.ErrRelayFull.WithMessage("this relay holds as many conne
 func randomHex(n int) string { return randid.Hex(n) }
 
 // introduceLocked starts a NAT introduction between r's host and a client
-// that just joined when both asked for it ({"nat":true}) and both are UDP
-// peers of this machine: the same [6][token] to the host, then the client
+// that just joined when both asked for it ({"nat":true}) and the transport
+// of both can introduce them (UDP peers of this machine): the same [6][token] to the host, then the client
 // (docs/UDP.md, NAT punch flow). The token ends with the client's id (the
 // host maps the direct peer to it) and carries 128 random bits (it is the
 // host's accept key for the direct connection, so it must not be
 // guessable). The peers stay relayed either way. The caller holds r.mu.
 func (c *core) introduceLocked(r *room, cl *conn) {
 	h := r.host
-	if c.nat == nil || !cl.nat || !h.nat || !c.nat.canPunch(h) || !c.nat.canPunch(cl) {
+	if c.nat == nil || !cl.nat || !h.nat || !c.nat.canPunch(h.t) || !c.nat.canPunch(cl.t) {
 		return
 	}
 	token := fmt.Sprintf("%.8s_%s_%d", r.epoch, randomHex(16), cl.id)
-	c.nat.expect(token, h, cl)
+	c.nat.expect(token, h.t, cl.t)
 	for _, to := range [...]*conn{h, cl} {
 		f := getBuf(1 + len(token))
 		f.end = copy(f.b[1:], token) + 1

@@ -32,6 +32,17 @@ func feed(c *core, cn *conn, msg []byte) {
 	c.handle(cn, b)
 }
 
+// feedUDP hands msg to the core from cn as the UDP transport does, its
+// delivery method taken out first.
+func feedUDP(c *core, cn *conn, msg []byte) {
+	b := getBuf(headroom + len(msg))
+	b.off = headroom
+	b.end = headroom + copy(b.b[headroom:], msg)
+	if unframeUDP(c, cn, b) {
+		c.handle(cn, b)
+	}
+}
+
 // queued takes what is queued for cn: each frame's bytes and method.
 func queuedFrames(cn *conn) (frames [][]byte, methods []wire.Delivery) {
 	for _, b := range cn.takeBatch(nil) {
@@ -57,14 +68,14 @@ func authMsg(t *testing.T, a wire.Auth) []byte {
 // dropped as such, and neither reaches anyone.
 func TestUDPPipesCarryTheirMethod(t *testing.T) {
 	c := newTestCore(t)
-	a, b := c.newConn(nil, framingUDP), c.newConn(nil, framingUDP)
+	a, b := c.newConn(nil), c.newConn(nil)
 	for _, p := range []*conn{a, b} {
-		feed(c, p, []byte(`{"pipe":true}`))
+		feedUDP(c, p, []byte(`{"pipe":true}`))
 		if f, _ := queuedFrames(p); len(f) != 1 || f[0][0] != wire.PipeAuthenticated {
 			t.Fatalf("pipe authentication answered %v", f)
 		}
 	}
-	feed(c, a, wire.AppendPipeUDP(nil, wire.Unreliable, b.id, []byte("ping")))
+	feedUDP(c, a, wire.AppendPipeUDP(nil, wire.Unreliable, b.id, []byte("ping")))
 	frames, methods := queuedFrames(b)
 	if len(frames) != 1 || methods[0] != wire.Unreliable {
 		t.Fatalf("target got %d frames, methods %v", len(frames), methods)
@@ -74,11 +85,11 @@ func TestUDPPipesCarryTheirMethod(t *testing.T) {
 	}
 	truncated, badMethod := c.m.drops[dropTruncated], c.m.drops[dropBadMethod]
 	t0, m0 := counterValue(truncated), counterValue(badMethod)
-	feed(c, a, []byte{byte(wire.ReliableOrdered)})
+	feedUDP(c, a, []byte{byte(wire.ReliableOrdered)})
 	if counterValue(truncated) != t0+1 || counterValue(badMethod) != m0 {
 		t.Fatalf("a lone method byte: truncated +%v, bad method +%v; want a truncated packet", counterValue(truncated)-t0, counterValue(badMethod)-m0)
 	}
-	feed(c, a, wire.AppendPipe([]byte{0xee}, b.id, []byte("x")))
+	feedUDP(c, a, wire.AppendPipe([]byte{0xee}, b.id, []byte("x")))
 	if counterValue(badMethod) != m0+1 {
 		t.Fatal("an unknown method was not dropped as such")
 	}
@@ -91,13 +102,13 @@ func TestUDPPipesCarryTheirMethod(t *testing.T) {
 // after the target, which the client does not see; its KICK has none.
 func TestUDPHostSendOneAndKick(t *testing.T) {
 	c := newTestCore(t)
-	cr := newCoreRoomFramed(t, c, "udp-host", framingUDP, framingWS)
-	feed(c, cr.host, wire.AppendSendOneUDP(nil, cr.client.id, wire.Sequenced, []byte("state")))
+	cr := newCoreRoomFramed(t, c, "udp-host", true, false)
+	feedUDP(c, cr.host, wire.AppendSendOneUDP(nil, cr.client.id, wire.Sequenced, []byte("state")))
 	frames, methods := queuedFrames(cr.client)
 	if len(frames) != 1 || string(frames[0]) != "state" || methods[0] != wire.Sequenced {
 		t.Fatalf("client got %q with %v, want \"state\" sent sequenced", frames, methods)
 	}
-	feed(c, cr.host, wire.AppendKick(nil, cr.client.id))
+	feedUDP(c, cr.host, wire.AppendKick(nil, cr.client.id))
 	if r := cr.client.closeReason(); r != reasonKicked {
 		t.Fatalf("kicked client closed for %v", r)
 	}
@@ -117,11 +128,11 @@ func TestLateHostGetsEveryClientID(t *testing.T) {
 	}
 	var ids []wire.ConnID
 	for range 200 {
-		cl := c.newConn(nil, framingWS)
+		cl := c.newConn(nil)
 		feed(c, cl, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.pub.ClientSecret}))
 		ids = append(ids, cl.id)
 	}
-	host := c.newConn(nil, framingWS)
+	host := c.newConn(nil)
 	feed(c, host, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.hostSecret}))
 	frames, _ := queuedFrames(host)
 	var got []wire.ConnID
@@ -149,7 +160,7 @@ func TestRoomClientCapIsExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	join := func() *conn {
-		cl := c.newConn(nil, framingWS)
+		cl := c.newConn(nil)
 		feed(c, cl, authMsg(t, wire.Auth{RoomName: "full", ClientSecret: al.pub.ClientSecret}))
 		cl.releaseQueue()
 		return cl
@@ -185,7 +196,7 @@ func TestHostLeavingDuringShutdownSays1012(t *testing.T) {
 	}
 	// Made, not published: closeAll does not reach them, as a host whose
 	// reader ends before the shutdown reaches its conn.
-	host, cl := c.makeConn(nil, framingWS), c.makeConn(nil, framingWS)
+	host, cl := c.makeConn(nil), c.makeConn(nil)
 	feed(c, host, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.hostSecret}))
 	feed(c, cl, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.pub.ClientSecret}))
 	c.closeAll(reasonShutdown)
@@ -232,7 +243,7 @@ func TestIsolatedPlayersKeepTheRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.rooms.get("migrating")
-	p := c.makeConn(nil, framingWS)
+	p := c.makeConn(nil)
 	r.mu.Lock()
 	r.mig.isolated = map[wire.ConnID]*conn{p.id: p}
 	n := r.countLocked()

@@ -27,19 +27,20 @@ const linkGrace = flushTimeout + time.Second
 // answers as usual, [4] for an unknown room). It runs on the connection's
 // reader (a UDP peer's authentication goroutine) before any frame of it is
 // routed: room lookups (at most 2 s each), a handover (about 5 s at most,
-// handover.go) and link dials (ForwardTimeout) bound it.
-func (m *mesh) forward(c *conn, first *buf) bool {
-	up := m.openLink(first.frame(), c.framing)
+// handover.go) and link dials (ForwardTimeout) bound it. udp says the
+// peer speaks PurrNet's UDP framing, which the link then carries.
+func (m *mesh) forward(c *conn, first *buf, udp bool) bool {
+	up := m.openLink(first.frame(), udp)
 	if up == nil {
 		return false
 	}
-	m.runLink(c, up, first)
+	m.runLink(c, up, first, udp)
 	return true
 }
 
 // openLink finds the holder of the room first names and opens a link to
 // it, or returns nil (see forward).
-func (m *mesh) openLink(first []byte, f framing) *uplink {
+func (m *mesh) openLink(first []byte, udp bool) *uplink {
 	a, err := wire.ParseAuth(first)
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
@@ -70,7 +71,7 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 			deadline = time.Now().Add(m.forwardTimeout) // wall clock: it is the dial context's deadline
 		}
 		ctx, cancel := context.WithDeadline(m.ctx, deadline)
-		up, err := m.dialLink(ctx, loc, f) // the context only bounds the handshake
+		up, err := m.dialLink(ctx, loc, udp) // the context only bounds the handshake
 		cancel()
 		if err == nil {
 			m.m.forwards.WithLabelValues("ok").Inc()
@@ -87,8 +88,8 @@ func (m *mesh) openLink(first []byte, f framing) *uplink {
 }
 
 // dialLink opens the link to the holder at loc (wire.PathForward), for a
-// connection framed f.
-func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, f framing) (*uplink, error) {
+// connection in PurrNet's UDP framing when udp.
+func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, udp bool) (*uplink, error) {
 	target := linkURL(loc.Endpoint)
 	if target == "" {
 		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
@@ -96,7 +97,7 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, f framing) (
 	h := http.Header{}
 	wire.SetInternal(h, m.secret)
 	h.Set(wire.HeaderForwardedBy, m.bootID)
-	if f == framingUDP {
+	if udp {
 		h.Set(wire.HeaderLinkFraming, wire.LinkFramingUDP)
 	}
 	start := m.clock.Now()
@@ -145,16 +146,16 @@ func linkURL(endpoint string) string {
 // Goroutines: the link's writer and reader; the writer, once it ends,
 // drops the socket and waits for the reader. The session counts until
 // then.
-func (m *mesh) runLink(c *conn, up *uplink, first *buf) {
+func (m *mesh) runLink(c *conn, up *uplink, first *buf, udp bool) {
 	t := newWSTransport(m.core, up.ws, up.lc, up.drop, linkGrace)
-	link := m.core.newLink(t, c.framing)
+	link := m.core.newLink(t)
 	c.role, c.up = roleForwarded, link
 	m.m.active.Inc()
 	m.sessions.Add(1)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		m.linkReader(up.ws, c, link)
+		m.linkReader(up.ws, c, link, udp)
 	}()
 	go func() {
 		writerDone := make(chan struct{})
@@ -170,8 +171,9 @@ func (m *mesh) runLink(c *conn, up *uplink, first *buf) {
 
 // linkReader reads the holder's frames into c's queue until the link
 // ends, then closes c the way the holder closed the link, and stops the
-// link's writer.
-func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn) {
+// link's writer. On a link in UDP framing each frame comes behind its
+// delivery method, which it is sent to the peer with.
+func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn, udp bool) {
 	defer link.close(reasonPeerClosed)
 	for {
 		typ, rd, err := up.Reader(context.Background())
@@ -182,7 +184,7 @@ func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn) {
 		if err == nil {
 			b, err = readInto(rd, 0, wire.MaxMessageSize+headroom+1)
 		}
-		if err == nil && c.framing == framingUDP {
+		if err == nil && udp {
 			if b.len() < 1 || !wire.Delivery(b.b[b.off]).Valid() {
 				err = errors.New("the holder sent a frame without a delivery method")
 				putBuf(b)
@@ -215,9 +217,5 @@ func (s *Server) handleForward(w http.ResponseWriter, r *http.Request) error {
 	if s.mesh != nil {
 		s.mesh.m.accepted.Inc()
 	}
-	f := framingWS
-	if r.Header.Get(wire.HeaderLinkFraming) == wire.LinkFramingUDP {
-		f = framingUDP
-	}
-	return s.acceptWS(w, r, true, f)
+	return s.acceptWS(w, r, true, r.Header.Get(wire.HeaderLinkFraming) == wire.LinkFramingUDP)
 }

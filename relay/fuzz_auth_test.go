@@ -38,7 +38,7 @@ func FuzzCoreAuth(f *testing.F) {
 		f.Fatal(err)
 	}
 	c := s.core
-	cr := &coreRoom{core: c}
+	cr := &coreRoom{core: c, udp: map[*conn]bool{}}
 	n := 0
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		if len(b) > wire.MaxMessageSize {
@@ -58,19 +58,20 @@ func FuzzCoreAuth(f *testing.F) {
 		b = bytes.ReplaceAll(b, []byte("@room@"), []byte(name))
 		b = bytes.ReplaceAll(b, []byte("@client@"), []byte(a.pub.ClientSecret))
 		b = bytes.ReplaceAll(b, []byte("@host@"), []byte(a.hostSecret))
-		fr := framingWS
-		if which&1 != 0 {
-			fr = framingUDP
-		}
+		udp := which&1 != 0
 		if which&2 != 0 { // the room is hosted already
-			h := c.newConn(nil, fr)
+			h := c.newConn(nil)
+			cr.udp[h] = udp
+			defer delete(cr.udp, h)
 			defer c.leave(h)
 			cr.deliver(h, wire.Auth{RoomName: name, ClientSecret: a.hostSecret}.Marshal())
 			if h.role != roleHost || cr.drain(h) != 1 {
 				t.Fatal("the host did not authenticate")
 			}
 		}
-		cn := c.newConn(nil, fr)
+		cn := c.newConn(nil)
+		cr.udp[cn] = udp
+		defer delete(cr.udp, cn)
 		defer c.leave(cn)
 		cr.deliver(cn, b)
 		cr.batch = cn.takeBatch(cr.batch[:0])

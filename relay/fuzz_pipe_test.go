@@ -29,11 +29,12 @@ func FuzzCorePipe(f *testing.F) {
 		f.Fatal(err)
 	}
 	c := newCore(clock.Real{}, testLogger(), m)
-	cr := &coreRoom{core: c}
-	var pipes [2][2]*conn // [framing][sender, receiver]
-	for i, fr := range []framing{framingWS, framingUDP} {
+	cr := &coreRoom{core: c, udp: map[*conn]bool{}}
+	var pipes [2][2]*conn // [framing: WebSocket, UDP][sender, receiver]
+	for i := range pipes {
 		for j := range pipes[i] {
-			p := c.newConn(nil, fr)
+			p := c.newConn(nil)
+			cr.udp[p] = i == 1
 			cr.deliver(p, []byte(`{"pipe":true}`))
 			if p.role != rolePipe || cr.drain(p) != 1 {
 				f.Fatal("pipe authentication failed")

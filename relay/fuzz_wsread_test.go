@@ -120,7 +120,7 @@ func readAll(next func() (*buf, closeReason)) ([][]byte, readEnd) {
 			msgs = append(msgs, append([]byte{}, b.frame()...))
 			putBuf(b)
 			continue
-		case reasonTextFrame:
+		case reasonUnsupported:
 			return msgs, endText
 		case reasonTooBig:
 			return msgs, endBig

@@ -495,7 +495,7 @@ func BenchmarkLinkConnWriteBatch(b *testing.B) {
 // the holder closed its link with (its code and text), and an unknown
 // 1012 from a holder still means "come back" (shutdown).
 func TestCloseReasonsRoundTrip(t *testing.T) {
-	for _, r := range []closeReason{reasonAuthFailed, reasonTextFrame, reasonTooBig, reasonKicked,
+	for _, r := range []closeReason{reasonAuthFailed, reasonUnsupported, reasonTooBig, reasonKicked,
 		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin} {
 		code, text := r.wsCode()
 		if got := reasonOfClose(code, text); got != r {

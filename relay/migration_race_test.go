@@ -77,7 +77,7 @@ func (mc *migCore) drain(cn *conn) [][]byte {
 func (mc *migCore) join(a wire.Auth) *conn {
 	mc.t.Helper()
 	a.RoomName = mc.name
-	cn := mc.c.newConn(nil, framingWS)
+	cn := mc.c.newConn(nil)
 	mc.deliver(cn, a.Marshal())
 	if cn.closing.Load() {
 		mc.t.Fatalf("auth %+v refused", a)
@@ -231,7 +231,7 @@ func TestMigrationConcurrentLifecycle(t *testing.T) {
 			case <-stop:
 				return
 			}
-			hc := mc.c.newConn(nil, framingWS)
+			hc := mc.c.newConn(nil)
 			mc.deliver(hc, wire.Auth{RoomName: mc.name, ClientSecret: c.Secret}.Marshal())
 			req := mc.tuple(wire.OpActivate, c.Secret, c.ClaimID, c.Generation, c.PromotedPlayerID)
 			req.FencingToken = c.FencingToken
@@ -256,7 +256,7 @@ func TestMigrationConcurrentLifecycle(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range rounds {
-				cn := mc.c.newConn(nil, framingWS)
+				cn := mc.c.newConn(nil)
 				mc.deliver(cn, wire.Auth{RoomName: mc.name, ClientSecret: client}.Marshal())
 				r := mc.c.rooms.get(mc.name)
 				if r != nil {

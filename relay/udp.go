@@ -174,7 +174,7 @@ func (u *udpTransport) Connected(p *litenet.Peer) bool {
 		return false
 	}
 	uc := &udpConn{u: u, p: p}
-	uc.c = u.s.core.makeConn(uc, framingUDP)
+	uc.c = u.s.core.makeConn(uc)
 	p.Tag = uc
 	u.s.core.publish(uc.c)
 	return true
@@ -210,14 +210,14 @@ func (u *udpTransport) Nat(from netip.AddrPort, n litenet.NatPacket) {
 }
 
 // canPunch: a UDP peer of this machine (not a link from another machine).
-func (u *udpTransport) canPunch(cn *conn) bool {
-	_, ok := cn.t.(*udpConn)
+func (u *udpTransport) canPunch(t transport) bool {
+	_, ok := t.(*udpConn)
 	return ok
 }
 
 // expect registers a NAT introduction token for a host and a client.
-func (u *udpTransport) expect(token string, host, client *conn) {
-	u.nat.expect(token, host.t.(*udpConn).p.Addr(), client.t.(*udpConn).p.Addr())
+func (u *udpTransport) expect(token string, host, client transport) {
+	u.nat.expect(token, host.(*udpConn).p.Addr(), client.(*udpConn).p.Addr())
 }
 
 // udpAddr is the bound address of the UDP socket.

@@ -66,9 +66,13 @@ func (uc *udpConn) deliver(b *buf) {
 	uc.handle(b)
 }
 
-// handle gives b to the core and confirms the peer once authenticated.
+// handle gives b to the core, its delivery method taken out of PurrNet's
+// UDP framing, and confirms the peer once authenticated.
 func (uc *udpConn) handle(b *buf) {
 	authing := uc.c.role == roleNone
+	if !unframeUDP(uc.u.s.core, uc.c, b) {
+		return
+	}
 	uc.u.s.core.handle(uc.c, b)
 	if authing && uc.c.role != roleNone {
 		uc.p.Confirm()
@@ -80,7 +84,7 @@ func (uc *udpConn) handle(b *buf) {
 // hands the reading back to the socket reader.
 func (uc *udpConn) authRouted(first *buf) {
 	defer uc.u.s.sessions.Done()
-	if uc.u.s.mesh.forward(uc.c, first) {
+	if uc.u.s.mesh.forward(uc.c, first, true) {
 		uc.p.Confirm()
 	} else {
 		uc.handle(first)
@@ -206,4 +210,39 @@ func reasonOfPeer(why litenet.Reason) closeReason {
 func (m *mesh) mayForward(first []byte) bool {
 	a, err := wire.ParseAuth(first)
 	return err == nil && !a.Pipe && !m.local(a.RoomName)
+}
+
+// unframeUDP takes the delivery method out of a message of cn in PurrNet's
+// UDP framing (wire.UDPMethod: where it is depends on who sent it) before
+// the core routes it: the message is then in its WebSocket form, sent with
+// that method. It reports whether b is still to be routed (a packet with
+// no valid method is dropped and counted). The authentication carries no
+// method, nor does anything of a closing peer (the core drops it as the
+// sender's) or of a peer forwarded to its room's holder, which reads the
+// framing itself.
+func unframeUDP(c *core, cn *conn, b *buf) bool {
+	var from wire.Sender
+	switch {
+	case cn.closing.Load():
+		return true
+	case cn.role == roleClient:
+		from = wire.FromClient
+	case cn.role == roleHost:
+		from = wire.FromHost
+	case cn.role == rolePipe:
+		from = wire.FromPipe
+	default:
+		return true
+	}
+	d, at, err := wire.UDPMethod(from, b.frame())
+	if err != nil {
+		putBuf(b)
+		c.dropMalformed(err)
+		return false
+	}
+	if at >= 0 {
+		b.method = d
+		b.cutAt(at)
+	}
+	return true
 }

@@ -103,15 +103,16 @@ func (s *Server) wsHandler() http.Handler {
 // client. The handler goroutine reads the authentication and then hands
 // the reading to a goroutine of the connection's own (runWS).
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) error {
-	return s.acceptWS(w, r, false, framingWS)
+	return s.acceptWS(w, r, false, false)
 }
 
 // acceptWS upgrades and runs one WebSocket connection; it returns once
 // the connection is authenticated (or over), the connection running on
 // its own goroutines. A forwarded one (a link from another machine of the
 // app, wire.PathForward) is neither routed before the upgrade nor
-// forwarded after its authentication.
-func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool, f framing) error {
+// forwarded after its authentication; one carrying a UDP peer (udp) speaks
+// PurrNet's UDP framing.
+func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded, udp bool) error {
 	if !forwarded {
 		sid, err := wire.ParseSessionHint(r.URL.Query().Get(wire.SessionQueryParam))
 		if err != nil {
@@ -155,7 +156,7 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded bool
 		s.sessions.Done()
 		return nil
 	}
-	s.runWS(ws, hw.fc, hw.rc, forwarded, f, func() {
+	s.runWS(ws, hw.fc, hw.rc, forwarded, udp, func() {
 		s.raw.forget(raw)
 		s.sessions.Done()
 	})
@@ -182,6 +183,7 @@ type wsTransport struct {
 	fr    *frameReader  // set before the writer starts, then static: the relay's reader of ws's frames (nil: coder/websocket reads)
 	drop  func()        // static: ends the transport at once
 	grace time.Duration // static: bound of a graceful close
+	udp   bool          // static: the peer speaks PurrNet's UDP framing (a link carrying a UDP peer)
 	wake_ chan struct{} // static, cap 1: signalled when a frame is queued
 	done  chan struct{} // static, closed once when the conn is closed
 
@@ -257,8 +259,9 @@ func (t *wsTransport) endWriter() {
 // runWS is the life of one WebSocket connection: a reader that routes
 // what it reads and a second goroutine that writes (its data frames
 // through fc, frameconn.go); done runs once both have ended. A link from
-// another machine carrying a UDP peer (f is framingUDP) speaks PurrNet's UDP
-// framing.
+// another machine carrying a UDP peer (udp) speaks PurrNet's UDP framing:
+// the delivery method is taken out of each message it reads (unframeUDP)
+// and put in front of each frame it writes.
 //
 // The calling goroutine, the HTTP handler, reads and routes the first
 // message (the authentication) and then hands the reading to a fresh
@@ -272,13 +275,14 @@ func (t *wsTransport) endWriter() {
 //
 // rc is what the connection is read through: coder/websocket did the
 // upgrade, the relay reads the frames itself (wsread.go).
-func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded bool, f framing, done func()) {
+func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded, udp bool, done func()) {
 	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
 	t.fr = newFrameReader(rc, wire.MaxMessageSize)
-	if f == framingUDP {
+	t.udp = udp
+	if udp {
 		fc.prefixMethod = true
 	}
-	c := s.core.newConn(t, f)
+	c := s.core.newConn(t)
 	writerDone := make(chan struct{})
 	go s.wsWriter(t, c, writerDone)
 	// Closed before it leaves: a forwarded conn's leaving closes its link,
@@ -290,9 +294,9 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 		<-writerDone
 		done()
 	}
-	reason := s.wsAuth(t.fr, c, forwarded)
+	reason := s.wsAuth(t, c, forwarded)
 	if reason == reasonNone && !c.closing.Load() {
-		go func() { end(s.wsReadLoop(t.fr, c)) }()
+		go func() { end(s.wsReadLoop(t, c)) }()
 		return
 	}
 	end(reason)
@@ -303,9 +307,10 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 // (reasonNone: it goes on). On a multi-machine relay, a connection whose
 // first message names a room held by another machine (and that is not
 // itself forwarded) is carried to that machine instead (forward.go).
-func (s *Server) wsAuth(fr *frameReader, c *conn, forwarded bool) closeReason {
+func (s *Server) wsAuth(t *wsTransport, c *conn, forwarded bool) closeReason {
 	// Authenticated or not, the deadline only covers the first message
 	// (and the control frames written while it is read).
+	fr := t.fr
 	nc := fr.rc.frameConn.Conn
 	fr.mu.Lock()
 	fr.authBy = time.Now().Add(s.opts.AuthTimeout) // wall clock: the socket's own deadline bounds the authentication
@@ -317,7 +322,7 @@ func (s *Server) wsAuth(fr *frameReader, c *conn, forwarded bool) closeReason {
 	if reason != reasonNone {
 		return reason
 	}
-	if s.mesh != nil && !forwarded && s.mesh.forward(c, b) {
+	if s.mesh != nil && !forwarded && s.mesh.forward(c, b, false) {
 		return reasonNone
 	}
 	s.core.handle(c, b)
@@ -328,7 +333,8 @@ func (s *Server) wsAuth(fr *frameReader, c *conn, forwarded bool) closeReason {
 // core until the connection ends; it returns why. A message after which
 // nothing more is waiting to be read may be written to its receiver's
 // socket by this goroutine (conn.direct).
-func (s *Server) wsReadLoop(fr *frameReader, c *conn) closeReason {
+func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
+	fr := t.fr
 	for {
 		fr.mu.Lock()
 		b, reason := fr.next()
@@ -336,6 +342,9 @@ func (s *Server) wsReadLoop(fr *frameReader, c *conn) closeReason {
 		fr.mu.Unlock()
 		if reason != reasonNone {
 			return reason
+		}
+		if t.udp && !unframeUDP(s.core, c, b) {
+			continue
 		}
 		s.core.handle(c, b)
 		if c.closing.Load() {
@@ -481,7 +490,7 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 	switch r {
 	case reasonAuthFailed:
 		return websocket.StatusPolicyViolation, "authentication failed"
-	case reasonTextFrame:
+	case reasonUnsupported:
 		return websocket.StatusUnsupportedData, "binary messages only"
 	case reasonTooBig:
 		return websocket.StatusMessageTooBig, "message too big"
@@ -508,7 +517,7 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 // reasonOfClose maps a close frame from a holder machine (what wsCode
 // wrote there) back to the core's reason, for the forwarded peer.
 func reasonOfClose(code websocket.StatusCode, text string) closeReason {
-	for _, r := range [...]closeReason{reasonAuthFailed, reasonTextFrame, reasonTooBig, reasonKicked,
+	for _, r := range [...]closeReason{reasonAuthFailed, reasonUnsupported, reasonTooBig, reasonKicked,
 		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin, reasonRoomClosed} {
 		if c, t := r.wsCode(); c == code && t == text {
 			return r

@@ -38,7 +38,7 @@ import (
 // authentication by its deadline: a peer that pings and never reads is
 // dropped, it does not hold a reader (and its slot among the pending
 // upgrades) for good. A text
-// message ends the connection (reasonTextFrame, 1003), a message over the
+// message ends the connection (reasonUnsupported, 1003), a message over the
 // limit too (reasonTooBig, after a 1009 close frame), and so does any
 // other breach of the framing (reserved bits, unknown opcodes, a control
 // frame fragmented or over 125 bytes, a continuation of nothing, a data
@@ -138,7 +138,7 @@ func (r *frameReader) next() (*buf, closeReason) {
 		switch {
 		case op == opText && b == nil:
 			r.skip = n
-			return nil, reasonTextFrame
+			return nil, reasonUnsupported
 		case op == opBinary && b == nil:
 		case op == opContinuation && b != nil:
 		default:

@@ -165,7 +165,7 @@ func TestFrameReaderEnds(t *testing.T) {
 		want   closeReason
 		answer []byte // the relay's close frame payload (nil: none)
 	}{
-		{"text", clientFrame(opText, true, []byte("hi")), reasonTextFrame, nil},
+		{"text", clientFrame(opText, true, []byte("hi")), reasonUnsupported, nil},
 		{"too big", clientFrame(opBinary, true, make([]byte, 1001)), reasonTooBig,
 			append(binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusMessageTooBig)), "message too big"...)},
 		{"too big in fragments", append(clientFrame(opBinary, false, make([]byte, 600)), clientFrame(opContinuation, true, make([]byte, 401))...),
@@ -219,8 +219,8 @@ func TestFrameReaderAwaitsTheClose(t *testing.T) {
 	go func() {
 		_, _ = peer.Write(clientFrame(opText, true, bytes.Repeat([]byte("t"), 5000)))
 	}()
-	r.mustEnd(t, reasonTextFrame)
-	code, text := reasonTextFrame.wsCode()
+	r.mustEnd(t, reasonUnsupported)
+	code, text := reasonUnsupported.wsCode()
 	if err := r.rc.frameConn.writeClose(code, text, time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}

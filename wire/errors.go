@@ -42,6 +42,8 @@ var (
 	ErrEmptyPacket     = newErr(http.StatusBadRequest, "empty_packet", false, "empty packet")
 	ErrTruncatedPacket = newErr(http.StatusBadRequest, "truncated_packet", false, "packet shorter than its header")
 	ErrUnknownPacket   = newErr(http.StatusBadRequest, "unknown_packet", false, "unknown packet type")
+	ErrEmptyPayload    = newErr(http.StatusBadRequest, "empty_payload", false, "packet with nothing to deliver")
+	ErrBadMethod       = newErr(http.StatusBadRequest, "bad_method", false, "packet without a valid delivery method")
 	ErrBadAuth         = newErr(http.StatusBadRequest, "bad_auth", false, "malformed authentication message")
 	ErrBadSessionHint  = newErr(http.StatusBadRequest, "bad_session_hint", false, "the s query parameter must be the hex of at most 128 bytes")
 )

@@ -57,3 +57,49 @@ const (
 	HeaderLinkFraming = "purr-link-framing"
 	LinkFramingUDP    = "udp"
 )
+
+// Sender is who sent a packet, which says where PurrNet's UDP framing
+// carries its delivery method.
+type Sender uint8
+
+// The senders of packets that carry a delivery method.
+const (
+	FromClient Sender = iota // [method][payload]
+	FromHost                 // SEND_ONE [1][target:4][method][payload]; KICK and keepalive carry none
+	FromPipe                 // [method][target:4][data]
+)
+
+// UDPMethod finds the delivery method in p, a packet of PurrNet's UDP
+// framing from sender: it returns the method and its index in p, or -1
+// when p carries none for the relay to take out (a host's KICK or
+// keepalive, and the packets that the parser of their WebSocket form
+// refuses anyway: a client packet of one byte or less, a host packet
+// shorter than its header or of an unknown type). With the method taken
+// out, p is the packet's WebSocket form. ErrBadMethod: the byte is no
+// method; ErrEmptyPayload: a SEND_ONE with nothing after its method.
+func UDPMethod(from Sender, p []byte) (Delivery, int, error) {
+	at := 0
+	switch from {
+	case FromClient:
+		if len(p) <= 1 {
+			return 0, -1, nil
+		}
+	case FromHost:
+		if len(p) < 5 || p[0] != HostSendOne {
+			return 0, -1, nil
+		}
+		if len(p) <= 6 {
+			return 0, -1, ErrEmptyPayload
+		}
+		at = 5
+	case FromPipe:
+		if len(p) == 0 {
+			return 0, -1, ErrBadMethod
+		}
+	}
+	d := Delivery(p[at])
+	if !d.Valid() {
+		return 0, -1, ErrBadMethod
+	}
+	return d, at, nil
+}
