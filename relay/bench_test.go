@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ import (
 type coreRoom struct {
 	core         *core
 	host, client *conn
-	batch        []*buf
+	batch        []*buf.Buf
 	udp          map[*conn]bool
 }
 
@@ -73,9 +75,9 @@ func newCoreRoomFramed(tb testing.TB, c *core, name string, hostUDP, clientUDP b
 
 // deliver hands msg to the core as a transport's reader would.
 func (cr *coreRoom) deliver(from *conn, msg []byte) {
-	b := getBuf(headroom + len(msg))
-	b.off = headroom
-	b.end = headroom + copy(b.b[headroom:], msg)
+	b := buf.Get(buf.Headroom + len(msg))
+	b.Off = buf.Headroom
+	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
 	if cr.udp[from] && !unframeUDP(cr.core, from, b) {
 		return
 	}
@@ -88,7 +90,7 @@ func (cr *coreRoom) drain(c *conn) int {
 	cr.batch = c.takeBatch(cr.batch[:0])
 	n := len(cr.batch)
 	for i, b := range cr.batch {
-		putBuf(b)
+		buf.Put(b)
 		cr.batch[i] = nil
 	}
 	return n
@@ -98,17 +100,17 @@ func TestCoreRouting(t *testing.T) {
 	cr := newCoreRoom(t)
 	cr.deliver(cr.host, sendOne(cr.client.id, "abc"))
 	cr.batch = cr.client.takeBatch(cr.batch[:0])
-	if len(cr.batch) != 1 || !equal(cr.batch[0].frame(), "abc") {
+	if len(cr.batch) != 1 || !equal(cr.batch[0].Frame(), "abc") {
 		t.Fatalf("client queue %d", len(cr.batch))
 	}
-	putBuf(cr.batch[0])
+	buf.Put(cr.batch[0])
 	cr.deliver(cr.client, []byte("xyz"))
 	cr.batch = cr.host.takeBatch(cr.batch[:0])
-	pk, err := wire.ParseToHostPacket(cr.batch[0].frame())
+	pk, err := wire.ParseToHostPacket(cr.batch[0].Frame())
 	if err != nil || pk.Type != wire.ToHostData || pk.IDs[0] != cr.client.id || !equal(pk.Payload, "xyz") {
 		t.Fatalf("host got %v %v", pk, err)
 	}
-	putBuf(cr.batch[0])
+	buf.Put(cr.batch[0])
 }
 
 // TestForwardingAllocatesNothing asserts the hot path's budget: zero

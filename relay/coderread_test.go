@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"context"
 	"errors"
 	"io"
@@ -16,7 +18,7 @@ import (
 
 // wsRead reads one binary message into a pooled buffer (which the caller
 // owns), or returns why the connection ends.
-func wsRead(ctx context.Context, ws *websocket.Conn) (*buf, closeReason) {
+func wsRead(ctx context.Context, ws *websocket.Conn) (*buf.Buf, closeReason) {
 	typ, rd, err := ws.Reader(ctx)
 	if err != nil {
 		return nil, readFailure(err, ctx)
@@ -33,7 +35,7 @@ func wsRead(ctx context.Context, ws *websocket.Conn) (*buf, closeReason) {
 
 func readFailure(err error, authCtx context.Context) closeReason {
 	switch {
-	case errors.Is(err, websocket.ErrMessageTooBig), errors.Is(err, errMessageTooBig):
+	case errors.Is(err, websocket.ErrMessageTooBig), errors.Is(err, buf.ErrTooBig):
 		return reasonTooBig
 	case errors.Is(authCtx.Err(), context.DeadlineExceeded):
 		return reasonAuthTimeout
@@ -45,6 +47,6 @@ func readFailure(err error, authCtx context.Context) closeReason {
 // headroom bytes free in front. It starts with the smallest class and moves
 // up only when the message does not fit, so small game packets never touch
 // a 64 KiB buffer. The caller owns the result.
-func readMessage(r io.Reader) (*buf, error) {
-	return readInto(r, headroom, wire.MaxMessageSize)
+func readMessage(r io.Reader) (*buf.Buf, error) {
+	return buf.ReadInto(r, buf.Headroom, wire.MaxMessageSize)
 }

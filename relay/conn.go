@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -147,7 +149,7 @@ type directWriter interface {
 	// For directPartial the frame's rest and its frame mutex are left
 	// for the writer (takeWrite reports takeHandoff; the transport's
 	// writer finishes or drops them).
-	writeDirect(b *buf) directResult
+	writeDirect(b *buf.Buf) directResult
 }
 
 // directResult is how a direct write went.
@@ -216,7 +218,7 @@ type conn struct {
 	mu        sync.Mutex
 	wr        writeState  // guarded by mu: who owns the socket's data frames (dw only)
 	batching  bool        // guarded by mu: frames to c come in bursts: leave them to the writer (see send)
-	q         []*buf      // guarded by mu: frames waiting for the writer, FIFO
+	q         []*buf.Buf  // guarded by mu: frames waiting for the writer, FIFO
 	qBytes    int         // guarded by mu: the queued buffers' capacity (buf.weight), what the queue pins
 	fullSince time.Time   // guarded by mu: first refusal since the writer last drained; zero if none
 	reason    closeReason // guarded by mu: set once by close
@@ -230,7 +232,7 @@ type conn struct {
 // may be called with a room lock held. It takes ownership of b and reports
 // whether b was queued: b is dropped only when c is already closing or
 // when queuing it would pass the hard bound (which closes c).
-func (c *conn) enqueue(b *buf, dir int) bool {
+func (c *conn) enqueue(b *buf.Buf, dir int) bool {
 	_, ok := c.offer(b, dir, false)
 	return ok
 }
@@ -244,21 +246,21 @@ func (c *conn) enqueue(b *buf, dir int) bool {
 // written to c until the claim ends. The caller must call write on the
 // result once it holds no lock; for a queued (or dropped) frame write does
 // nothing. Like enqueue it never blocks and takes ownership of b.
-func (c *conn) send(b *buf, dir int, direct bool) claim {
+func (c *conn) send(b *buf.Buf, dir int, direct bool) claim {
 	cl, _ := c.offer(b, dir, direct)
 	return cl
 }
 
 // offer is enqueue and send: it claims c's socket for b (direct allowed
 // and c's write side idle and empty), queues b, or drops it.
-func (c *conn) offer(b *buf, dir int, direct bool) (claim, bool) {
+func (c *conn) offer(b *buf.Buf, dir int, direct bool) (claim, bool) {
 	m := c.core.m
-	n := b.len()
-	w := b.weight()
+	n := b.Len()
+	w := b.Weight()
 	c.mu.Lock()
 	if c.reason != reasonNone {
 		c.mu.Unlock()
-		putBuf(b)
+		buf.Put(b)
 		m.drop(dropReceiverClosed)
 		return claim{}, false
 	}
@@ -270,7 +272,7 @@ func (c *conn) offer(b *buf, dir int, direct bool) (claim, bool) {
 	}
 	if len(c.q) >= hardQueueFrames || c.qBytes+w > hardQueueBytes {
 		c.mu.Unlock()
-		putBuf(b)
+		buf.Put(b)
 		m.drop(dropQueueOverflow)
 		c.close(reasonQueueOverflow)
 		return claim{}, false
@@ -310,7 +312,7 @@ func (c *conn) offer(b *buf, dir int, direct bool) (claim, bool) {
 // claim is a frame that was queued or dropped.
 type claim struct {
 	c *conn
-	b *buf
+	b *buf.Buf
 }
 
 // write writes a claimed frame to its connection's socket without
@@ -336,7 +338,7 @@ func (cl claim) write() {
 		// bounds again: it was admitted when it was claimed, so the queue
 		// passes them by one frame at most.)
 		c.q = slices.Insert(c.q, 0, cl.b)
-		c.qBytes += cl.b.weight()
+		c.qBytes += cl.b.Weight()
 		c.wr = wrIdle
 		c.batching = true
 	case directPartial:
@@ -359,7 +361,7 @@ func (cl claim) write() {
 // (the writer's own slice). Once the backlog is back under the soft bound
 // the slow-receiver clock stops. A transport without direct writes (UDP)
 // only ever needs this.
-func (c *conn) takeBatch(dst []*buf) []*buf {
+func (c *conn) takeBatch(dst []*buf.Buf) []*buf.Buf {
 	dst, _ = c.takeWrite(dst)
 	return dst
 }
@@ -378,7 +380,7 @@ const (
 // sender claims it; once the writer finds nothing to do it is idle again.
 // The size of each batch tells whether frames to c come in bursts
 // (conn.batching).
-func (c *conn) takeWrite(dst []*buf) ([]*buf, takeState) {
+func (c *conn) takeWrite(dst []*buf.Buf) ([]*buf.Buf, takeState) {
 	c.mu.Lock()
 	st := takeFrames
 	switch c.wr {
@@ -390,7 +392,7 @@ func (c *conn) takeWrite(dst []*buf) ([]*buf, takeState) {
 	}
 	k := min(len(c.q), maxBatch)
 	for _, b := range c.q[:k] {
-		c.qBytes -= b.weight()
+		c.qBytes -= b.Weight()
 	}
 	dst = append(dst, c.q[:k]...)
 	rest := copy(c.q, c.q[k:])
@@ -481,6 +483,6 @@ func (c *conn) releaseQueue() {
 	c.qBytes = 0
 	c.mu.Unlock()
 	for _, b := range q {
-		putBuf(b)
+		buf.Put(b)
 	}
 }

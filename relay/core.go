@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -181,9 +183,9 @@ func (c *core) goAbort(abort func()) {
 // transport takes it out of its own framing first, wire.UDPMethod; a
 // forwarded peer's messages go to the holder as they came). Only cn's
 // reader calls it.
-func (c *core) handle(cn *conn, b *buf) {
+func (c *core) handle(cn *conn, b *buf.Buf) {
 	if cn.closing.Load() {
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropSenderClosed)
 		return
 	}
@@ -215,22 +217,22 @@ const maxClientPayload = wire.MaxMessageSize - 5
 // PurrLay drops a client packet of one byte or less as it was sent, its
 // framing included (a UDP client's [method][x] carries one byte to the
 // host).
-func (c *core) fromClient(cn *conn, b *buf) {
-	if b.len()+b.cut <= 1 {
-		putBuf(b)
+func (c *core) fromClient(cn *conn, b *buf.Buf) {
+	if b.Len()+b.Cut <= 1 {
+		buf.Put(b)
 		c.m.drop(dropSmallClient)
 		return
 	}
-	if b.len() > maxClientPayload {
+	if b.Len() > maxClientPayload {
 		// Legal from the client, but the host's socket could not take the
 		// framed packet: PurrLay's SendOne drops it too.
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropTooLargeForHost)
 		return
 	}
-	b.off -= 5
-	b.b[b.off] = wire.ToHostData
-	binary.LittleEndian.PutUint32(b.b[b.off+1:], uint32(cn.id))
+	b.Off -= 5
+	b.B[b.Off] = wire.ToHostData
+	binary.LittleEndian.PutUint32(b.B[b.Off+1:], uint32(cn.id))
 	r := cn.room
 	r.mu.Lock()
 	h, gone := r.host, cn.closing.Load()
@@ -242,7 +244,7 @@ func (c *core) fromClient(cn *conn, b *buf) {
 	}
 	isolated := cn.isolated
 	r.mu.Unlock()
-	putBuf(b)
+	buf.Put(b)
 	switch {
 	case gone:
 		c.m.drop(dropSenderClosed)
@@ -255,19 +257,19 @@ func (c *core) fromClient(cn *conn, b *buf) {
 
 // fromHost handles keepalive, SEND_ONE and KICK. Malformed packets are
 // dropped and counted; the connection stays (PurrLay does the same).
-func (c *core) fromHost(cn *conn, b *buf) {
-	p, err := wire.ParseHostPacket(b.frame())
+func (c *core) fromHost(cn *conn, b *buf.Buf) {
+	p, err := wire.ParseHostPacket(b.Frame())
 	if err != nil {
-		putBuf(b)
+		buf.Put(b)
 		c.dropMalformed(err)
 		return
 	}
 	switch {
 	case p.Type == wire.HostKeepAlive:
-		putBuf(b)
+		buf.Put(b)
 		return
 	case p.Type == wire.HostSendOne && len(p.Payload) == 0:
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropEmptyPayload)
 		return
 	}
@@ -277,19 +279,19 @@ func (c *core) fromHost(cn *conn, b *buf) {
 		// Read just before a claim fenced this host: nothing of it reaches
 		// the new generation.
 		r.mu.Unlock()
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropSenderClosed)
 		return
 	}
 	t := r.clients[p.Target]
 	if t == nil {
 		r.mu.Unlock()
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropBadTarget)
 		return
 	}
 	if p.Type == wire.HostSendOne {
-		b.off += 5
+		b.Off += 5
 		w := t.send(b, dirToClient, cn.direct)
 		r.mu.Unlock()
 		w.write()
@@ -297,7 +299,7 @@ func (c *core) fromHost(cn *conn, b *buf) {
 	}
 	// Kick: the client leaves the room now, as PurrLay does, so the host
 	// hears of it at once rather than after the close handshake.
-	putBuf(b)
+	buf.Put(b)
 	c.removeClientLocked(r, t)
 	t.close(reasonKicked)
 	r.mu.Unlock()
@@ -308,8 +310,8 @@ func (c *core) fromHost(cn *conn, b *buf) {
 func (c *core) removeClientLocked(r *room, cl *conn) {
 	delete(r.clients, cl.id)
 	if r.host != nil {
-		f := getBuf(5)
-		f.end = len(wire.AppendDisconnected(f.b[:0], cl.id))
+		f := buf.Get(5)
+		f.End = len(wire.AppendDisconnected(f.B[:0], cl.id))
 		r.host.enqueue(f, dirControl)
 	}
 	r.changedLocked(c)
@@ -317,25 +319,25 @@ func (c *core) removeClientLocked(r *room, cl *conn) {
 
 // fromPipe forwards [target][data] as [sender][data], rewriting the id in
 // place, with the sender's delivery method.
-func (c *core) fromPipe(cn *conn, b *buf) {
-	target, data, err := wire.ParsePipe(b.frame())
+func (c *core) fromPipe(cn *conn, b *buf.Buf) {
+	target, data, err := wire.ParsePipe(b.Frame())
 	if err != nil {
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropTruncated)
 		return
 	}
 	if len(data) == 0 {
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropEmptyPayload)
 		return
 	}
 	t := c.pipes.get(target)
 	if t == nil {
-		putBuf(b)
+		buf.Put(b)
 		c.m.drop(dropBadTarget)
 		return
 	}
-	binary.LittleEndian.PutUint32(b.b[b.off:], uint32(cn.id))
+	binary.LittleEndian.PutUint32(b.B[b.Off:], uint32(cn.id))
 	t.send(b, dirPipe, cn.direct).write()
 }
 
@@ -360,9 +362,9 @@ func (c *core) dropMalformed(err error) {
 const maxRoomClients = (wire.MaxMessageSize - 1) / 4
 
 // auth handles the first message of cn.
-func (c *core) auth(cn *conn, b *buf) {
-	a, err := wire.ParseAuth(b.frame())
-	putBuf(b)
+func (c *core) auth(cn *conn, b *buf.Buf) {
+	a, err := wire.ParseAuth(b.Frame())
+	buf.Put(b)
 	if err != nil {
 		c.authFail(cn)
 		return
@@ -371,8 +373,8 @@ func (c *core) auth(cn *conn, b *buf) {
 		cn.role = rolePipe
 		c.pipes.add(cn.id, cn)
 		c.m.authOK.Inc()
-		f := getBuf(5)
-		f.end = len(wire.AppendPipeAuthenticated(f.b[:0], cn.id))
+		f := buf.Get(5)
+		f.End = len(wire.AppendPipeAuthenticated(f.B[:0], cn.id))
 		cn.enqueue(f, dirControl)
 		return
 	}
@@ -396,7 +398,7 @@ func (c *core) auth(cn *conn, b *buf) {
 			// reaches the provisional host (migration.go).
 			if !r.laneLocked(a) {
 				r.isolateLocked(cn)
-				cn.enqueue(newFrame(wire.Authenticated), dirControl)
+				cn.enqueue(buf.Of(wire.Authenticated), dirControl)
 				break
 			}
 			r.mig.lane = cn
@@ -407,16 +409,16 @@ func (c *core) auth(cn *conn, b *buf) {
 			// host learns a punch is pending before the client's notice,
 			// the client before [3], after which it reads only game data.
 			c.introduceLocked(r, cn)
-			f := getBuf(5)
-			f.end = len(wire.AppendConnected(f.b[:0], cn.id))
+			f := buf.Get(5)
+			f.End = len(wire.AppendConnected(f.B[:0], cn.id))
 			r.host.enqueue(f, dirControl)
 		}
-		cn.enqueue(newFrame(wire.Authenticated), dirControl)
+		cn.enqueue(buf.Of(wire.Authenticated), dirControl)
 	case wire.SecretEqual(a.ClientSecret, r.hostSecret) && r.hostMayConnectLocked():
 		// The host credential is single-activation: spent by this socket.
 		cn.role, cn.room = roleHost, r
 		r.hostArrivedLocked(cn)
-		cn.enqueue(newFrame(wire.Authenticated), dirControl)
+		cn.enqueue(buf.Of(wire.Authenticated), dirControl)
 		if len(r.clients) > 0 {
 			// A host that logs in after clients gets every id in one packet.
 			ids := make([]wire.ConnID, 0, len(r.clients))
@@ -424,8 +426,8 @@ func (c *core) auth(cn *conn, b *buf) {
 				ids = append(ids, id)
 			}
 			slices.Sort(ids)
-			f := getBuf(1 + 4*len(ids))
-			f.end = len(wire.AppendConnected(f.b[:0], ids...))
+			f := buf.Get(1 + 4*len(ids))
+			f.End = len(wire.AppendConnected(f.B[:0], ids...))
 			cn.enqueue(f, dirControl)
 		}
 	default:
@@ -442,7 +444,7 @@ func (c *core) auth(cn *conn, b *buf) {
 
 func (c *core) authFail(cn *conn) {
 	c.m.authFailed.Inc()
-	cn.enqueue(newFrame(wire.AuthFailed), dirControl)
+	cn.enqueue(buf.Of(wire.AuthFailed), dirControl)
 	cn.close(reasonAuthFailed)
 }
 
@@ -681,9 +683,9 @@ func (c *core) introduceLocked(r *room, cl *conn) {
 	token := fmt.Sprintf("%.8s_%s_%d", r.epoch, randomHex(16), cl.id)
 	c.nat.expect(token, h.t, cl.t)
 	for _, to := range [...]*conn{h, cl} {
-		f := getBuf(1 + len(token))
-		f.end = copy(f.b[1:], token) + 1
-		f.b[0] = wire.ToHostNATIntroduce
+		f := buf.Get(1 + len(token))
+		f.End = copy(f.B[1:], token) + 1
+		f.B[0] = wire.ToHostNATIntroduce
 		to.enqueue(f, dirControl)
 	}
 }

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"encoding/json"
 	"slices"
 	"testing"
@@ -26,18 +28,18 @@ func newTestCore(t *testing.T) *core {
 
 // feed hands msg to the core from cn, as a reader does.
 func feed(c *core, cn *conn, msg []byte) {
-	b := getBuf(headroom + len(msg))
-	b.off = headroom
-	b.end = headroom + copy(b.b[headroom:], msg)
+	b := buf.Get(buf.Headroom + len(msg))
+	b.Off = buf.Headroom
+	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
 	c.handle(cn, b)
 }
 
 // feedUDP hands msg to the core from cn as the UDP transport does, its
 // delivery method taken out first.
 func feedUDP(c *core, cn *conn, msg []byte) {
-	b := getBuf(headroom + len(msg))
-	b.off = headroom
-	b.end = headroom + copy(b.b[headroom:], msg)
+	b := buf.Get(buf.Headroom + len(msg))
+	b.Off = buf.Headroom
+	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
 	if unframeUDP(c, cn, b) {
 		c.handle(cn, b)
 	}
@@ -46,9 +48,9 @@ func feedUDP(c *core, cn *conn, msg []byte) {
 // queued takes what is queued for cn: each frame's bytes and method.
 func queuedFrames(cn *conn) (frames [][]byte, methods []wire.Delivery) {
 	for _, b := range cn.takeBatch(nil) {
-		frames = append(frames, append([]byte(nil), b.frame()...))
-		methods = append(methods, b.method)
-		putBuf(b)
+		frames = append(frames, append([]byte(nil), b.Frame()...))
+		methods = append(methods, b.Method)
+		buf.Put(b)
 	}
 	return frames, methods
 }

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bufio"
 	"bytes"
 	"encoding/binary"
@@ -122,12 +124,12 @@ func (r *directRig) connected() wire.ConnID {
 
 // seqFrame is frame seq: size bytes (at least 4), seq first, then a
 // pattern of seq.
-func seqFrame(seq, size int) *buf {
-	b := getBuf(size)
-	b.off, b.end = 0, size
-	binary.LittleEndian.PutUint32(b.b, uint32(seq))
+func seqFrame(seq, size int) *buf.Buf {
+	b := buf.Get(size)
+	b.Off, b.End = 0, size
+	binary.LittleEndian.PutUint32(b.B, uint32(seq))
 	for i := 4; i < size; i++ {
-		b.b[i] = byte(seq*7 + i)
+		b.B[i] = byte(seq*7 + i)
 	}
 	return b
 }
@@ -224,8 +226,8 @@ func waitControlBlocked(t *testing.T) {
 // goroutineIn reports whether a goroutine's stack holds every one of
 // frames.
 func goroutineIn(frames ...string) bool {
-	buf := make([]byte, 1<<20)
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+	sb := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(sb[:runtime.Stack(sb, true)]), "\n\n") {
 		all := true
 		for _, f := range frames {
 			all = all && strings.Contains(g, f)
@@ -451,10 +453,10 @@ func TestDirectWritesOfTwoSenders(t *testing.T) {
 	for sender := range 2 {
 		wg.Go(func() {
 			for seq := range n {
-				b := getBuf(9)
-				b.off, b.end = 0, 9
-				b.b[0] = byte(sender)
-				binary.LittleEndian.PutUint32(b.b[1:], uint32(seq))
+				b := buf.Get(9)
+				b.Off, b.End = 0, 9
+				b.B[0] = byte(sender)
+				binary.LittleEndian.PutUint32(b.B[1:], uint32(seq))
 				c.send(b, dirToHost, true).write()
 			}
 		})

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"context"
 	"errors"
 	"fmt"
@@ -29,8 +31,8 @@ const linkGrace = flushTimeout + time.Second
 // routed: room lookups (at most 2 s each), a handover (about 5 s at most,
 // handover.go) and link dials (ForwardTimeout) bound it. udp says the
 // peer speaks PurrNet's UDP framing, which the link then carries.
-func (m *mesh) forward(c *conn, first *buf, udp bool) bool {
-	up := m.openLink(first.frame(), udp)
+func (m *mesh) forward(c *conn, first *buf.Buf, udp bool) bool {
+	up := m.openLink(first.Frame(), udp)
 	if up == nil {
 		return false
 	}
@@ -106,7 +108,7 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, udp bool) (*
 		return nil, fmt.Errorf("failed to dial the holder: %w", err)
 	}
 	m.m.dialSeconds.Observe(m.clock.Now().Sub(start).Seconds())
-	up.ws.SetReadLimit(wire.MaxMessageSize + headroom)
+	up.ws.SetReadLimit(wire.MaxMessageSize + buf.Headroom)
 	return up, nil
 }
 
@@ -146,7 +148,7 @@ func linkURL(endpoint string) string {
 // Goroutines: the link's writer and reader; the writer, once it ends,
 // drops the socket and waits for the reader. The session counts until
 // then.
-func (m *mesh) runLink(c *conn, up *uplink, first *buf, udp bool) {
+func (m *mesh) runLink(c *conn, up *uplink, first *buf.Buf, udp bool) {
 	t := newWSTransport(m.core, up.ws, up.lc, up.drop, linkGrace)
 	link := m.core.newLink(t)
 	c.role, c.up = roleForwarded, link
@@ -180,17 +182,17 @@ func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn, udp bool) {
 		if err == nil && typ != websocket.MessageBinary {
 			err = errors.New("the holder sent a text message")
 		}
-		var b *buf
+		var b *buf.Buf
 		if err == nil {
-			b, err = readInto(rd, 0, wire.MaxMessageSize+headroom+1)
+			b, err = buf.ReadInto(rd, 0, wire.MaxMessageSize+buf.Headroom+1)
 		}
 		if err == nil && udp {
-			if b.len() < 1 || !wire.Delivery(b.b[b.off]).Valid() {
+			if b.Len() < 1 || !wire.Delivery(b.B[b.Off]).Valid() {
 				err = errors.New("the holder sent a frame without a delivery method")
-				putBuf(b)
+				buf.Put(b)
 			} else {
-				b.method = wire.Delivery(b.b[b.off])
-				b.off++
+				b.Method = wire.Delivery(b.B[b.Off])
+				b.Off++
 			}
 		}
 		if err != nil {

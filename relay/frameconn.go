@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bufio"
 	"encoding/binary"
 	"fmt"
@@ -147,7 +149,7 @@ func (f *frameConn) enableDirect() *frameConn {
 // a sender that claimed the socket (conn.send); see directWriter. It never
 // waits: not for the frame mutex (a control frame may be being written to
 // a full socket), not for the socket.
-func (f *frameConn) writeDirect(b *buf) directResult {
+func (f *frameConn) writeDirect(b *buf.Buf) directResult {
 	if !f.mu.TryLock() {
 		return directAgain
 	}
@@ -155,7 +157,7 @@ func (f *frameConn) writeDirect(b *buf) directResult {
 		// The conn is closing already, for the reason that sent the
 		// close frame (or broke the socket): not a write error.
 		f.mu.Unlock()
-		putBuf(b)
+		buf.Put(b)
 		return directClosing
 	}
 	bp := batchBufs.Get().(*[]byte)
@@ -174,7 +176,7 @@ func (f *frameConn) writeDirect(b *buf) directResult {
 		// The frame mutex stays locked: the rest goes out before any
 		// other frame, the control frames included.
 		f.rest, f.restBuf = out[n:], bp
-		putBuf(b)
+		buf.Put(b)
 		return directPartial
 	default:
 		res = directWhole
@@ -182,7 +184,7 @@ func (f *frameConn) writeDirect(b *buf) directResult {
 	f.mu.Unlock()
 	putBatchBuf(bp)
 	if res != directAgain {
-		putBuf(b)
+		buf.Put(b)
 	}
 	return res
 }
@@ -235,18 +237,18 @@ func (f *frameConn) releaseRest() {
 // with as few system calls as the pooled buffer allows (one for a batch
 // of game packets), and releases the frames. deadline, when not zero,
 // bounds the writes.
-func (f *frameConn) writeBatch(batch []*buf, deadline time.Time) error {
+func (f *frameConn) writeBatch(batch []*buf.Buf, deadline time.Time) error {
 	bp := batchBufs.Get().(*[]byte)
 	f.mu.Lock()
 	err := f.encodeAndWrite(batch, (*bp)[:0], deadline)
 	f.mu.Unlock()
 	putBatchBuf(bp)
-	release(batch)
+	buf.Release(batch)
 	return err
 }
 
 // encodeAndWrite does writeBatch's work with f.mu held.
-func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time) error {
+func (f *frameConn) encodeAndWrite(batch []*buf.Buf, out []byte, deadline time.Time) error {
 	if f.closeSent || f.broken {
 		return net.ErrClosed
 	}
@@ -268,7 +270,7 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 		pre = 1 // never on a masked link: only the holder's side prefixes
 	}
 	for _, b := range batch {
-		p := b.frame()
+		p := b.Frame()
 		if len(out)+maxHeader+len(p) > cap(out) && len(out) > 0 {
 			if _, err := f.Conn.Write(out); err != nil {
 				return fmt.Errorf("failed to write frames: %w", err)
@@ -280,7 +282,7 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 			continue
 		}
 		if pre == 1 {
-			out = append(appendFrameHeader(out, len(p)+1), byte(b.method))
+			out = append(appendFrameHeader(out, len(p)+1), byte(b.Method))
 			if _, err := f.Conn.Write(out); err != nil {
 				return fmt.Errorf("failed to write a frame header: %w", err)
 			}
@@ -317,10 +319,10 @@ func (f *frameConn) encodeAndWrite(batch []*buf, out []byte, deadline time.Time)
 
 // appendOne appends b as one final binary frame, behind its delivery
 // method where f prefixes it; out must have room for it.
-func (f *frameConn) appendOne(out []byte, b *buf) []byte {
-	p := b.frame()
+func (f *frameConn) appendOne(out []byte, b *buf.Buf) []byte {
+	p := b.Frame()
 	if f.prefixMethod {
-		return append(append(appendFrameHeader(out, len(p)+1), byte(b.method)), p...)
+		return append(append(appendFrameHeader(out, len(p)+1), byte(b.Method)), p...)
 	}
 	return f.appendFrame(out, p)
 }

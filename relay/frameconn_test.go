@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bytes"
 	"context"
 	"errors"
@@ -46,14 +48,14 @@ func TestFrameConnBatch(t *testing.T) {
 		}
 		return p
 	}
-	batchOf := func(sizes []int) []*buf {
-		var batch []*buf
+	batchOf := func(sizes []int) []*buf.Buf {
+		var batch []*buf.Buf
 		for i, n := range sizes {
-			b := getBuf(n)
-			if n > len(b.b) {
-				b = &buf{b: make([]byte, n), class: len(sizeClasses) - 1}
+			b := buf.Get(n)
+			if n > len(b.B) {
+				b = buf.Unpooled(n)
 			}
-			b.off, b.end = 0, copy(b.b, payload(n, i))
+			b.Off, b.End = 0, copy(b.B, payload(n, i))
 			batch = append(batch, b)
 		}
 		return batch
@@ -109,7 +111,7 @@ func TestFrameConnBatch(t *testing.T) {
 // serveBatches upgrades as the relay does, writes the first batch, waits
 // for the client's go-ahead, writes the second (checking that it costs one
 // write) and closes with 1000 "bye".
-func serveBatches(w http.ResponseWriter, r *http.Request, writes *atomic.Int64, first, second []*buf) error {
+func serveBatches(w http.ResponseWriter, r *http.Request, writes *atomic.Int64, first, second []*buf.Buf) error {
 	hw := &hijackWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, nil)
 	if err != nil {
@@ -174,12 +176,12 @@ func TestFrameConnWriteAllocatesNothing(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	fc := &frameConn{Conn: discardConn{}}
-	batch := make([]*buf, 0, maxBatch)
+	batch := make([]*buf.Buf, 0, maxBatch)
 	allocs := testing.AllocsPerRun(200, func() {
 		batch = batch[:0]
 		for range maxBatch {
-			b := getBuf(64)
-			b.end = 64
+			b := buf.Get(64)
+			b.End = 64
 			batch = append(batch, b)
 		}
 		if err := fc.writeBatch(batch, time.Time{}); err != nil {
@@ -199,10 +201,10 @@ func TestFrameConnExactFitIsOneWrite(t *testing.T) {
 	fc := &frameConn{Conn: countingConn{Conn: discardConn{}, writes: &writes}}
 	first := 1000 // its header is 4 bytes (16-bit length)
 	second := batchBufSize - (frameHeaderLen(first, false) + first) - maxFrameHeader
-	batch := make([]*buf, 0, 2)
+	batch := make([]*buf.Buf, 0, 2)
 	for _, n := range []int{first, second} {
-		b := getBuf(n)
-		b.end = n
+		b := buf.Get(n)
+		b.End = n
 		batch = append(batch, b)
 	}
 	if err := fc.writeBatch(batch, time.Time{}); err != nil {
@@ -214,9 +216,9 @@ func TestFrameConnExactFitIsOneWrite(t *testing.T) {
 	// A frame larger than the buffer: its header, then its payload, and
 	// no empty write after them.
 	writes.Store(0)
-	big := getBuf(40 << 10)
-	big.end = 40 << 10
-	if err := fc.writeBatch([]*buf{big}, time.Time{}); err != nil {
+	big := buf.Get(40 << 10)
+	big.End = 40 << 10
+	if err := fc.writeBatch([]*buf.Buf{big}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := writes.Load(); n != 2 {
@@ -255,10 +257,10 @@ func TestWriteBatchWithoutFrameConn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	var batch []*buf
+	var batch []*buf.Buf
 	for _, s := range []string{"one", "two", "three"} {
-		b := getBuf(len(s))
-		b.end = copy(b.b, s)
+		b := buf.Get(len(s))
+		b.End = copy(b.B, s)
 		batch = append(batch, b)
 	}
 	if !writeBatch(ctx, ws, nil, batch) {

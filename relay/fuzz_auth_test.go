@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bytes"
 	"encoding/binary"
 	"strconv"
@@ -77,8 +79,8 @@ func FuzzCoreAuth(f *testing.F) {
 		cr.batch = cn.takeBatch(cr.batch[:0])
 		frames := make([][]byte, len(cr.batch))
 		for i, x := range cr.batch {
-			frames[i] = append([]byte(nil), x.frame()...)
-			putBuf(x)
+			frames[i] = append([]byte(nil), x.Frame()...)
+			buf.Put(x)
 			cr.batch[i] = nil
 		}
 		// A client of a hosted room may first get the NAT introduction.

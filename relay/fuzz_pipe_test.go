@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bytes"
 	"encoding/binary"
 	"testing"
@@ -62,7 +64,7 @@ func FuzzCorePipe(f *testing.F) {
 		}
 		// Any pipe may send to any other, over either transport, or to
 		// itself: the packet reaches the one it names.
-		var got *buf
+		var got *buf.Buf
 		for _, p := range []*conn{pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1]} {
 			cr.batch = p.takeBatch(cr.batch[:0])
 			for i, x := range cr.batch {
@@ -76,13 +78,13 @@ func FuzzCorePipe(f *testing.F) {
 		if got == nil {
 			return
 		}
-		defer putBuf(got)
+		defer buf.Put(got)
 		want := wire.AppendPipe(nil, from.id, b[head+4:])
-		if !bytes.Equal(got.frame(), want) {
-			t.Fatalf("peer got %x, want %x", got.frame(), want)
+		if !bytes.Equal(got.Frame(), want) {
+			t.Fatalf("peer got %x, want %x", got.Frame(), want)
 		}
-		if udp && (got.method != wire.Delivery(b[0]) || !got.method.Valid()) || !udp && got.method != wire.ReliableOrdered {
-			t.Fatalf("sent with method %d from %x", got.method, b)
+		if udp && (got.Method != wire.Delivery(b[0]) || !got.Method.Valid()) || !udp && got.Method != wire.ReliableOrdered {
+			t.Fatalf("sent with method %d from %x", got.Method, b)
 		}
 	})
 }

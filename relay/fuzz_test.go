@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"encoding/binary"
 	"testing"
 
@@ -46,10 +48,10 @@ func coreFramesBody(tb testing.TB) func(t *testing.T, which uint8, fromHost, fro
 		cr.deliver(cr.client, fromClient)
 		cr.batch = cr.host.takeBatch(cr.batch[:0])
 		for i, b := range cr.batch {
-			if _, err := wire.ParseToHostPacket(b.frame()); err != nil {
-				t.Fatalf("the host got a malformed packet %x: %v", b.frame(), err)
+			if _, err := wire.ParseToHostPacket(b.Frame()); err != nil {
+				t.Fatalf("the host got a malformed packet %x: %v", b.Frame(), err)
 			}
-			putBuf(b)
+			buf.Put(b)
 			cr.batch[i] = nil
 		}
 		cr.drain(cr.client)

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -102,7 +104,7 @@ func relayReads(t *testing.T, stream []byte, limit int) (msgs [][]byte, end read
 	rc := newReadConn(&frameConn{Conn: sc, upgraded: true}, nil)
 	rc.bufio()
 	r := newFrameReader(rc, limit)
-	msgs, end = readAll(func() (*buf, closeReason) {
+	msgs, end = readAll(func() (*buf.Buf, closeReason) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.next()
@@ -111,14 +113,14 @@ func relayReads(t *testing.T, stream []byte, limit int) (msgs [][]byte, end read
 }
 
 // readAll reads messages with next until it ends them, and says how.
-func readAll(next func() (*buf, closeReason)) ([][]byte, readEnd) {
+func readAll(next func() (*buf.Buf, closeReason)) ([][]byte, readEnd) {
 	var msgs [][]byte
 	for {
 		b, reason := next()
 		switch reason {
 		case reasonNone:
-			msgs = append(msgs, append([]byte{}, b.frame()...))
-			putBuf(b)
+			msgs = append(msgs, append([]byte{}, b.Frame()...))
+			buf.Put(b)
 			continue
 		case reasonUnsupported:
 			return msgs, endText
@@ -150,7 +152,7 @@ func coderReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The relay's read path before its own reader.
-	return readAll(func() (*buf, closeReason) { return wsRead(ctx, ws) })
+	return readAll(func() (*buf.Buf, closeReason) { return wsRead(ctx, ws) })
 }
 
 // acceptOver is a coder/websocket server connection over conn, upgraded

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/purrfly/purrfly/wire"
 )
 

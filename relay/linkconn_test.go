@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bytes"
 	"context"
 	"crypto/sha1"
@@ -211,18 +213,18 @@ func (c *recordingConn) count() int {
 // testFrames returns pooled-or-not frames of the given sizes, each filled
 // with its own pattern, some starting at the headroom offset as a reader's
 // frames do.
-func testFrames(sizes []int, seed int) (batch []*buf, want [][]byte) {
+func testFrames(sizes []int, seed int) (batch []*buf.Buf, want [][]byte) {
 	for i, n := range sizes {
 		p := make([]byte, n)
 		for j := range p {
 			p[j] = byte(j*7 + i + seed)
 		}
-		off := (i % 2) * headroom
-		b := getBuf(off + n)
-		if off+n > len(b.b) {
-			b = &buf{b: make([]byte, off+n), class: len(sizeClasses) - 1}
+		off := (i % 2) * buf.Headroom
+		b := buf.Get(off + n)
+		if off+n > len(b.B) {
+			b = buf.Unpooled(off + n)
 		}
-		b.off, b.end = off, off+copy(b.b[off:], p)
+		b.Off, b.End = off, off+copy(b.B[off:], p)
 		batch = append(batch, b)
 		want = append(want, p)
 	}
@@ -448,13 +450,13 @@ func TestLinkConnWriteAllocatesNothing(t *testing.T) {
 		t.Skip("the race detector allocates")
 	}
 	lc := &frameConn{Conn: discardConn{}, masked: true, upgraded: true}
-	batch := make([]*buf, 0, maxBatch)
+	batch := make([]*buf.Buf, 0, maxBatch)
 	for _, size := range []int{64, 1024, 40000} {
 		allocs := testing.AllocsPerRun(200, func() {
 			batch = batch[:0]
 			for range maxBatch {
-				b := getBuf(size)
-				b.end = size
+				b := buf.Get(size)
+				b.End = size
 				batch = append(batch, b)
 			}
 			if err := lc.writeBatch(batch, time.Time{}); err != nil {
@@ -473,14 +475,14 @@ func BenchmarkLinkConnWriteBatch(b *testing.B) {
 	for _, size := range []int{64, 1024} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			lc := &frameConn{Conn: discardConn{}, masked: true, upgraded: true}
-			batch := make([]*buf, 0, maxBatch)
+			batch := make([]*buf.Buf, 0, maxBatch)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i += maxBatch {
 				batch = batch[:0]
 				for range min(maxBatch, b.N-i) {
-					x := getBuf(size)
-					x.end = size
+					x := buf.Get(size)
+					x.End = size
 					batch = append(batch, x)
 				}
 				if err := lc.writeBatch(batch, time.Time{}); err != nil {

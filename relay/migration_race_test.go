@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"net/http"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ type migCore struct {
 	alloc   allocation
 	rt      route
 	inc     string
-	scratch []*buf
+	scratch []*buf.Buf
 }
 
 func newMigCore(t *testing.T, name string) *migCore {
@@ -47,9 +49,9 @@ func newMigCore(t *testing.T, name string) *migCore {
 
 // deliver hands msg to the core as cn's reader would.
 func (mc *migCore) deliver(cn *conn, msg []byte) {
-	b := getBuf(headroom + len(msg))
-	b.off = headroom
-	b.end = headroom + copy(b.b[headroom:], msg)
+	b := buf.Get(buf.Headroom + len(msg))
+	b.Off = buf.Headroom
+	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
 	mc.c.handle(cn, b)
 }
 
@@ -57,9 +59,9 @@ func (mc *migCore) deliver(cn *conn, msg []byte) {
 // reader does that passed that check just before another goroutine
 // closed cn.
 func (mc *migCore) rawFromHost(cn *conn, msg []byte) {
-	b := getBuf(headroom + len(msg))
-	b.off = headroom
-	b.end = headroom + copy(b.b[headroom:], msg)
+	b := buf.Get(buf.Headroom + len(msg))
+	b.Off = buf.Headroom
+	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
 	mc.c.fromHost(cn, b)
 }
 
@@ -67,8 +69,8 @@ func (mc *migCore) drain(cn *conn) [][]byte {
 	mc.scratch = cn.takeBatch(mc.scratch[:0])
 	var out [][]byte
 	for i, b := range mc.scratch {
-		out = append(out, append([]byte(nil), b.frame()...))
-		putBuf(b)
+		out = append(out, append([]byte(nil), b.Frame()...))
+		buf.Put(b)
 		mc.scratch[i] = nil
 	}
 	return out
@@ -240,10 +242,10 @@ func TestMigrationConcurrentLifecycle(t *testing.T) {
 			}
 			for range 3 {
 				for _, b := range hc.takeBatch(nil) {
-					if p, err := wire.ParseToHostPacket(b.frame()); err == nil && p.Type == wire.ToHostData {
+					if p, err := wire.ParseToHostPacket(b.Frame()); err == nil && p.Type == wire.ToHostData {
 						hostGot <- p.IDs[0]
 					}
-					putBuf(b)
+					buf.Put(b)
 				}
 			}
 			if i%2 == 0 || hc.closing.Load() {
@@ -272,7 +274,7 @@ func TestMigrationConcurrentLifecycle(t *testing.T) {
 				cn.close(reasonPeerClosed)
 				mc.c.leave(cn)
 				for _, b := range cn.takeBatch(nil) {
-					putBuf(b)
+					buf.Put(b)
 				}
 			}
 		})

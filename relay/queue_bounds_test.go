@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +50,7 @@ func (cr *coreRoom) fill(t *testing.T, n int, payload string) {
 func TestQueueHoldsExactlyItsHardFrameBound(t *testing.T) {
 	cr := newCoreRoom(t)
 	cr.core.slowTimeout = time.Hour // only the hard bound may close it
-	if w := getBuf(headroom + len(sendOne(0, smallPayload))).weight(); w != 512 {
+	if w := buf.Get(buf.Headroom + len(sendOne(0, smallPayload))).Weight(); w != 512 {
 		t.Fatalf("a small frame weighs %d, want 512", w)
 	}
 	cr.fill(t, hardQueueFrames, smallPayload) // 4,096 frames, 2 MiB of buffers
@@ -62,7 +64,7 @@ func TestQueueHoldsExactlyItsHardFrameBound(t *testing.T) {
 func TestQueueHoldsExactlyItsHardByteBound(t *testing.T) {
 	cr := newCoreRoom(t)
 	cr.core.slowTimeout = time.Hour
-	w := getBuf(headroom + len(sendOne(0, midPayload))).weight()
+	w := buf.Get(buf.Headroom + len(sendOne(0, midPayload))).Weight()
 	if hardQueueBytes%w != 0 {
 		t.Fatalf("a %d-byte buffer does not divide the hard bound", w)
 	}
@@ -148,7 +150,7 @@ func TestIdleQueueKeepsOnlyASmallSlice(t *testing.T) {
 		for cr.drain(cr.client) > 0 {
 		}
 	}
-	cr.client.q = make([]*buf, 0, shrinkCap) // a slice exactly at the cap
+	cr.client.q = make([]*buf.Buf, 0, shrinkCap) // a slice exactly at the cap
 	cr.fill(t, shrinkCap, smallPayload)
 	if !cr.client.queued() {
 		t.Fatal("a queue of frames reports nothing waiting")
@@ -168,27 +170,4 @@ func TestIdleQueueKeepsOnlyASmallSlice(t *testing.T) {
 	if cr.client.q != nil {
 		t.Fatalf("a drained burst kept a slice of capacity %d", cap(cr.client.q))
 	}
-}
-
-// TestBuffersComeFromTheSmallestClassThatHolds: a frame pins the smallest
-// pooled buffer that holds it (queue bounds count the buffer), and a
-// reader that never ends gets errMessageTooBig once the largest class is
-// full, whatever limit it was given.
-func TestBuffersComeFromTheSmallestClassThatHolds(t *testing.T) {
-	for _, size := range sizeClasses {
-		if w := getBuf(size).weight(); w != size {
-			t.Fatalf("a %d-byte frame got a %d-byte buffer", size, w)
-		}
-	}
-	if b, err := readInto(endless{}, 0, 1<<30); err != errMessageTooBig {
-		t.Fatalf("an endless message: %v (buffer %v), want errMessageTooBig", err, b != nil)
-	}
-}
-
-// endless is a reader whose message never ends.
-type endless struct{}
-
-func (endless) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
 }

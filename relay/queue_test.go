@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"testing"
 	"time"
 )
@@ -15,7 +17,7 @@ func TestQueueBoundsCountBufferCapacity(t *testing.T) {
 	cr := newCoreRoom(t)
 	cr.core.slowTimeout = time.Hour // only the hard bound may close it
 	payload := string(make([]byte, 16<<10+1))
-	capacity := sizeClasses[len(sizeClasses)-1]
+	capacity := buf.MaxSize
 	above := func() bool {
 		cr.client.mu.Lock()
 		defer cr.client.mu.Unlock()

@@ -331,8 +331,8 @@ func TestIdleConnectionLeavesTheHandler(t *testing.T) {
 	}
 	var readers, writers, handlers int
 	waitFor(t, "one reader and one writer per connection", func() bool {
-		buf := make([]byte, 1<<20)
-		stacks := strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")
+		sb := make([]byte, 1<<20)
+		stacks := strings.Split(string(sb[:runtime.Stack(sb, true)]), "\n\n")
 		readers, writers, handlers = 0, 0, 0
 		for _, g := range stacks {
 			switch {

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"fmt"
 	"net"
 	"net/netip"
@@ -184,10 +186,10 @@ func (u *udpTransport) Connected(p *litenet.Peer) bool {
 // the core's headroom.
 func (u *udpTransport) Receive(p *litenet.Peer, m litenet.Method, data []byte) {
 	uc := p.Tag.(*udpConn)
-	b := getBuf(headroom + len(data))
-	b.off = headroom
-	b.end = headroom + copy(b.b[headroom:], data)
-	b.method = delivery.Of(m)
+	b := buf.Get(buf.Headroom + len(data))
+	b.Off = buf.Headroom
+	b.End = buf.Headroom + copy(b.B[buf.Headroom:], data)
+	b.Method = delivery.Of(m)
 	uc.deliver(b)
 }
 

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"errors"
 	"sync"
 
@@ -22,7 +24,7 @@ type udpConn struct {
 	mu      sync.Mutex
 	started bool           // guarded by mu: the first message came
 	authing bool           // guarded by mu: the auth goroutine is the reader
-	early   []*buf         // guarded by mu: frames received while authing, in order
+	early   []*buf.Buf     // guarded by mu: frames received while authing, in order
 	left    bool           // guarded by mu: the peer went away while authing
 	why     litenet.Reason // guarded by mu: why, for left
 }
@@ -37,12 +39,12 @@ func (uc *udpConn) closed(reason closeReason) { uc.p.Close(reason.flush()) }
 // deliver routes one message of the peer. The first one (the
 // authentication) is routed on a goroutine of its own when it may name a
 // room held by another machine.
-func (uc *udpConn) deliver(b *buf) {
+func (uc *udpConn) deliver(b *buf.Buf) {
 	uc.mu.Lock()
 	if uc.authing {
 		if len(uc.early) >= udpEarlyMax {
 			uc.mu.Unlock()
-			putBuf(b)
+			buf.Put(b)
 			uc.c.core.m.drop(dropSenderClosed)
 			uc.c.close(reasonQueueOverflow)
 			return
@@ -55,7 +57,7 @@ func (uc *udpConn) deliver(b *buf) {
 	first := !uc.started
 	uc.started = true
 	mesh := uc.u.s.mesh
-	if first && mesh != nil && !uc.c.closing.Load() && mesh.mayForward(b.frame()) {
+	if first && mesh != nil && !uc.c.closing.Load() && mesh.mayForward(b.Frame()) {
 		uc.authing = true
 		uc.mu.Unlock()
 		uc.u.s.sessions.Add(1)
@@ -68,7 +70,7 @@ func (uc *udpConn) deliver(b *buf) {
 
 // handle gives b to the core, its delivery method taken out of PurrNet's
 // UDP framing, and confirms the peer once authenticated.
-func (uc *udpConn) handle(b *buf) {
+func (uc *udpConn) handle(b *buf.Buf) {
 	authing := uc.c.role == roleNone
 	if !unframeUDP(uc.u.s.core, uc.c, b) {
 		return
@@ -82,7 +84,7 @@ func (uc *udpConn) handle(b *buf) {
 // authRouted routes a first message that may belong to another machine
 // (forward.go), then everything that arrived meanwhile, in order, and
 // hands the reading back to the socket reader.
-func (uc *udpConn) authRouted(first *buf) {
+func (uc *udpConn) authRouted(first *buf.Buf) {
 	defer uc.u.s.sessions.Done()
 	if uc.u.s.mesh.forward(uc.c, first, true) {
 		uc.p.Confirm()
@@ -105,7 +107,7 @@ func (uc *udpConn) authRouted(first *buf) {
 		uc.early = uc.early[1:]
 		uc.mu.Unlock()
 		if uc.c.closing.Load() {
-			putBuf(b)
+			buf.Put(b)
 			uc.c.core.m.drop(dropSenderClosed)
 			continue
 		}
@@ -117,7 +119,7 @@ func (uc *udpConn) authRouted(first *buf) {
 // reports whether frames were left behind. It runs in litenet's flush
 // (Handler.Flush).
 func (uc *udpConn) flush() bool {
-	var arr [maxBatch]*buf
+	var arr [maxBatch]*buf.Buf
 	for uc.p.Backlog() < udpBacklog {
 		batch := uc.c.takeBatch(arr[:0])
 		if len(batch) == 0 {
@@ -125,7 +127,7 @@ func (uc *udpConn) flush() bool {
 		}
 		for i, b := range batch {
 			uc.send(b)
-			putBuf(b)
+			buf.Put(b)
 			batch[i] = nil
 		}
 	}
@@ -142,9 +144,9 @@ func maxUDPSingle(m litenet.Method) int {
 }
 
 // send queues one frame on the peer with its delivery method.
-func (uc *udpConn) send(b *buf) {
-	m := delivery.Method(b.method)
-	data := b.frame()
+func (uc *udpConn) send(b *buf.Buf) {
+	m := delivery.Method(b.Method)
+	data := b.Frame()
 	if !m.Fragments() && len(data) > maxUDPSingle(m) {
 		if !m.Reliable() {
 			uc.c.core.m.drop(dropTooLargeForUDP)
@@ -185,7 +187,7 @@ func (uc *udpConn) end(why litenet.Reason) {
 	uc.early = nil
 	uc.mu.Unlock()
 	for _, b := range early {
-		putBuf(b)
+		buf.Put(b)
 	}
 	uc.u.s.sessions.Done()
 }
@@ -220,7 +222,7 @@ func (m *mesh) mayForward(first []byte) bool {
 // method, nor does anything of a closing peer (the core drops it as the
 // sender's) or of a peer forwarded to its room's holder, which reads the
 // framing itself.
-func unframeUDP(c *core, cn *conn, b *buf) bool {
+func unframeUDP(c *core, cn *conn, b *buf.Buf) bool {
 	var from wire.Sender
 	switch {
 	case cn.closing.Load():
@@ -234,15 +236,15 @@ func unframeUDP(c *core, cn *conn, b *buf) bool {
 	default:
 		return true
 	}
-	d, at, err := wire.UDPMethod(from, b.frame())
+	d, at, err := wire.UDPMethod(from, b.Frame())
 	if err != nil {
-		putBuf(b)
+		buf.Put(b)
 		c.dropMalformed(err)
 		return false
 	}
 	if at >= 0 {
-		b.method = d
-		b.cutAt(at)
+		b.Method = d
+		b.CutAt(at)
 	}
 	return true
 }

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"context"
 	"net/netip"
 	"testing"
@@ -23,11 +25,11 @@ func TestUDPBurstPastBacklogDrains(t *testing.T) {
 	const n = 3 * udpBacklog
 	cc.mu.Lock() // all of it queued before the flush can take any
 	for i := range n {
-		b := getBuf(8)
-		b.end = copy(b.b, []byte{byte(i), byte(i >> 8), 'x', 'y'})
-		b.method = wire.Unreliable
+		b := buf.Get(8)
+		b.End = copy(b.B, []byte{byte(i), byte(i >> 8), 'x', 'y'})
+		b.Method = wire.Unreliable
 		cc.q = append(cc.q, b)
-		cc.qBytes += b.weight()
+		cc.qBytes += b.Weight()
 	}
 	cc.mu.Unlock()
 	cc.t.wake()

@@ -1,9 +1,10 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"context"
 	"encoding/base64"
-	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -26,8 +28,6 @@ const flushTimeout = 2 * time.Second
 // socket and queue would stay forever; past the grace the transport is
 // dropped (wsTransport.closed).
 const closeGrace = 5 * time.Second
-
-var errMessageTooBig = errors.New("message larger than 65,535 bytes")
 
 var errUpgradeRequired = &wire.Error{Code: "upgrade_required", Message: "this port only takes WebSocket upgrades",
 	Status: http.StatusUpgradeRequired}
@@ -365,7 +365,7 @@ func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
 func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 	defer close(done)
 	defer t.endWriter()
-	var batch []*buf
+	var batch []*buf.Buf
 	for {
 		select {
 		case <-t.done:
@@ -376,7 +376,7 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 		var st takeState
 		batch, st = c.takeWrite(batch[:0])
 		if st == takeHandoff && t.fc.finishRest(time.Time{}) != nil {
-			release(batch)
+			buf.Release(batch)
 			c.close(reasonWriteError)
 			continue
 		}
@@ -407,7 +407,7 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 // A direct write still in flight ends first (it never blocks, and wakes
 // the writer as it ends: the conn is closed); its rest is finished with
 // the flush, or dropped.
-func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
+func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
 	reason, told := c.closeStatus()
 	flush, ok := reason.flush(), true
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
@@ -439,7 +439,7 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 		if flush && ok {
 			ok = writeBatch(ctx, t.ws, t.fc, batch)
 		} else {
-			release(batch)
+			buf.Release(batch)
 		}
 	}
 	cancel()
@@ -469,17 +469,17 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf) {
 // writeBatch writes every frame of batch in order and releases them; on the
 // first error it releases the rest and reports false. With fc the whole
 // batch goes out in one system call, bounded by ctx's deadline.
-func writeBatch(ctx context.Context, ws *websocket.Conn, fc *frameConn, batch []*buf) bool {
+func writeBatch(ctx context.Context, ws *websocket.Conn, fc *frameConn, batch []*buf.Buf) bool {
 	if fc != nil {
 		deadline, _ := ctx.Deadline()
 		return fc.writeBatch(batch, deadline) == nil
 	}
 	ok := true
 	for i, b := range batch {
-		if ok && ws.Write(ctx, websocket.MessageBinary, b.frame()) != nil {
+		if ok && ws.Write(ctx, websocket.MessageBinary, b.Frame()) != nil {
 			ok = false
 		}
-		putBuf(b)
+		buf.Put(b)
 		batch[i] = nil
 	}
 	return ok

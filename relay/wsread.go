@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bufio"
 	"encoding/binary"
 	"errors"
@@ -99,26 +101,26 @@ const (
 // next reads the next message into a pooled buffer (which the caller then
 // owns) with headroom bytes free in front, answering the control frames
 // on the way, or returns why the connection ends. The caller holds mu.
-func (r *frameReader) next() (*buf, closeReason) {
+func (r *frameReader) next() (*buf.Buf, closeReason) {
 	if r.closed || r.skip > 0 {
 		return nil, reasonPeerClosed
 	}
 	br := r.rc.br
-	var b *buf
-	pos := headroom
+	var b *buf.Buf
+	pos := buf.Headroom
 	for {
 		// The whole header first, then its checks, as coder/websocket
 		// read it: a stream that ends inside a header ends the same way
 		// whatever the header says.
 		fh, err := peekHeader(br)
 		if err != nil {
-			putBuf(b)
+			buf.Put(b)
 			return nil, r.failed(err)
 		}
 		if fh.b0&0x70 != 0 || !fh.masked || fh.n>>63 != 0 {
 			// Reserved bits, an unmasked frame, or a length whose most
 			// significant bit is set.
-			putBuf(b)
+			buf.Put(b)
 			return nil, r.breach()
 		}
 		_, _ = br.Discard(fh.len)
@@ -126,11 +128,11 @@ func (r *frameReader) next() (*buf, closeReason) {
 
 		if op >= opClose {
 			if !fin || n > 125 {
-				putBuf(b)
+				buf.Put(b)
 				return nil, r.breach()
 			}
 			if reason := r.control(op, int(n), key); reason != reasonNone {
-				putBuf(b)
+				buf.Put(b)
 				return nil, reason
 			}
 			continue
@@ -144,14 +146,14 @@ func (r *frameReader) next() (*buf, closeReason) {
 		default:
 			// A continuation of nothing, a data frame inside a fragmented
 			// message, or an opcode RFC 6455 reserves.
-			putBuf(b)
+			buf.Put(b)
 			return nil, r.breach()
 		}
-		if room := uint64(r.limit - (pos - headroom)); n > room {
+		if room := uint64(r.limit - (pos - buf.Headroom)); n > room {
 			// Taken in up to one byte past the limit first, as
 			// coder/websocket did: a peer still writing the message
 			// sees its close, not a reset.
-			putBuf(b)
+			buf.Put(b)
 			if _, err := br.Discard(int(room + 1)); err != nil {
 				return nil, r.failed(err)
 			}
@@ -160,21 +162,21 @@ func (r *frameReader) next() (*buf, closeReason) {
 		end := pos + int(n)
 		switch {
 		case b == nil:
-			b = getBuf(end)
-		case end > len(b.b):
-			nb := getBuf(end)
-			copy(nb.b, b.b[:pos])
-			putBuf(b)
+			b = buf.Get(end)
+		case end > len(b.B):
+			nb := buf.Get(end)
+			copy(nb.B, b.B[:pos])
+			buf.Put(b)
 			b = nb
 		}
-		if _, err := io.ReadFull(br, b.b[pos:end]); err != nil {
-			putBuf(b)
+		if _, err := io.ReadFull(br, b.B[pos:end]); err != nil {
+			buf.Put(b)
 			return nil, r.failed(err)
 		}
-		maskBytes(b.b[pos:end], b.b[pos:end], key)
+		maskBytes(b.B[pos:end], b.B[pos:end], key)
 		pos = end
 		if fin {
-			b.off, b.end = headroom, pos
+			b.Off, b.End = buf.Headroom, pos
 			return b, reasonNone
 		}
 	}

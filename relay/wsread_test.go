@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/purrfly/purrfly/relay/internal/buf"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -60,11 +62,11 @@ func (r *frameReader) mustNext(t *testing.T) []byte {
 	if reason != reasonNone {
 		t.Fatalf("next: %v", reason)
 	}
-	defer putBuf(b)
-	if b.off != headroom {
-		t.Fatalf("message at %d, want %d bytes of headroom", b.off, headroom)
+	defer buf.Put(b)
+	if b.Off != buf.Headroom {
+		t.Fatalf("message at %d, want %d bytes of headroom", b.Off, buf.Headroom)
 	}
-	return append([]byte(nil), b.frame()...)
+	return append([]byte(nil), b.Frame()...)
 }
 
 func (r *frameReader) mustEnd(t *testing.T, want closeReason) {
@@ -72,7 +74,7 @@ func (r *frameReader) mustEnd(t *testing.T, want closeReason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b, reason := r.next(); reason != want {
-		putBuf(b)
+		buf.Put(b)
 		t.Fatalf("next: %v, want %v", reason, want)
 	}
 }
@@ -267,10 +269,10 @@ func TestFrameReaderAllocatesNothing(t *testing.T) {
 		r.mu.Lock()
 		b, reason := r.next()
 		r.mu.Unlock()
-		if reason != reasonNone || b.len() != 100 {
+		if reason != reasonNone || b.Len() != 100 {
 			t.Fatalf("next: %v", reason)
 		}
-		putBuf(b)
+		buf.Put(b)
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per message, want 0", allocs)
@@ -315,7 +317,7 @@ func BenchmarkFrameReader(b *testing.B) {
 				if reason != reasonNone {
 					b.Fatal(reason)
 				}
-				putBuf(m)
+				buf.Put(m)
 			}
 		})
 		b.Run(fmt.Sprintf("coder/%d", size), func(b *testing.B) {
@@ -330,7 +332,7 @@ func BenchmarkFrameReader(b *testing.B) {
 				if reason != reasonNone {
 					b.Fatal(reason)
 				}
-				putBuf(m)
+				buf.Put(m)
 			}
 		})
 	}
