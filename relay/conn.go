@@ -1,13 +1,12 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -136,20 +135,18 @@ const (
 	wrHandoff                   // the writer, from the end of a direct write that left part of its frame
 )
 
-// maxDirectFrame is the longest frame a sender writes itself: one that
-// fits a pooled batch buffer with any header and prefix. Longer ones are
-// queued (the writer writes them header and payload apart).
-const maxDirectFrame = batchBufSize - maxMaskedHeader - 1
-
 // directWriter is a transport's socket that a sender may write one frame
-// to itself (frameConn).
+// to itself (a WebSocket on a plain socket, ws.go).
 type directWriter interface {
 	// writeDirect writes b as one frame without blocking. It releases b,
 	// except for directAgain (nothing was written: b is the caller's).
-	// For directPartial the frame's rest and its frame mutex are left
-	// for the writer (takeWrite reports takeHandoff; the transport's
-	// writer finishes or drops them).
+	// For directPartial the frame's rest and the socket are left for the
+	// writer (takeWrite reports takeHandoff; the transport's writer
+	// finishes or drops them).
 	writeDirect(b *buf.Buf) directResult
+	// maxDirect is the longest frame writeDirect takes; longer ones are
+	// queued.
+	maxDirect() int
 }
 
 // directResult is how a direct write went.
@@ -205,9 +202,11 @@ type conn struct {
 	// closing mirrors reason != reasonNone for lock-free checks on the hot path.
 	closing atomic.Bool
 
-	// dw is static: the transport's direct write (a WebSocket on a plain
-	// socket, frameconn.go), or nil: every frame goes through the queue.
-	dw directWriter
+	// dw and dwMax are static: the transport's direct write (a WebSocket
+	// on a plain socket) and the longest frame it takes, or nil: every
+	// frame goes through the queue.
+	dw    directWriter
+	dwMax int
 	// direct is owned by the reader: set while it routes a message after
 	// which its input has nothing more buffered, so that the frame it
 	// routes may be written by the reader itself (send). A reader with
@@ -264,7 +263,7 @@ func (c *conn) offer(b *buf.Buf, dir int, direct bool) (claim, bool) {
 		m.drop(dropReceiverClosed)
 		return claim{}, false
 	}
-	if direct && c.dw != nil && c.wr == wrIdle && len(c.q) == 0 && !c.batching && n <= maxDirectFrame {
+	if direct && c.dw != nil && c.wr == wrIdle && len(c.q) == 0 && !c.batching && n <= c.dwMax {
 		c.wr = wrDirect
 		c.mu.Unlock()
 		m.forwarded(dir, n)

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/randid"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -144,7 +143,9 @@ func (c *core) bareConn(t transport) *conn {
 	}
 	cn := &conn{core: c, t: t}
 	if d, ok := t.(interface{ directWriter() directWriter }); ok {
-		cn.dw = d.directWriter()
+		if cn.dw = d.directWriter(); cn.dw != nil {
+			cn.dwMax = cn.dw.maxDirect()
+		}
 	}
 	return cn
 }

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"encoding/json"
 	"slices"
 	"testing"
@@ -11,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"bufio"
 	"bytes"
 	"encoding/binary"
@@ -21,10 +19,12 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/wsframe"
 	"github.com/purrfly/purrfly/wire"
 )
 
-// Direct writes (conn.send, claim.write, frameConn.writeDirect) on real
+// Direct writes (conn.send, claim.write, wsframe.Writer.WriteDirect) on real
 // loopback sockets. The test plays a sender's reader: it routes frames to
 // a client's conn with send and writes the claims itself, and the client
 // is a raw WebSocket peer that reads every frame off the wire, so a
@@ -43,7 +43,7 @@ type directRig struct {
 
 func newDirectRig(t *testing.T) *directRig {
 	t.Helper()
-	if !canCapSocketBuffers || !rawWriteSupported {
+	if !canCapSocketBuffers || !wsframe.DirectWrites() {
 		t.Skip("needs capped socket buffers and raw writes")
 	}
 	s := startRelay(t, Options{SlowReceiverTimeout: time.Hour}) // only the tests close conns
@@ -56,8 +56,8 @@ type rawClient struct {
 	t  *testing.T
 	nc net.Conn
 	br *bufio.Reader
-	c  *conn      // its conn in the relay
-	fc *frameConn // the relay's side of its socket
+	c  *conn           // its conn in the relay
+	fc *wsframe.Writer // the relay's side of its socket
 }
 
 // join connects a raw client whose receive buffer (and the relay's send
@@ -219,7 +219,7 @@ func (rc *rawClient) readFrames(n int, pong string) {
 func waitControlBlocked(t *testing.T) {
 	t.Helper()
 	waitFor(t, "the pong to wait for the frame mutex", func() bool {
-		return goroutineIn("relay.(*frameConn).writeUnlessClosing(", "sync.(*Mutex).Lock(")
+		return goroutineIn("wsframe.(*Writer).WriteControl(", "sync.(*Mutex).Lock(")
 	})
 }
 
@@ -254,10 +254,10 @@ func TestDirectWritePartial(t *testing.T) {
 	seq := 0
 	for r.direct(directPartial) == 0 {
 		if seq == 8 {
-			t.Fatalf("no partial write in %d frames of %d bytes (whole %v, again %v)", seq, maxDirectFrame,
+			t.Fatalf("no partial write in %d frames of %d bytes (whole %v, again %v)", seq, wsframe.MaxDirect,
 				r.direct(directWhole), r.direct(directAgain))
 		}
-		if !rc.offer(seq, maxDirectFrame) {
+		if !rc.offer(seq, wsframe.MaxDirect) {
 			t.Fatalf("frame %d refused", seq)
 		}
 		seq++
@@ -407,10 +407,18 @@ func (rc *rawClient) writerEnded(what string) {
 	case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
 		rc.t.Fatalf("%s: the writer did not end", what)
 	}
-	if !rc.fc.mu.TryLock() {
-		rc.t.Fatalf("%s: the frame mutex is still held", what)
+	// Nobody owns the socket: a control frame goes out at once (or, past
+	// the close frame, is dropped at once).
+	free := make(chan struct{})
+	go func() {
+		_ = rc.fc.WriteControl([]byte{0x8a, 0}, time.Now().Add(time.Second)) // wall clock: a real socket's deadline
+		close(free)
+	}()
+	select {
+	case <-free:
+	case <-time.After(10 * time.Second): // wall clock: a bound on a real write
+		rc.t.Fatalf("%s: the socket is still owned", what)
 	}
-	rc.fc.mu.Unlock()
 }
 
 // readUntilEnd reads data frames (each the next in order) until a close
@@ -537,9 +545,9 @@ func TestDirectWriteClaimOutlivesClose(t *testing.T) {
 		window int
 	}{
 		{"graceful", reasonKicked, 100, 0},
-		{"graceful, partly written", reasonKicked, maxDirectFrame, 4 << 10},
+		{"graceful, partly written", reasonKicked, wsframe.MaxDirect, 4 << 10},
 		{"abrupt", reasonPeerClosed, 100, 0},
-		{"abrupt, partly written", reasonPeerClosed, maxDirectFrame, 4 << 10},
+		{"abrupt, partly written", reasonPeerClosed, wsframe.MaxDirect, 4 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newDirectRig(t)
@@ -583,14 +591,14 @@ func TestDirectForwardingAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
-	if !rawWriteSupported {
+	if !wsframe.DirectWrites() {
 		t.Skip("no raw writes here")
 	}
 	peerEnd, relayEnd := tcpPair(t)
 	go func() { _, _ = io.Copy(io.Discard, peerEnd) }()
-	fc := (&frameConn{Conn: relayEnd, upgraded: true}).enableDirect()
 	cr := newCoreRoom(t)
-	cr.client.dw = fc
+	tr := newWSTransport(cr.core, nil, wsframe.NewWriter(relayEnd, false), nil, 0)
+	cr.client.dw, cr.client.dwMax = tr, tr.maxDirect()
 	cr.drain(cr.client) // nothing left: the writer (the test) is idle
 	cr.host.direct = true
 	toClient := sendOne(cr.client.id, string(make([]byte, 64)))

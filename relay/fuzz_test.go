@@ -1,14 +1,13 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"encoding/binary"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 

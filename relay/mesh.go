@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/wsframe"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -167,9 +168,9 @@ func newMesh(s *Server) (*mesh, error) {
 		},
 		// Links are hijacked by the WebSocket library: the transport never
 		// pools them, so it needs no idle limits. Their sockets are
-		// masked frameConns, where the link's writer writes its frames in batches
-		// (linkconn.go).
-		dial: &http.Client{Transport: &http.Transport{DialContext: linkDialContext(dialer), ForceAttemptHTTP2: false}},
+		// masked wsframe.Writers, where the link's writer writes its frames
+		// in batches (linkconn.go).
+		dial: &http.Client{Transport: &http.Transport{DialContext: wsframe.DialContext(dialer), ForceAttemptHTTP2: false}},
 	}, nil
 }
 

@@ -42,7 +42,7 @@ func TestPingFloodWithoutReadingIsDropped(t *testing.T) {
 	}
 	// Pings until the relay drops the socket (the write fails) or 40 MB
 	// went out, far more than the sockets between the two hold.
-	ping := bytes.Repeat(clientFrame(opPing, true, bytes.Repeat([]byte{'p'}, 125)), 64)
+	ping := bytes.Repeat(pingFrame(bytes.Repeat([]byte{'p'}, 125)), 64)
 	flooded := make(chan int, 1)
 	go func() {
 		sent := 0
@@ -68,4 +68,14 @@ func TestPingFloodWithoutReadingIsDropped(t *testing.T) {
 	if st := s.Stats(); st.Connections != 0 {
 		t.Fatalf("stats %+v after the drop", st)
 	}
+}
+
+// pingFrame is one masked ping frame carrying p (at most 125 bytes).
+func pingFrame(p []byte) []byte {
+	key := [4]byte{0x37, 0xfa, 0x21, 0x3d}
+	f := append([]byte{0x80 | 0x9, 0x80 | byte(len(p))}, key[:]...)
+	for i, c := range p {
+		f = append(f, c^key[i%4])
+	}
+	return f
 }

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
 // Each test here pins one edge of a connection's queue bounds (conn.go):

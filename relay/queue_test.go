@@ -1,10 +1,10 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
 // TestQueueBoundsCountBufferCapacity: a queued frame pins its whole pooled

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"fmt"
 	"net"
 	"net/netip"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 

@@ -1,13 +1,12 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"errors"
 	"sync"
 
 	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"context"
 	"net/netip"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/testutil"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"context"
 	"encoding/base64"
 	"net"
@@ -14,8 +12,14 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/wsframe"
 	"github.com/purrfly/purrfly/wire"
 )
+
+// closeFrameTimeout bounds the write of the relay's close frame, as
+// coder/websocket's 5 s did.
+const closeFrameTimeout = 5 * time.Second
 
 // flushTimeout bounds the writes of frames still queued when a connection
 // is closed gracefully (the [4] of a failed auth, a kick, a shutdown).
@@ -140,7 +144,7 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded, udp
 		return wire.ErrDraining
 	}
 
-	hw := &hijackWriter{ResponseWriter: w}
+	hw := &wsframe.Hijacker{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // WebGL builds connect from any origin
 		CompressionMode:    websocket.CompressionDisabled,
@@ -150,13 +154,14 @@ func (s *Server) acceptWS(w http.ResponseWriter, r *http.Request, forwarded, udp
 		return nil // Accept has answered
 	}
 	raw, _ := r.Context().Value(rawConnKey{}).(net.Conn)
-	if hw.fc == nil { // cannot happen: Accept succeeded, so it hijacked
+	fc := hw.Writer()
+	if fc == nil { // cannot happen: Accept succeeded, so it hijacked (TestCoderHijacksThroughTheWriter)
 		_ = ws.CloseNow()
 		s.raw.forget(raw)
 		s.sessions.Done()
 		return nil
 	}
-	s.runWS(ws, hw.fc, hw.rc, forwarded, udp, func() {
+	s.runWS(ws, fc, hw.Reader(wire.MaxMessageSize), forwarded, udp, func() {
 		s.raw.forget(raw)
 		s.sessions.Done()
 	})
@@ -179,22 +184,28 @@ func (s *Server) wsRouter() Router {
 type wsTransport struct {
 	core  *core
 	ws    *websocket.Conn
-	fc    *frameConn    // the socket our data frames go through (frameconn.go); nil: write through ws
-	fr    *frameReader  // set before the writer starts, then static: the relay's reader of ws's frames (nil: coder/websocket reads)
-	drop  func()        // static: ends the transport at once
-	grace time.Duration // static: bound of a graceful close
-	udp   bool          // static: the peer speaks PurrNet's UDP framing (a link carrying a UDP peer)
-	wake_ chan struct{} // static, cap 1: signalled when a frame is queued
-	done  chan struct{} // static, closed once when the conn is closed
+	fc    *wsframe.Writer // the socket our data frames go through; nil: write through ws
+	fr    *wsframe.Reader // set before the writer starts, then static: the relay's reader of ws's frames (nil: coder/websocket reads)
+	drop  func()          // static: ends the transport at once
+	grace time.Duration   // static: bound of a graceful close
+	udp   bool            // static: the peer speaks PurrNet's UDP framing (a link carrying a UDP peer)
+	wake_ chan struct{}   // static, cap 1: signalled when a frame is queued
+	done  chan struct{}   // static, closed once when the conn is closed
 
 	ended chan struct{} // static, closed once when the writer has returned
+
+	// rest is the socket in transit from a sender's direct write that left
+	// part of its frame to the writer (wsframe.Rest): set by that sender
+	// before its claim ends (conn.write), taken by the writer once
+	// takeWrite reports the hand-off. conn.mu orders the two.
+	rest wsframe.Rest
 
 	mu          sync.Mutex
 	timer       clock.Timer // guarded by mu: the graceful close's bound, on core.clock
 	writerEnded bool        // guarded by mu: the writer returned (no bound needed)
 }
 
-func newWSTransport(c *core, ws *websocket.Conn, fc *frameConn, drop func(), grace time.Duration) *wsTransport {
+func newWSTransport(c *core, ws *websocket.Conn, fc *wsframe.Writer, drop func(), grace time.Duration) *wsTransport {
 	return &wsTransport{core: c, ws: ws, fc: fc, drop: drop, grace: grace,
 		wake_: make(chan struct{}, 1), done: make(chan struct{}), ended: make(chan struct{})}
 }
@@ -203,10 +214,40 @@ func newWSTransport(c *core, ws *websocket.Conn, fc *frameConn, drop func(), gra
 // (conn.send): an accepted connection's or a link's, when it is a plain
 // socket.
 func (t *wsTransport) directWriter() directWriter {
-	if t.fc == nil || t.fc.raw == nil {
+	if t.fc == nil || !t.fc.Direct() {
 		return nil
 	}
-	return t.fc
+	return t
+}
+
+// writeDirect writes one frame to the socket for a sender that claimed it
+// (conn.send); a partly written frame leaves its rest, and the socket,
+// for the writer.
+func (t *wsTransport) writeDirect(b *buf.Buf) directResult {
+	res, rest := t.fc.WriteDirect(b)
+	if rest.Held() {
+		t.rest = rest
+	}
+	return directResults[res]
+}
+
+func (t *wsTransport) maxDirect() int { return wsframe.MaxDirect }
+
+// directResults are the core's names for wsframe's direct write results.
+var directResults = [...]directResult{
+	wsframe.DirectWhole:   directWhole,
+	wsframe.DirectPartial: directPartial,
+	wsframe.DirectAgain:   directAgain,
+	wsframe.DirectFailed:  directFailed,
+	wsframe.DirectClosing: directClosing,
+}
+
+// takeRest takes the socket a direct write handed to the writer
+// (takeHandoff).
+func (t *wsTransport) takeRest() wsframe.Rest {
+	r := t.rest
+	t.rest = wsframe.Rest{}
+	return r
 }
 
 func (t *wsTransport) wake() {
@@ -257,8 +298,8 @@ func (t *wsTransport) endWriter() {
 }
 
 // runWS is the life of one WebSocket connection: a reader that routes
-// what it reads and a second goroutine that writes (its data frames
-// through fc, frameconn.go); done runs once both have ended. A link from
+// what it reads (fr) and a second goroutine that writes (its data frames
+// through fc); done runs once both have ended. A link from
 // another machine carrying a UDP peer (udp) speaks PurrNet's UDP framing:
 // the delivery method is taken out of each message it reads (unframeUDP)
 // and put in front of each frame it writes.
@@ -270,17 +311,12 @@ func (t *wsTransport) endWriter() {
 // goroutine's stack keeps the size it once needed, so an idle connection
 // keeps a reader that has only ever run the read loop. With the handler
 // gone, net/http's request, response and 4 KiB buffers are garbage too.
-// Issue 7 counts what an idle connection costs; BENCHMARKS.md has the
-// numbers.
-//
-// rc is what the connection is read through: coder/websocket did the
-// upgrade, the relay reads the frames itself (wsread.go).
-func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarded, udp bool, done func()) {
+func (s *Server) runWS(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reader, forwarded, udp bool, done func()) {
 	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
-	t.fr = newFrameReader(rc, wire.MaxMessageSize)
+	t.fr = fr
 	t.udp = udp
 	if udp {
-		fc.prefixMethod = true
+		fc.PrefixMethod()
 	}
 	c := s.core.newConn(t)
 	writerDone := make(chan struct{})
@@ -310,17 +346,9 @@ func (s *Server) runWS(ws *websocket.Conn, fc *frameConn, rc *readConn, forwarde
 func (s *Server) wsAuth(t *wsTransport, c *conn, forwarded bool) closeReason {
 	// Authenticated or not, the deadline only covers the first message
 	// (and the control frames written while it is read).
-	fr := t.fr
-	nc := fr.rc.frameConn.Conn
-	fr.mu.Lock()
-	fr.authBy = time.Now().Add(s.opts.AuthTimeout) // wall clock: the socket's own deadline bounds the authentication
-	_ = nc.SetReadDeadline(fr.authBy)
-	b, reason := fr.next()
-	fr.authBy = time.Time{}
-	fr.mu.Unlock()
-	_ = nc.SetReadDeadline(time.Time{})
-	if reason != reasonNone {
-		return reason
+	b, end := t.fr.NextBefore(time.Now().Add(s.opts.AuthTimeout)) // wall clock: the socket's own deadline bounds the authentication
+	if end != wsframe.EndNone {
+		return reasonOfEnd(end)
 	}
 	if s.mesh != nil && !forwarded && s.mesh.forward(c, b, false) {
 		return reasonNone
@@ -334,14 +362,11 @@ func (s *Server) wsAuth(t *wsTransport, c *conn, forwarded bool) closeReason {
 // nothing more is waiting to be read may be written to its receiver's
 // socket by this goroutine (conn.direct).
 func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
-	fr := t.fr
 	for {
-		fr.mu.Lock()
-		b, reason := fr.next()
-		c.direct = !fr.more()
-		fr.mu.Unlock()
-		if reason != reasonNone {
-			return reason
+		b, end, more := t.fr.Next()
+		c.direct = !more
+		if end != wsframe.EndNone {
+			return reasonOfEnd(end)
 		}
 		if t.udp && !unframeUDP(s.core, c, b) {
 			continue
@@ -375,7 +400,7 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 		}
 		var st takeState
 		batch, st = c.takeWrite(batch[:0])
-		if st == takeHandoff && t.fc.finishRest(time.Time{}) != nil {
+		if st == takeHandoff && t.takeRest().Finish(time.Time{}) != nil {
 			buf.Release(batch)
 			c.close(reasonWriteError)
 			continue
@@ -424,9 +449,9 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
 			// graceful close, even one that flushes nothing else (a text
 			// frame's): without it no close frame could follow.
 			if ok && !reason.abrupt() {
-				ok = t.fc.finishRest(deadline) == nil
+				ok = t.takeRest().Finish(deadline) == nil
 			} else {
-				t.fc.dropRest() // half a frame: no close frame can follow
+				t.takeRest().Drop() // half a frame: no close frame can follow
 				ok = false
 			}
 		}
@@ -458,10 +483,8 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
 	// The close handshake: our close frame, then the peer's, read by the
 	// connection's reader if it is still reading or else here (bounded by
 	// the close grace, which drops the socket), then the socket closes.
-	if err := t.fc.writeClose(code, text, time.Now().Add(ctlWriteTimeout)); err == nil { // wall clock: a real socket's write deadline
-		t.fr.mu.Lock()
-		t.fr.awaitClose()
-		t.fr.mu.Unlock()
+	if err := t.fc.WriteClose(uint16(code), text, time.Now().Add(closeFrameTimeout)); err == nil { // wall clock: a real socket's write deadline
+		t.fr.AwaitClose()
 	}
 	_ = t.ws.CloseNow()
 }
@@ -469,10 +492,10 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
 // writeBatch writes every frame of batch in order and releases them; on the
 // first error it releases the rest and reports false. With fc the whole
 // batch goes out in one system call, bounded by ctx's deadline.
-func writeBatch(ctx context.Context, ws *websocket.Conn, fc *frameConn, batch []*buf.Buf) bool {
+func writeBatch(ctx context.Context, ws *websocket.Conn, fc *wsframe.Writer, batch []*buf.Buf) bool {
 	if fc != nil {
 		deadline, _ := ctx.Deadline()
-		return fc.writeBatch(batch, deadline) == nil
+		return fc.WriteBatch(batch, deadline) == nil
 	}
 	ok := true
 	for i, b := range batch {
@@ -493,7 +516,7 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 	case reasonUnsupported:
 		return websocket.StatusUnsupportedData, "binary messages only"
 	case reasonTooBig:
-		return websocket.StatusMessageTooBig, "message too big"
+		return wsframe.CloseTooBig, wsframe.TooBigText
 	case reasonKicked:
 		return websocket.StatusNormalClosure, "kicked"
 	case reasonHostLeft:
@@ -527,4 +550,19 @@ func reasonOfClose(code websocket.StatusCode, text string) closeReason {
 		return reasonShutdown
 	}
 	return reasonClientLeft // a normal closure: 1000, no text
+}
+
+// reasonOfEnd is why a connection whose reader stopped ends.
+func reasonOfEnd(end wsframe.End) closeReason {
+	switch end {
+	case wsframe.EndUnsupported:
+		return reasonUnsupported
+	case wsframe.EndTooBig:
+		return reasonTooBig
+	case wsframe.EndTimeout:
+		return reasonAuthTimeout
+	case wsframe.EndWriteFailed:
+		return reasonWriteError
+	}
+	return reasonPeerClosed
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package relay
+package wsframe
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// rawReadSupported: readConn reads the socket's descriptor itself;
-// rawWriteSupported: senders write frames to it themselves (frameConn.writeDirect).
+// rawReadSupported: conn reads the socket's descriptor itself;
+// rawWriteSupported: senders write frames to it themselves (Writer.WriteDirect).
 const (
 	rawReadSupported  = true
 	rawWriteSupported = true

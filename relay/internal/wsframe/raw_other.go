@@ -1,10 +1,10 @@
 //go:build !unix
 
-package relay
+package wsframe
 
 import "errors"
 
-// rawReadSupported, rawWriteSupported: elsewhere readConn reads through
+// rawReadSupported, rawWriteSupported: elsewhere conn reads through
 // net.Conn and every frame goes through the writer.
 const (
 	rawReadSupported  = false

@@ -1,4 +1,4 @@
-package relay
+package wsframe
 
 import (
 	"bufio"
@@ -7,23 +7,19 @@ import (
 	"syscall"
 )
 
-// The read side of an accepted WebSocket, sized for idle connections
-// (issue 7: at most 30 KiB per idle authenticated connection).
-//
+// The read side of an accepted connection, sized for idle connections.
 // net/http hands a hijacked connection a 4 KiB bufio.Reader and a 4 KiB
 // bufio.Writer, and coder/websocket keeps both for the connection's life:
 // 8 KiB per connection that an idle one never uses. The relay gives
-// coder/websocket small ones instead (ctlBufSize), which it needs only
-// for the upgrade: after it the relay reads the frames itself (wsread.go)
-// through the same 256-byte reader, which sits on readConn, and writes
-// its own (frameconn.go). readConn reads the socket into a pooled 4 KiB
-// buffer taken only once the socket is readable and given back as soon as
-// it has been consumed. A parked reader holds no read buffer; under load
-// a read system call still takes up to 4 KiB at once, as net/http's
-// buffer did. What is left in the small reader and in the pooled buffer
-// after a message tells whether another one is already here
-// (frameReader.more), which decides who writes the frame it routes
-// (conn.send).
+// coder/websocket small ones instead (ctlBufSize), which it needs only for
+// the upgrade: after it the Reader reads the frames through the same
+// 256-byte reader, which sits on readConn, which reads the socket into a
+// pooled 4 KiB buffer taken only once the socket is readable and given
+// back as soon as it has been consumed. A parked reader holds no read
+// buffer; under load a read system call still takes up to 4 KiB at once,
+// as net/http's buffer did. What is left in the small reader and in the
+// pooled buffer after a message tells whether another one is already
+// here (Reader.Next's more).
 
 // ctlBufSize is the size of the bufio.Reader and bufio.Writer handed to
 // coder/websocket: any frame header (at most 14 bytes) fits the reader,
@@ -37,12 +33,12 @@ const readBufSize = 4 << 10
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
 // readConn is the net.Conn an accepted connection is read through
-// (coder/websocket for the upgrade, then the relay's frameReader); writes
-// and Close are frameConn's. raw and readFD are static; the rest belongs
-// to whoever is reading: frameReader.mu serialises the reads, and
-// RawConn.Read calls fillFD on the reading goroutine.
+// (coder/websocket for the upgrade, then the Reader); writes and Close
+// are the Writer's. raw, readFD and br are static; the rest belongs to
+// whoever is reading: Reader.mu serialises the reads, and RawConn.Read
+// calls fillFD on the reading goroutine.
 type readConn struct {
-	*frameConn
+	*Writer
 	raw     syscall.RawConn // nil: the socket has no raw access, read it directly
 	readFD  func(fd uintptr) bool
 	pending []byte  // bytes the HTTP server read past the upgrade request
@@ -52,20 +48,20 @@ type readConn struct {
 	rerr    error // readFD's result
 
 	// br is the 256-byte reader over r handed to coder/websocket at the
-	// hijack (set by bufio, static), which the relay's own frame reader
-	// reads through after the upgrade (wsread.go).
+	// hijack (set by bufio, static), which the Reader reads through after
+	// the upgrade.
 	br *bufio.Reader
 }
 
-// newReadConn wraps fc. leftover are bytes already read from the socket
+// newReadConn wraps w. leftover are bytes already read from the socket
 // (a client's first frame sent right behind its upgrade request); they
 // are copied.
-func newReadConn(fc *frameConn, leftover []byte) *readConn {
-	r := &readConn{frameConn: fc}
+func newReadConn(w *Writer, leftover []byte) *readConn {
+	r := &readConn{Writer: w}
 	if len(leftover) > 0 {
 		r.pending = append([]byte(nil), leftover...)
 	}
-	if sc, ok := fc.Conn.(syscall.Conn); ok && rawReadSupported {
+	if sc, ok := w.Conn.(syscall.Conn); ok && rawReadSupported {
 		if raw, err := sc.SyscallConn(); err == nil {
 			r.raw = raw
 			r.readFD = r.fillFD // bound once: no allocation per read
@@ -78,7 +74,7 @@ func newReadConn(fc *frameConn, leftover []byte) *readConn {
 // hijack.
 func (r *readConn) bufio() *bufio.ReadWriter {
 	r.br = bufio.NewReaderSize(r, ctlBufSize)
-	return bufio.NewReadWriter(r.br, bufio.NewWriterSize(r.frameConn, ctlBufSize))
+	return bufio.NewReadWriter(r.br, bufio.NewWriterSize(r.Writer, ctlBufSize))
 }
 
 // Read serves what the HTTP server had buffered, then the pooled buffer,
@@ -97,7 +93,7 @@ func (r *readConn) Read(p []byte) (int, error) {
 	}
 	if r.rbuf == nil {
 		if r.raw == nil || len(p) >= readBufSize {
-			return r.frameConn.Conn.Read(p)
+			return r.Writer.Conn.Read(p)
 		}
 		if err := r.fill(); err != nil {
 			return 0, err

@@ -1,12 +1,11 @@
-package relay
+package wsframe
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/wire"
 )
 
 // FuzzFrameReader: the relay's own frame reader (wsread.go) against
@@ -87,24 +89,29 @@ type streamConn struct {
 func newStreamConn(stream []byte) *streamConn { return &streamConn{r: bytes.NewReader(stream)} }
 
 func (c *streamConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
 func (c *streamConn) Write(p []byte) (int, error) {
 	c.wrote = append(c.wrote, p...)
 	return len(p), nil
 }
-func (c *streamConn) Close() error                     { return nil }
-func (c *streamConn) SetDeadline(time.Time) error      { return nil }
-func (c *streamConn) SetReadDeadline(time.Time) error  { return nil }
+
+func (c *streamConn) Close() error { return nil }
+
+func (c *streamConn) SetDeadline(time.Time) error { return nil }
+
+func (c *streamConn) SetReadDeadline(time.Time) error { return nil }
+
 func (c *streamConn) SetWriteDeadline(time.Time) error { return nil }
 
-// relayReads reads stream with a frameReader; ranOut is whether it ended
+// relayReads reads stream with a Reader; ranOut is whether it ended
 // at the end of the stream, without writing a close frame (a breach's, a
 // refusal's or the answer to the peer's).
 func relayReads(t *testing.T, stream []byte, limit int) (msgs [][]byte, end readEnd, ranOut bool) {
 	sc := newStreamConn(stream)
-	rc := newReadConn(&frameConn{Conn: sc, upgraded: true}, nil)
+	rc := newReadConn(NewWriter(sc, false), nil)
 	rc.bufio()
-	r := newFrameReader(rc, limit)
-	msgs, end = readAll(func() (*buf.Buf, closeReason) {
+	r := newReader(rc, limit)
+	msgs, end = readAll(func() (*buf.Buf, End) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return r.next()
@@ -113,18 +120,18 @@ func relayReads(t *testing.T, stream []byte, limit int) (msgs [][]byte, end read
 }
 
 // readAll reads messages with next until it ends them, and says how.
-func readAll(next func() (*buf.Buf, closeReason)) ([][]byte, readEnd) {
+func readAll(next func() (*buf.Buf, End)) ([][]byte, readEnd) {
 	var msgs [][]byte
 	for {
 		b, reason := next()
 		switch reason {
-		case reasonNone:
+		case EndNone:
 			msgs = append(msgs, append([]byte{}, b.Frame()...))
 			buf.Put(b)
 			continue
-		case reasonUnsupported:
+		case EndUnsupported:
 			return msgs, endText
-		case reasonTooBig:
+		case EndTooBig:
 			return msgs, endBig
 		}
 		return msgs, endOther
@@ -152,7 +159,7 @@ func coderReads(t *testing.T, stream []byte, limit int) ([][]byte, readEnd) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The relay's read path before its own reader.
-	return readAll(func() (*buf.Buf, closeReason) { return wsRead(ctx, ws) })
+	return readAll(func() (*buf.Buf, End) { return wsRead(ctx, ws) })
 }
 
 // acceptOver is a coder/websocket server connection over conn, upgraded
@@ -180,9 +187,47 @@ type pipeHijacker struct {
 	h    http.Header
 }
 
-func (w *pipeHijacker) Header() http.Header         { return w.h }
-func (w *pipeHijacker) WriteHeader(int)             {}
+func (w *pipeHijacker) Header() http.Header { return w.h }
+
+func (w *pipeHijacker) WriteHeader(int) {}
+
 func (w *pipeHijacker) Write(b []byte) (int, error) { return len(b), nil }
+
 func (w *pipeHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return w.conn, bufio.NewReadWriter(bufio.NewReader(w.conn), bufio.NewWriter(w.conn)), nil
+}
+
+// wsRead reads one binary message into a pooled buffer (which the caller
+// owns), or returns why the connection ends.
+func wsRead(ctx context.Context, ws *websocket.Conn) (*buf.Buf, End) {
+	typ, rd, err := ws.Reader(ctx)
+	if err != nil {
+		return nil, readFailure(err, ctx)
+	}
+	if typ != websocket.MessageBinary {
+		return nil, EndUnsupported
+	}
+	b, err := readMessage(rd)
+	if err != nil {
+		return nil, readFailure(err, ctx)
+	}
+	return b, EndNone
+}
+
+func readFailure(err error, authCtx context.Context) End {
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooBig), errors.Is(err, buf.ErrTooBig):
+		return EndTooBig
+	case errors.Is(authCtx.Err(), context.DeadlineExceeded):
+		return EndTimeout
+	}
+	return EndClosed
+}
+
+// readMessage reads one message from r into a pooled buffer, leaving
+// headroom bytes free in front. It starts with the smallest class and moves
+// up only when the message does not fit, so small game packets never touch
+// a 64 KiB buffer. The caller owns the result.
+func readMessage(r io.Reader) (*buf.Buf, error) {
+	return buf.ReadInto(r, buf.Headroom, wire.MaxMessageSize)
 }

@@ -1,8 +1,6 @@
-package relay
+package wsframe
 
 import (
-	"github.com/purrfly/purrfly/relay/internal/buf"
-
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -41,25 +40,25 @@ func clientFrame(op byte, fin bool, p []byte) []byte {
 	return f
 }
 
-// frameReaderPair is a frameReader on the relay's end of a loopback TCP
+// frameReaderPair is a Reader on the relay's end of a loopback TCP
 // connection and the peer's end, which the test writes frames to and reads
 // the relay's answers from.
-func frameReaderPair(t *testing.T, limit int) (*frameReader, net.Conn) {
+func frameReaderPair(t *testing.T, limit int) (*Reader, net.Conn) {
 	t.Helper()
 	peer, relayEnd := tcpPair(t)
-	rc := newReadConn(&frameConn{Conn: relayEnd, upgraded: true}, nil)
+	rc := newReadConn(NewWriter(relayEnd, false), nil)
 	rc.bufio()
 	_ = relayEnd.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline
 	_ = peer.SetReadDeadline(time.Now().Add(10 * time.Second))     // wall clock: a real socket's deadline
-	return newFrameReader(rc, limit), peer
+	return newReader(rc, limit), peer
 }
 
-func (r *frameReader) mustNext(t *testing.T) []byte {
+func (r *Reader) mustNext(t *testing.T) []byte {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b, reason := r.next()
-	if reason != reasonNone {
+	if reason != EndNone {
 		t.Fatalf("next: %v", reason)
 	}
 	defer buf.Put(b)
@@ -69,7 +68,7 @@ func (r *frameReader) mustNext(t *testing.T) []byte {
 	return append([]byte(nil), b.Frame()...)
 }
 
-func (r *frameReader) mustEnd(t *testing.T, want closeReason) {
+func (r *Reader) mustEnd(t *testing.T, want End) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -164,36 +163,36 @@ func TestFrameReaderEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		stream []byte
-		want   closeReason
+		want   End
 		answer []byte // the relay's close frame payload (nil: none)
 	}{
-		{"text", clientFrame(opText, true, []byte("hi")), reasonUnsupported, nil},
-		{"too big", clientFrame(opBinary, true, make([]byte, 1001)), reasonTooBig,
+		{"text", clientFrame(opText, true, []byte("hi")), EndUnsupported, nil},
+		{"too big", clientFrame(opBinary, true, make([]byte, 1001)), EndTooBig,
 			append(binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusMessageTooBig)), "message too big"...)},
 		{"too big in fragments", append(clientFrame(opBinary, false, make([]byte, 600)), clientFrame(opContinuation, true, make([]byte, 401))...),
-			reasonTooBig, append(binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusMessageTooBig)), "message too big"...)},
-		{"unmasked", unmasked, reasonPeerClosed, protocolError},
-		{"reserved bits", rsv, reasonPeerClosed, protocolError},
-		{"length with its top bit", huge, reasonPeerClosed, protocolError},
-		{"reserved opcode", clientFrame(0x3, true, nil), reasonPeerClosed, protocolError},
-		{"reserved control opcode", clientFrame(0xb, true, nil), reasonPeerClosed, protocolError},
-		{"continuation of nothing", clientFrame(opContinuation, true, []byte("x")), reasonPeerClosed, protocolError},
+			EndTooBig, append(binary.BigEndian.AppendUint16(nil, uint16(websocket.StatusMessageTooBig)), "message too big"...)},
+		{"unmasked", unmasked, EndClosed, protocolError},
+		{"reserved bits", rsv, EndClosed, protocolError},
+		{"length with its top bit", huge, EndClosed, protocolError},
+		{"reserved opcode", clientFrame(0x3, true, nil), EndClosed, protocolError},
+		{"reserved control opcode", clientFrame(0xb, true, nil), EndClosed, protocolError},
+		{"continuation of nothing", clientFrame(opContinuation, true, []byte("x")), EndClosed, protocolError},
 		{"data inside a fragmented message", append(clientFrame(opBinary, false, []byte("x")), clientFrame(opBinary, true, []byte("y"))...),
-			reasonPeerClosed, protocolError},
-		{"fragmented ping", clientFrame(opPing, false, nil), reasonPeerClosed, protocolError},
-		{"long ping", clientFrame(opPing, true, make([]byte, 126)), reasonPeerClosed, protocolError},
-		{"close with one byte", clientFrame(opClose, true, []byte{3}), reasonPeerClosed, protocolError},
-		{"close with a code for no frame", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 1005)), reasonPeerClosed, protocolError},
-		{"close with a reserved code", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 1004)), reasonPeerClosed, protocolError},
-		{"close with a code under 1000", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 999)), reasonPeerClosed, protocolError},
-		{"close with a code past 4999", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 5000)), reasonPeerClosed, protocolError},
+			EndClosed, protocolError},
+		{"fragmented ping", clientFrame(opPing, false, nil), EndClosed, protocolError},
+		{"long ping", clientFrame(opPing, true, make([]byte, 126)), EndClosed, protocolError},
+		{"close with one byte", clientFrame(opClose, true, []byte{3}), EndClosed, protocolError},
+		{"close with a code for no frame", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 1005)), EndClosed, protocolError},
+		{"close with a reserved code", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 1004)), EndClosed, protocolError},
+		{"close with a code under 1000", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 999)), EndClosed, protocolError},
+		{"close with a code past 4999", clientFrame(opClose, true, binary.BigEndian.AppendUint16(nil, 5000)), EndClosed, protocolError},
 		{"close with a reason not UTF-8", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 1000), 0xff, 0xfe)),
-			reasonPeerClosed, protocolError},
+			EndClosed, protocolError},
 		{"close of an application", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 4000), "done, thanks"...)),
-			reasonPeerClosed, binary.BigEndian.AppendUint16(nil, 4000)},
-		{"close", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 1001), "bye"...)), reasonPeerClosed,
+			EndClosed, binary.BigEndian.AppendUint16(nil, 4000)},
+		{"close", clientFrame(opClose, true, append(binary.BigEndian.AppendUint16(nil, 1001), "bye"...)), EndClosed,
 			binary.BigEndian.AppendUint16(nil, 1001)},
-		{"empty close", clientFrame(opClose, true, nil), reasonPeerClosed, []byte{}},
+		{"empty close", clientFrame(opClose, true, nil), EndClosed, []byte{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, peer := frameReaderPair(t, 1000)
@@ -202,14 +201,14 @@ func TestFrameReaderEnds(t *testing.T) {
 			if tc.answer != nil {
 				expectFrame(t, peer, opClose, tc.answer)
 			}
-			r.mustEnd(t, reasonPeerClosed) // and nothing more is read
+			r.mustEnd(t, EndClosed) // and nothing more is read
 		})
 	}
 	t.Run("the peer gone", func(t *testing.T) {
 		r, peer := frameReaderPair(t, 1000)
 		_, _ = peer.Write(clientFrame(opBinary, false, []byte("half")))
 		peer.Close()
-		r.mustEnd(t, reasonPeerClosed)
+		r.mustEnd(t, EndClosed)
 	})
 }
 
@@ -221,9 +220,9 @@ func TestFrameReaderAwaitsTheClose(t *testing.T) {
 	go func() {
 		_, _ = peer.Write(clientFrame(opText, true, bytes.Repeat([]byte("t"), 5000)))
 	}()
-	r.mustEnd(t, reasonUnsupported)
-	code, text := reasonUnsupported.wsCode()
-	if err := r.rc.frameConn.writeClose(code, text, time.Now().Add(time.Second)); err != nil {
+	r.mustEnd(t, EndUnsupported)
+	code, text := uint16(websocket.StatusUnsupportedData), "binary messages only"
+	if err := r.rc.Writer.WriteClose(code, text, time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	expectFrame(t, peer, opClose, append(binary.BigEndian.AppendUint16(nil, uint16(code)), text...))
@@ -235,15 +234,15 @@ func TestFrameReaderAwaitsTheClose(t *testing.T) {
 		s = append(s, clientFrame(opBinary, true, []byte("after the close"))...)
 		_, _ = peer.Write(s)
 	}()
+	r.AwaitClose()
 	r.mu.Lock()
-	r.awaitClose()
 	closed := r.closed
 	r.mu.Unlock()
 	if !closed {
-		t.Fatal("awaitClose returned before the peer's close")
+		t.Fatal("AwaitClose returned before the peer's close")
 	}
 	// Nothing was answered: the relay's close was the last frame it sent.
-	r.rc.frameConn.Conn.Close()
+	r.rc.Writer.Conn.Close()
 	if rest, err := io.ReadAll(peer); len(rest) != 0 {
 		t.Fatalf("the relay sent %d more bytes (%v) after its close", len(rest), err)
 	}
@@ -269,7 +268,7 @@ func TestFrameReaderAllocatesNothing(t *testing.T) {
 		r.mu.Lock()
 		b, reason := r.next()
 		r.mu.Unlock()
-		if reason != reasonNone || b.Len() != 100 {
+		if reason != EndNone || b.Len() != 100 {
 			t.Fatalf("next: %v", reason)
 		}
 		buf.Put(b)
@@ -298,23 +297,23 @@ func (c *cyclicConn) Read(p []byte) (int, error) {
 }
 
 // BenchmarkFrameReader: one game-sized binary message a frame, read by
-// the relay's frameReader and, for comparison, by coder/websocket as the
+// the relay's Reader and, for comparison, by coder/websocket as the
 // relay read it before (wsRead), from the same endless stream without a
 // socket.
 func BenchmarkFrameReader(b *testing.B) {
 	for _, size := range []int{100, 1024} {
 		frame := clientFrame(opBinary, true, make([]byte, size))
 		b.Run(fmt.Sprintf("relay/%d", size), func(b *testing.B) {
-			rc := newReadConn(&frameConn{Conn: &cyclicConn{frame: frame}, upgraded: true}, nil)
+			rc := newReadConn(NewWriter(&cyclicConn{frame: frame}, false), nil)
 			rc.bufio()
-			r := newFrameReader(rc, wire.MaxMessageSize)
+			r := newReader(rc, wire.MaxMessageSize)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
 				r.mu.Lock()
 				m, reason := r.next()
 				r.mu.Unlock()
-				if reason != reasonNone {
+				if reason != EndNone {
 					b.Fatal(reason)
 				}
 				buf.Put(m)
@@ -329,7 +328,7 @@ func BenchmarkFrameReader(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				m, reason := wsRead(ctx, ws)
-				if reason != reasonNone {
+				if reason != EndNone {
 					b.Fatal(reason)
 				}
 				buf.Put(m)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package wsframe
+
+const raceEnabled = false
