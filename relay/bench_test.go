@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
@@ -26,11 +25,7 @@ type coreRoom struct {
 
 func newCoreRoom(tb testing.TB) *coreRoom {
 	tb.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return newCoreRoomIn(tb, newCore(clock.Real{}, testLogger(), m), "bench")
+	return newCoreRoomIn(tb, testCore(tb, clock.Real{}), "bench")
 }
 
 var parallelCore struct {
@@ -41,8 +36,7 @@ var parallelCore struct {
 // newCoreRoomNamed adds a room to one core shared by parallel benchmarks.
 func newCoreRoomNamed(tb testing.TB, name string) *coreRoom {
 	parallelCore.once.Do(func() {
-		m, _ := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-		parallelCore.c = newCore(clock.Real{}, testLogger(), m)
+		parallelCore.c = testCore(tb, clock.Real{})
 	})
 	return newCoreRoomIn(tb, parallelCore.c, name)
 }

@@ -95,5 +95,5 @@ func TestAuthTimeout(t *testing.T) {
 	s := startRelay(t, Options{AuthTimeout: 100 * time.Millisecond})
 	p := dial(t, s.WSURL())
 	p.closed()
-	waitFor(t, "auth timeout counted", func() bool { return counterValue(s.m.disconnect[reasonAuthTimeout]) == 1 })
+	waitFor(t, "auth timeout counted", func() bool { return disconnects(t, s, reasonAuthTimeout) == 1 })
 }

@@ -20,8 +20,10 @@ import (
 //   - every pipe peer is an open connection with the pipe role;
 //   - the room and connection counters match the tables;
 //   - no room phase transition was ever refused (phase.go).
-func (s *Server) ConsistencyCheck() error {
-	c := s.core
+func (s *Server) ConsistencyCheck() error { return s.core.ConsistencyCheck() }
+
+// ConsistencyCheck is Server.ConsistencyCheck's work.
+func (c *core) ConsistencyCheck() error {
 	var errs []error
 	rooms := c.rooms.all()
 	if int64(len(rooms)) != c.rooms.n.Load() {

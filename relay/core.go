@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/randid"
@@ -36,13 +39,12 @@ func (nopNotifier) roomRemoved(wire.Removal) {}
 // Lock order: roomTable shard -> room.mu -> conn.mu, and room.mu ->
 // registrar.mu. No lock is held across I/O.
 type core struct {
-	clock        clock.Clock  // static
-	log          *slog.Logger // static
-	m            *metrics     // static
-	notify       notifier     // static after construction
-	emptyTimeout time.Duration
-	slowTimeout  time.Duration // static: Options.SlowReceiverTimeout (core tests set it directly)
-	closeGrace   time.Duration // static: a graceful close drops the transport if it has not ended by then (tests shorten it)
+	clock        clock.Clock   // static
+	log          *slog.Logger  // static
+	m            *metrics      // static
+	notify       notifier      // static after construction
+	emptyTimeout time.Duration // static: a room empty this long is removed
+	slowTimeout  time.Duration // static: a receiver above the soft queue bound this long is closed (core tests set it directly)
 	// activationLease and grantLifetime are host migration's lease and
 	// grant lifetime (migration.go); static after construction.
 	activationLease time.Duration
@@ -82,25 +84,53 @@ type natBroker interface {
 	expect(token string, host, client transport)
 }
 
-func newCore(clk clock.Clock, log *slog.Logger, m *metrics) *core {
+// coreConfig configures a core; zero durations and room bounds take the
+// defaults.
+type coreConfig struct {
+	Clock   clock.Clock           // nil: the real clock
+	Log     *slog.Logger          // nil: discard
+	Metrics prometheus.Registerer // where the core's metrics go; nil: a registry of its own
+
+	EmptyRoomTimeout    time.Duration // a room empty this long is removed
+	SlowReceiverTimeout time.Duration // a receiver above the soft queue bound this long is closed
+	ActivationLease     time.Duration // host migration's activation lease
+	GrantLifetime       time.Duration // a live host's grant's life
+	MaxRooms            int           // rooms held at most (a new one past it is relay_full)
+	MaxConns            int           // connections past which a new room is relay_full; 0: no bound
+}
+
+// newCore is a core with no room and no connection. It registers the
+// core's metrics.
+func newCore(cfg coreConfig) (*core, error) {
 	c := &core{
-		clock:        clk,
-		log:          log,
-		m:            m,
+		clock:        clock.OrReal(cfg.Clock),
+		log:          cfg.Log,
 		notify:       nopNotifier{},
-		emptyTimeout: DefaultEmptyRoomTimeout,
-		slowTimeout:  DefaultSlowReceiverTimeout,
-		closeGrace:   closeGrace,
+		emptyTimeout: cmp.Or(cfg.EmptyRoomTimeout, DefaultEmptyRoomTimeout),
+		slowTimeout:  cmp.Or(cfg.SlowReceiverTimeout, DefaultSlowReceiverTimeout),
 		idle:         make(chan struct{}, 1),
 
-		activationLease: DefaultActivationLease,
-		grantLifetime:   DefaultGrantLifetime,
-		maxRooms:        DefaultMaxRooms,
+		activationLease: cmp.Or(cfg.ActivationLease, DefaultActivationLease),
+		grantLifetime:   cmp.Or(cfg.GrantLifetime, DefaultGrantLifetime),
+		maxRooms:        cmp.Or(cfg.MaxRooms, DefaultMaxRooms),
+		maxConns:        cfg.MaxConns,
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	reg := cfg.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	var err error
+	c.m, err = newMetrics(reg, func() float64 { return float64(c.conns.n.Load()) }, func() float64 { return float64(c.rooms.n.Load()) })
+	if err != nil {
+		return nil, err
 	}
 	c.rooms.init(roomShard)
 	c.pipes.init(connShard)
 	c.conns.init(connShard)
-	return c
+	return c, nil
 }
 
 // newConn registers a new connection with a fresh id. ids are positive as

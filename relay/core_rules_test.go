@@ -18,11 +18,7 @@ import (
 
 func newTestCore(t *testing.T) *core {
 	t.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newCore(clock.Real{}, testLogger(), m)
+	return testCore(t, clock.Real{})
 }
 
 // feed hands msg to the core from cn, as a reader does.
@@ -211,11 +207,7 @@ func TestHostLeavingDuringShutdownSays1012(t *testing.T) {
 // been empty for exactly the empty-room timeout, not a sweep later.
 func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCore(clk, testLogger(), m)
+	c := testCore(t, clk)
 	if _, err := c.allocate("idle", "id"); err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +227,7 @@ func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 // count as the room's connections, so the room does not expire under them.
 func TestIsolatedPlayersKeepTheRoom(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCore(clk, testLogger(), m)
+	c := testCore(t, clk)
 	if _, err := c.allocate("migrating", "id"); err != nil {
 		t.Fatal(err)
 	}
@@ -257,4 +245,14 @@ func TestIsolatedPlayersKeepTheRoom(t *testing.T) {
 	if c.rooms.get("migrating") == nil {
 		t.Fatal("a room with an isolated player expired as empty")
 	}
+}
+
+// testCore is a core on clk with its own metrics registry.
+func testCore(tb testing.TB, clk clock.Clock) *core {
+	tb.Helper()
+	c, err := newCore(coreConfig{Clock: clk, Log: testLogger(), Metrics: prometheus.NewRegistry()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }

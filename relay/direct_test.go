@@ -239,7 +239,9 @@ func goroutineIn(frames ...string) bool {
 	return false
 }
 
-func (r *directRig) direct(res directResult) float64 { return counterValue(r.s.m.direct[res]) }
+func (r *directRig) direct(res directResult) float64 {
+	return metricValue(r.t, r.s, "purrfly_relay_direct_writes_total", "result", directResultNames[res])
+}
 
 // TestDirectWritePartial: a frame longer than the socket can take is
 // partly written by the sender; the rest, with the frame mutex, goes to

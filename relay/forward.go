@@ -150,7 +150,7 @@ func linkURL(endpoint string) string {
 func (m *mesh) runLink(c *conn, up *uplink, first *buf.Buf, udp bool) {
 	t := newWSTransport(m.core, up.ws, up.lc, up.drop, linkGrace)
 	link := m.core.newLink(t)
-	c.role, c.up = roleForwarded, link
+	c.ForwardTo(link)
 	m.m.active.Inc()
 	m.sessions.Add(1)
 	readerDone := make(chan struct{})

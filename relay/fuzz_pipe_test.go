@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
@@ -25,11 +23,7 @@ func FuzzCorePipe(f *testing.F) {
 	f.Add(uint8(3), []byte{9, 0, 0, 0, 0, 'x'})
 	f.Add(uint8(2), []byte{1, 2, 3})
 	f.Add(uint8(3), []byte{byte(wire.ReliableOrdered), 0, 0, 0, 0})
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		f.Fatal(err)
-	}
-	c := newCore(clock.Real{}, testLogger(), m)
+	c := testCore(f, clock.Real{})
 	cr := &coreRoom{core: c, udp: map[*conn]bool{}}
 	var pipes [2][2]*conn // [framing: WebSocket, UDP][sender, receiver]
 	for i := range pipes {

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
@@ -26,11 +24,7 @@ func FuzzCoreFrames(f *testing.F) {
 // coreFramesBody builds FuzzCoreFrames' body (and its rooms, on tb).
 func coreFramesBody(tb testing.TB) func(t *testing.T, which uint8, fromHost, fromClient []byte) {
 	tb.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := newCore(clock.Real{}, testLogger(), m)
+	c := testCore(tb, clock.Real{})
 	framings := [4][2]bool{{false, false}, {true, true}, {false, true}, {true, false}} // UDP framing: host, client
 	rooms := make([]*coreRoom, 4)
 	for i, fr := range framings {

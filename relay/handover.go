@@ -73,7 +73,7 @@ const (
 // asked for, a draining or retiring machine asks for none (it takes no new rooms), and
 // nobody asks unless the balancer said it applies moved publications.
 func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
-	if loc.Connections > 0 || !m.sameApp(loc) || m.core.takesNoRooms() || m.reg == nil || !m.reg.handover.Load() {
+	if loc.Connections > 0 || !m.sameApp(loc) || m.core.TakesNoRooms() || m.reg == nil || !m.reg.handover.Load() {
 		return false
 	}
 	start := m.clock.Now()

@@ -285,3 +285,41 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 	})
 	return client, server
 }
+
+// metricValue is the value of s's metric name with label=value (a
+// counter or a gauge), as /metrics tells it; 0 when it was never counted.
+func metricValue(tb testing.TB, s *Server, name, label, value string) float64 {
+	tb.Helper()
+	mfs, err := s.gatherer.Gather()
+	if err != nil {
+		tb.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					if m.Counter != nil {
+						return m.Counter.GetValue()
+					}
+					return m.Gauge.GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// disconnects is how many connections of s ended for reason.
+func disconnects(tb testing.TB, s *Server, reason closeReason) float64 {
+	tb.Helper()
+	return metricValue(tb, s, "purrfly_relay_disconnects_total", "reason", reason.String())
+}
+
+// drops is how many packets s dropped for reason.
+func drops(tb testing.TB, s *Server, reason string) float64 {
+	tb.Helper()
+	return metricValue(tb, s, "purrfly_relay_dropped_packets_total", "reason", reason)
+}

@@ -85,8 +85,8 @@ func (s *Server) handlePing(w http.ResponseWriter, r *http.Request) error {
 		MachineID:        s.opts.MachineID,
 		ImageRef:         s.opts.ImageRef,
 		InternalProtocol: wire.InternalProtocolVersion,
-		Draining:         s.core.draining.Load(),
-		Retiring:         s.core.retiring.Load(),
+		Draining:         s.core.Draining(),
+		Retiring:         s.core.Retiring(),
 		RetireBy:         s.retire.deadline(),
 	})
 	return nil

@@ -189,15 +189,7 @@ func (m *mesh) close() {
 }
 
 // local reports whether this relay holds a live room of that name.
-func (m *mesh) local(name string) bool {
-	r := m.core.rooms.get(name)
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.liveLocked()
-}
+func (m *mesh) local(name string) bool { return m.core.Local(name) }
 
 // sameApp reports whether a holder is a machine of this relay's own app:
 // clients reach it at the same public host and port, so Fly's proxy can

@@ -59,7 +59,7 @@ func TestMigrationLeaseIsolatesOrdinaryClients(t *testing.T) {
 	second := provisional(t, m.s, m.name, m.clientSecret, c.Secret) // a second lane: isolated
 	ordinary.send([]byte("hello host"))
 	second.send([]byte("me too"))
-	waitFor(t, "isolated packets dropped", func() bool { return counterValue(m.s.m.drops[dropIsolated]) == 2 })
+	waitFor(t, "isolated packets dropped", func() bool { return drops(t, m.s, dropIsolated) == 2 })
 
 	// The lane and the provisional host talk; nothing of the isolated
 	// clients reached the host before this.

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
@@ -27,12 +25,8 @@ type migCore struct {
 
 func newMigCore(t *testing.T, name string) *migCore {
 	t.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-	c := newCore(clk, testLogger(), m)
+	c := testCore(t, clk)
 	a, err := c.allocate(name, "alloc-"+name)
 	if err != nil {
 		t.Fatal(err)

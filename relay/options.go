@@ -12,6 +12,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/promreg"
+	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -261,7 +262,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	if o.BootID == "" {
-		o.BootID = randomHex(16)
+		o.BootID = randid.Hex(16)
 	}
 	if o.Metrics == nil {
 		o.Metrics = promreg.New()

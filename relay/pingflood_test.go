@@ -57,7 +57,7 @@ func TestPingFloodWithoutReadingIsDropped(t *testing.T) {
 	}()
 	start := time.Now() // wall clock: the bound is the socket's own deadline
 	waitFor(t, "the flooding peer dropped at the authentication timeout", func() bool {
-		return counterValue(s.m.disconnect[reasonAuthTimeout]) == 1
+		return disconnects(t, s, reasonAuthTimeout) == 1
 	})
 	if el := time.Since(start); el > authTimeout+limitMargin {
 		t.Fatalf("dropped after %v, want about %v", el, authTimeout)

@@ -60,7 +60,7 @@ func TestAuthentication(t *testing.T) {
 	if got := h.auth("room", hs); got != wire.Authenticated {
 		t.Fatalf("host auth via HTTP port: %d", got)
 	}
-	if got := counterValue(s.m.authFailed); got != float64(len(cases)) {
+	if got := metricValue(t, s, "purrfly_relay_auth_total", "result", "failed"); got != float64(len(cases)) {
 		t.Fatalf("auth failures counted %v, want %d", got, len(cases))
 	}
 }
@@ -130,7 +130,7 @@ func TestForwarding(t *testing.T) {
 	}
 	for reason, want := range map[string]float64{dropSmallClient: 1, dropUnknown: 1, dropTruncated: 1,
 		dropEmptyPayload: 1, dropBadTarget: 1} {
-		if got := counterValue(s.m.drops[reason]); got != want {
+		if got := drops(t, s, reason); got != want {
 			t.Errorf("drops[%s] = %v, want %v", reason, got, want)
 		}
 	}
@@ -147,7 +147,7 @@ func TestSendOneToAnotherRoomIgnored(t *testing.T) {
 	hostB, clientB, idB := hostWithClient(t, s, "b")
 	hostA.send(sendOne(idB, "intrusion"))
 	hostA.send(wire.AppendKick(nil, idB))
-	waitFor(t, "both dropped", func() bool { return counterValue(s.m.drops[dropBadTarget]) == 2 })
+	waitFor(t, "both dropped", func() bool { return drops(t, s, dropBadTarget) == 2 })
 	// Room b's own host still reaches its client, which was neither sent
 	// the intrusion nor kicked.
 	hostB.send(sendOne(idB, "legit"))
@@ -213,7 +213,7 @@ func TestMessageSizeLimit(t *testing.T) {
 	}
 	// Up to 65,535 bytes is still a legal client message, but it would make
 	// a frame the host cannot take: dropped and counted, nobody disconnected.
-	dropped := s.m.drops[dropTooLargeForHost]
+	dropped := drops(t, s, dropTooLargeForHost)
 	for n := wire.MaxMessageSize - 4; n <= wire.MaxMessageSize; n++ {
 		client.send(bytes.Repeat([]byte{7}, n))
 	}
@@ -221,7 +221,7 @@ func TestMessageSizeLimit(t *testing.T) {
 	if pk := host.expectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "sentinel") {
 		t.Fatalf("after the oversized ones the host got %d bytes, want the sentinel", len(pk.Payload))
 	}
-	if got := counterValue(dropped); got != 5 {
+	if got := drops(t, s, dropTooLargeForHost) - dropped; got != 5 {
 		t.Fatalf("too_large_for_host drops %v, want 5", got)
 	}
 	host.send(sendOne(id, "still here"))

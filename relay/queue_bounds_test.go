@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
@@ -27,11 +25,7 @@ var (
 // newClockedCoreRoom is newCoreRoom on clk.
 func newClockedCoreRoom(t *testing.T, clk clock.Clock) *coreRoom {
 	t.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), func() float64 { return 0 }, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newCoreRoomIn(t, newCore(clk, testLogger(), m), "bounds")
+	return newCoreRoomIn(t, testCore(t, clk), "bounds")
 }
 
 // fill queues n frames of payload for the room's client (which never

@@ -40,7 +40,7 @@ func (r *reachability) ok() bool { return r.url == "" || r.reached.Load() }
 // registrationState adds the relay's retiring and reachability to a
 // heartbeat.
 func (s *Server) registrationState(req *wire.RegisterRequest) {
-	req.Retiring = s.core.retiring.Load()
+	req.Retiring = s.core.Retiring()
 	req.RetireBy = s.retire.deadline()
 	req.Unreachable = !req.Retiring && !s.reach.ok()
 }

@@ -32,7 +32,7 @@ type registrar struct {
 	secret   string         // static
 	client   *http.Client   // static
 	log      *slog.Logger   // static
-	m        *metrics       // static
+	m        *serverMetrics // static
 	clock    clock.Clock    // static
 	interval time.Duration  // static
 	timeout  time.Duration  // static: per request
@@ -214,9 +214,9 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 	g.reregister = false
 	req := wire.RegisterRequest{
 		Relay:            g.info,
-		Draining:         g.core.draining.Load(),
-		Connections:      int(g.core.conns.n.Load()),
-		Rooms:            int(g.core.rooms.n.Load()),
+		Draining:         g.core.Draining(),
+		Connections:      g.core.NumConns(),
+		Rooms:            g.core.NumRooms(),
 		HeartbeatSeconds: heartbeatSeconds(g.interval),
 	}
 	if g.state != nil {
@@ -247,7 +247,7 @@ func (g *registrar) publishSnapshot(ctx context.Context) {
 	g.mu.Lock()
 	clear(g.dirty)
 	g.mu.Unlock()
-	pubs := publications(g.core.rooms.all())
+	pubs := g.core.Publications(nil)
 	if len(pubs) == 0 {
 		g.publish(ctx, nil, true)
 		return
@@ -277,7 +277,7 @@ func (g *registrar) publishDirty(ctx context.Context) bool {
 	}
 	clear(g.dirty)
 	g.mu.Unlock()
-	pubs := publications(rooms)
+	pubs := g.core.Publications(rooms)
 	ok := true
 	for len(pubs) > 0 {
 		n := min(len(pubs), maxPerRequest)
@@ -285,21 +285,6 @@ func (g *registrar) publishDirty(ctx context.Context) bool {
 		pubs = pubs[n:]
 	}
 	return ok
-}
-
-// publications reads the live rooms' publications (removed ones are the
-// outbox's business).
-func publications(rooms []*room) []wire.Publication {
-	pubs := make([]wire.Publication, 0, len(rooms))
-	for _, r := range rooms {
-		r.mu.Lock()
-		if r.liveLocked() {
-			pubs = append(pubs, r.publicationLocked())
-		}
-		r.mu.Unlock()
-	}
-	slices.SortFunc(pubs, func(a, b wire.Publication) int { return strings.Compare(a.Name, b.Name) })
-	return pubs
 }
 
 // publish sends pubs and applies the verdicts; it reports false when the
@@ -342,9 +327,7 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 // none of the run goroutine's state; the room stays marked dirty, so the
 // loop publishes it as well (publications are idempotent).
 func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationStatus, error) {
-	r.mu.Lock()
-	p := r.publicationLocked()
-	r.mu.Unlock()
+	p, _ := r.Publication()
 	req := wire.PublishRequest{BootID: g.info.BootID, Endpoint: g.info.Endpoint, Rooms: []wire.Publication{p}}
 	var resp wire.PublishResponse
 	if err := g.post(ctx, "publish", wire.PathPublish, req, &resp); err != nil {
@@ -368,11 +351,7 @@ func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationSt
 // for good: its host and players learn (1012) and the name lives in one
 // place.
 func (g *registrar) refused(res wire.PublicationResult) {
-	r := g.core.rooms.get(res.Name)
-	if r == nil {
-		return
-	}
-	if g.core.endRoomIf(r, reasonRoomGone, func() bool { return r.epoch == res.Epoch }) {
+	if g.core.EndIncarnation(res.Name, res.Epoch, reasonRoomGone) {
 		g.log.Warn("the balancer refused this room's publication; ended it here", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
 	}
 }

@@ -107,7 +107,7 @@ func (s *Server) Retire(by time.Time) (wire.RetireStatus, error) {
 	r.loop = true
 	by = r.by
 	r.mu.Unlock()
-	s.core.retiring.Store(true)
+	s.core.SetRetiring()
 	if start {
 		s.bg.Go(s.retireLoop)
 	}
@@ -125,7 +125,7 @@ func (s *Server) Retire(by time.Time) (wire.RetireStatus, error) {
 
 func (s *Server) retireStatus() wire.RetireStatus {
 	st := s.Stats()
-	return wire.RetireStatus{BootID: s.opts.BootID, Retiring: s.core.retiring.Load(), RetireBy: s.retire.deadline(),
+	return wire.RetireStatus{BootID: s.opts.BootID, Retiring: s.core.Retiring(), RetireBy: s.retire.deadline(),
 		Rooms: st.Rooms, Connections: st.Connections}
 }
 
@@ -194,13 +194,13 @@ func (s *Server) retireStep() bool {
 // and no room, and reports whether it did. A session admitted just
 // before is seen and the relay serves on.
 func (s *Server) leaveIfIdle() bool {
-	if s.core.conns.n.Load() > 0 || s.core.rooms.n.Load() > 0 {
+	if s.core.NumConns() > 0 || s.core.NumRooms() > 0 {
 		return false
 	}
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	if s.core.conns.n.Load() == 0 && s.core.rooms.n.Load() == 0 {
+	if s.core.NumConns() == 0 && s.core.NumRooms() == 0 {
 		return true
 	}
 	s.mu.Lock()
@@ -251,7 +251,7 @@ func (c *core) expireRetired(now time.Time) {
 // app (back here, marked replayed, when there is none). It reports
 // whether it answered.
 func (s *Server) retireReplay(w http.ResponseWriter, r *http.Request, sid wire.SessionID) bool {
-	if !s.core.retiring.Load() || s.mesh == nil || r.Header.Get(wire.HeaderFlyReplaySrc) != "" {
+	if !s.core.Retiring() || s.mesh == nil || r.Header.Get(wire.HeaderFlyReplaySrc) != "" {
 		return false
 	}
 	if sid != "" && s.mesh.local(string(sid)) {

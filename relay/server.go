@@ -31,7 +31,7 @@ type Server struct {
 	opts     Options // static after New (PublicHost and Endpoint completed by Start)
 	log      *slog.Logger
 	clock    clock.Clock
-	m        *metrics
+	m        *serverMetrics
 	gatherer prometheus.Gatherer
 	core     *core
 	reg      *registrar    // nil when standalone
@@ -42,6 +42,7 @@ type Server struct {
 	reach    reachability  // reachable.go
 
 	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
+	closeGrace      time.Duration // static: a graceful WebSocket close drops the socket if not over by then (tests shorten it)
 	cleanupInterval time.Duration // static
 
 	// Set by Start before anything is served; static afterwards.
@@ -78,32 +79,33 @@ func New(opts Options) (*Server, error) {
 	if g, ok := o.Metrics.(prometheus.Gatherer); ok {
 		s.gatherer = g
 	}
-	s.core = newCore(o.Clock, s.log, nil)
-	s.m, err = newMetrics(o.Metrics,
-		func() float64 { return float64(s.core.conns.n.Load()) },
-		func() float64 { return float64(s.core.rooms.n.Load()) })
+	maxRooms := o.MaxRooms
+	if c := o.Capacity.MaxRooms; c > 0 && c < o.MaxRooms {
+		maxRooms = c
+	}
+	s.core, err = newCore(coreConfig{
+		Clock: o.Clock, Log: s.log, Metrics: o.Metrics,
+		EmptyRoomTimeout: o.EmptyRoomTimeout, SlowReceiverTimeout: o.SlowReceiverTimeout,
+		ActivationLease: o.ActivationLease, GrantLifetime: o.GrantLifetime,
+		MaxRooms: maxRooms, MaxConns: o.Capacity.MaxConnections,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s.core.m = s.m
+	if s.m, err = newServerMetrics(o.Metrics); err != nil {
+		return nil, err
+	}
 	if s.retireM, err = newRetireMetrics(o.Metrics); err != nil {
 		return nil, err
 	}
 	s.retire.done = make(chan struct{})
 	s.reach.url = o.ReachableURL
-	s.core.emptyTimeout = o.EmptyRoomTimeout
-	s.core.activationLease, s.core.grantLifetime = o.ActivationLease, o.GrantLifetime
-	s.core.maxRooms = o.MaxRooms
-	s.core.slowTimeout = o.SlowReceiverTimeout
-	if c := o.Capacity.MaxRooms; c > 0 && c < o.MaxRooms {
-		s.core.maxRooms = c
-	}
-	s.core.maxConns = o.Capacity.MaxConnections
+	s.closeGrace = closeGrace
 	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	if o.BalancerURL != "" {
 		s.reg = newRegistrar(s)
 		s.reg.state = s.registrationState
-		s.core.notify = s.reg
+		s.core.SetNotifier(s.reg)
 	}
 	if o.MultiMachine {
 		if s.mesh, err = newMesh(s); err != nil {
@@ -256,7 +258,7 @@ func (s *Server) relayInfo() wire.RelayInfo {
 		Labels:         s.opts.Labels,
 		// The bounds it enforces: its room bound is never unlimited
 		// (MaxRooms applies when Capacity.MaxRooms does not).
-		Capacity: wire.Capacity{MaxRooms: s.core.maxRooms, MaxConnections: s.core.maxConns},
+		Capacity: s.core.Capacity(),
 	}
 }
 
@@ -328,7 +330,7 @@ func (s *Server) BootID() string { return s.opts.BootID }
 
 // Stats counts rooms and open connections.
 func (s *Server) Stats() Stats {
-	return Stats{Rooms: int(s.core.rooms.n.Load()), Connections: int(s.core.conns.n.Load())}
+	return Stats{Rooms: s.core.NumRooms(), Connections: s.core.NumConns()}
 }
 
 // Shutdown drains: it stops taking new rooms (allocation answers
@@ -341,20 +343,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.end() {
 		return nil
 	}
-	s.core.draining.Store(true)
-	s.log.Info("relay draining", "connections", s.core.conns.n.Load(), "rooms", s.core.rooms.n.Load())
+	s.core.SetDraining()
+	s.log.Info("relay draining", "connections", s.core.NumConns(), "rooms", s.core.NumRooms())
 	if s.reg != nil {
 		hctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 		s.reg.do(hctx, s.ctx.Done(), func(ctx context.Context) { s.reg.heartbeat(ctx) })
 		cancel()
 	}
 	var waitErr error
-	if s.opts.DrainTimeout > 0 && s.core.conns.n.Load() > 0 {
+	if s.opts.DrainTimeout > 0 && s.core.NumConns() > 0 {
 		t := s.clock.NewTimer(s.opts.DrainTimeout)
 	wait:
-		for s.core.conns.n.Load() > 0 {
+		for s.core.NumConns() > 0 {
 			select {
-			case <-s.core.idle:
+			case <-s.core.Idle():
 			case <-t.C():
 				break wait
 			case <-ctx.Done():
@@ -374,7 +376,7 @@ func (s *Server) Close() error {
 	if !s.end() {
 		return nil
 	}
-	s.core.draining.Store(true)
+	s.core.SetDraining()
 	s.finish(context.Background(), false)
 	return nil
 }
@@ -442,7 +444,7 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 	}
 	s.cancel(errors.New("relay closed"))
 	s.bg.Wait()
-	s.core.aborts.Wait()
+	s.core.Wait()
 	if s.mesh != nil {
 		s.mesh.close()
 	}

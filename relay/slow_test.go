@@ -59,7 +59,7 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 	sent := 0
 	deadline := time.Now().Add(20 * time.Second) // wall clock: bounds a load loop over real sockets
 	forced := func() float64 {
-		return counterValue(s.m.disconnect[reasonSlowReceiver]) + counterValue(s.m.disconnect[reasonQueueOverflow])
+		return disconnects(t, s, reasonSlowReceiver) + disconnects(t, s, reasonQueueOverflow)
 	}
 	for forced() == 0 {
 		if sent == 5000 || time.Now().After(deadline) { // wall clock: the bound above

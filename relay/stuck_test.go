@@ -35,7 +35,7 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	fake := clock.NewFake(time.Unix(2_000_000, 0))
 	s := startRelay(t, Options{Clock: fake, SlowReceiverTimeout: time.Hour}, // only the close grace may end it
-		func(s *Server) { s.core.closeGrace = grace })
+		func(s *Server) { s.closeGrace = grace })
 	hs, cs := mustAllocate(t, s, "room")
 	host := join(t, s, "room", hs)
 	stuck := dialSmallWindow(t, s.WSURL()) // reads its [3], then never again

@@ -103,7 +103,7 @@ func (s *Server) startUDP() error {
 	}
 	u.ep.Store(ep)
 	s.udp = u
-	s.core.nat = u
+	s.core.SetNAT(u)
 	return nil
 }
 

@@ -44,7 +44,7 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 		if len(uc.early) >= udpEarlyMax {
 			uc.mu.Unlock()
 			buf.Put(b)
-			uc.c.core.m.drop(dropSenderClosed)
+			uc.u.s.core.Drop(dropSenderClosed)
 			uc.c.close(reasonQueueOverflow)
 			return
 		}
@@ -56,7 +56,7 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 	first := !uc.started
 	uc.started = true
 	mesh := uc.u.s.mesh
-	if first && mesh != nil && !uc.c.closing.Load() && mesh.mayForward(b.Frame()) {
+	if first && mesh != nil && !uc.c.Closing() && mesh.mayForward(b.Frame()) {
 		uc.authing = true
 		uc.mu.Unlock()
 		uc.u.s.sessions.Add(1)
@@ -70,12 +70,12 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 // handle gives b to the core, its delivery method taken out of PurrNet's
 // UDP framing, and confirms the peer once authenticated.
 func (uc *udpConn) handle(b *buf.Buf) {
-	authing := uc.c.role == roleNone
+	authing := uc.c.Role() == roleNone
 	if !unframeUDP(uc.u.s.core, uc.c, b) {
 		return
 	}
 	uc.u.s.core.handle(uc.c, b)
-	if authing && uc.c.role != roleNone {
+	if authing && uc.c.Role() != roleNone {
 		uc.p.Confirm()
 	}
 }
@@ -105,9 +105,9 @@ func (uc *udpConn) authRouted(first *buf.Buf) {
 		uc.early[0] = nil
 		uc.early = uc.early[1:]
 		uc.mu.Unlock()
-		if uc.c.closing.Load() {
+		if uc.c.Closing() {
 			buf.Put(b)
-			uc.c.core.m.drop(dropSenderClosed)
+			uc.u.s.core.Drop(dropSenderClosed)
 			continue
 		}
 		uc.handle(b)
@@ -148,7 +148,7 @@ func (uc *udpConn) send(b *buf.Buf) {
 	data := b.Frame()
 	if !m.Fragments() && len(data) > maxUDPSingle(m) {
 		if !m.Reliable() {
-			uc.c.core.m.drop(dropTooLargeForUDP)
+			uc.u.s.core.Drop(dropTooLargeForUDP)
 			return
 		}
 		m = litenet.ReliableOrdered // PurrLay's rule for a reliable frame too long for its method
@@ -156,9 +156,9 @@ func (uc *udpConn) send(b *buf.Buf) {
 	}
 	if err := uc.p.Send(m, data); err != nil {
 		if errors.Is(err, litenet.ErrClosed) {
-			uc.c.core.m.drop(dropReceiverClosed)
+			uc.u.s.core.Drop(dropReceiverClosed)
 		} else {
-			uc.c.core.m.drop(dropTooLargeForUDP)
+			uc.u.s.core.Drop(dropTooLargeForUDP)
 		}
 	}
 }
@@ -224,13 +224,13 @@ func (m *mesh) mayForward(first []byte) bool {
 func unframeUDP(c *core, cn *conn, b *buf.Buf) bool {
 	var from wire.Sender
 	switch {
-	case cn.closing.Load():
+	case cn.Closing():
 		return true
-	case cn.role == roleClient:
+	case cn.Role() == roleClient:
 		from = wire.FromClient
-	case cn.role == roleHost:
+	case cn.Role() == roleHost:
 		from = wire.FromHost
-	case cn.role == rolePipe:
+	case cn.Role() == rolePipe:
 		from = wire.FromPipe
 	default:
 		return true

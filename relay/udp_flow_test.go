@@ -85,7 +85,7 @@ func TestUDPSilentPeerTimesOut(t *testing.T) {
 	raw := newRawUDP(t, netip.MustParseAddrPort(s.UDPAddr()), 10)
 	raw.auth("silent", cs, wire.Authenticated)
 	id := h.expectToHost(wire.ToHostConnected).IDs[0]
-	timedOut := func() bool { return counterValue(s.m.disconnect[reasonPeerTimeout]) == 1 }
+	timedOut := func() bool { return disconnects(t, s, reasonPeerTimeout) == 1 }
 	for i := 0; !timedOut(); i++ {
 		if i == 60 {
 			t.Fatal("a silent UDP peer was kept past the UDP timeout")

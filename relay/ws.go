@@ -312,7 +312,7 @@ func (t *wsTransport) endWriter() {
 // keeps a reader that has only ever run the read loop. With the handler
 // gone, net/http's request, response and 4 KiB buffers are garbage too.
 func (s *Server) runWS(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reader, forwarded, udp bool, done func()) {
-	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.core.closeGrace)
+	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.closeGrace)
 	t.fr = fr
 	t.udp = udp
 	if udp {
@@ -331,7 +331,7 @@ func (s *Server) runWS(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reade
 		done()
 	}
 	reason := s.wsAuth(t, c, forwarded)
-	if reason == reasonNone && !c.closing.Load() {
+	if reason == reasonNone && !c.Closing() {
 		go func() { end(s.wsReadLoop(t, c)) }()
 		return
 	}
@@ -364,7 +364,7 @@ func (s *Server) wsAuth(t *wsTransport, c *conn, forwarded bool) closeReason {
 func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
 	for {
 		b, end, more := t.fr.Next()
-		c.direct = !more
+		c.SetDirect(!more)
 		if end != wsframe.EndNone {
 			return reasonOfEnd(end)
 		}
@@ -372,7 +372,7 @@ func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
 			continue
 		}
 		s.core.handle(c, b)
-		if c.closing.Load() {
+		if c.Closing() {
 			return reasonNone
 		}
 	}

@@ -1,0 +1,164 @@
+package relay
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/purrfly/purrfly/relay/internal/core/phase"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// What the server, the transports, the mesh and the registrar ask of the
+// core and its connections and rooms, besides routing.
+
+// ID is the connection's id (static).
+func (c *conn) ID() wire.ConnID { return c.id }
+
+// Role is the connection's role. Its reader reads it freely (it writes it,
+// at authentication); nobody else calls it.
+func (c *conn) Role() role { return c.role }
+
+// Closing reports whether the connection was closed (lock-free).
+func (c *conn) Closing() bool { return c.closing.Load() }
+
+// SetDirect says whether the message the reader routes next is the last
+// it has read (nothing more buffered), so that the frame it routes may be
+// written by the reader itself (conn.send). Only the reader calls it.
+func (c *conn) SetDirect(direct bool) { c.direct = direct }
+
+// Transport is the connection's transport (static).
+func (c *conn) Transport() transport { return c.t }
+
+// ForwardTo makes c a forwarded connection whose frames go to link, the
+// queue toward the machine holding its room (NewLink). The reader calls
+// it once, in place of routing c's first message.
+func (c *conn) ForwardTo(link *conn) { c.role, c.up = roleForwarded, link }
+
+// WriteIdle reports whether nobody owns c's write side and nothing is
+// queued (tests: the writer is parked, as between two game ticks).
+func (c *conn) WriteIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wr == wrIdle && len(c.q) == 0
+}
+
+// Room is the live room of that name here, or nil.
+func (c *core) Room(name string) *room {
+	r := c.rooms.get(name)
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.liveLocked() {
+		return nil
+	}
+	return r
+}
+
+// Local reports whether this relay holds a live room of that name.
+func (c *core) Local(name string) bool { return c.Room(name) != nil }
+
+// Conn is the open connection with id, or nil.
+func (c *core) Conn(id wire.ConnID) *conn { return c.conns.get(id) }
+
+// NumRooms and NumConns count the rooms held and the connections open.
+func (c *core) NumRooms() int { return int(c.rooms.n.Load()) }
+
+// NumConns counts the connections open.
+func (c *core) NumConns() int { return int(c.conns.n.Load()) }
+
+// Idle is signalled (capacity 1) when the last connection leaves.
+func (c *core) Idle() <-chan struct{} { return c.idle }
+
+// SetDraining stops new rooms: an allocation replays but creates nothing.
+func (c *core) SetDraining() { c.draining.Store(true) }
+
+// Draining reports whether SetDraining was called.
+func (c *core) Draining() bool { return c.draining.Load() }
+
+// SetRetiring stops new rooms for the rest of the process (a deploy
+// retired the relay): as draining, but the relay serves on.
+func (c *core) SetRetiring() { c.retiring.Store(true) }
+
+// Retiring reports whether SetRetiring was called.
+func (c *core) Retiring() bool { return c.retiring.Load() }
+
+// TakesNoRooms reports whether the relay creates no room: it drains or
+// retires.
+func (c *core) TakesNoRooms() bool { return c.takesNoRooms() }
+
+// Capacity is the bounds past which a new room is relay_full.
+func (c *core) Capacity() wire.Capacity {
+	return wire.Capacity{MaxRooms: c.maxRooms, MaxConnections: c.maxConns}
+}
+
+// Wait waits for the goroutines transports started through Go.
+func (c *core) Wait() { c.aborts.Wait() }
+
+// SetNotifier makes n the notifier of room changes. Call it once, before
+// any room exists.
+func (c *core) SetNotifier(n notifier) { c.notify = n }
+
+// SetNAT makes n the transport that introduces peers for NAT
+// punch-through. Call it before any connection exists.
+func (c *core) SetNAT(n natBroker) { c.nat = n }
+
+// Drop counts one packet dropped for reason (a drop* label).
+func (c *core) Drop(reason string) { c.m.drop(reason) }
+
+// EndIncarnation ends room name if it is still incarnation epoch, as
+// EndRoom does, and reports whether it did.
+func (c *core) EndIncarnation(name, epoch string, reason closeReason) bool {
+	r := c.rooms.get(name)
+	if r == nil {
+		return false
+	}
+	return c.endRoomIf(r, reason, func() bool { return r.epoch == epoch })
+}
+
+// Publication is the room as the balancer sees it, and whether it is
+// live.
+func (r *room) Publication() (wire.Publication, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.publicationLocked(), r.liveLocked()
+}
+
+// Publications are the live rooms' publications, by name; nil rooms
+// means every room.
+func (c *core) Publications(rooms []*room) []wire.Publication {
+	if rooms == nil {
+		rooms = c.rooms.all()
+	}
+	pubs := make([]wire.Publication, 0, len(rooms))
+	for _, r := range rooms {
+		if p, live := r.Publication(); live {
+			pubs = append(pubs, p)
+		}
+	}
+	slices.SortFunc(pubs, func(a, b wire.Publication) int { return strings.Compare(a.Name, b.Name) })
+	return pubs
+}
+
+// RoomsView is this relay's own view of its rooms (wire.PathRelayRooms),
+// by name, at most wire.MaxRelayRoomsListed of them. Each room's lock is
+// taken only to copy its fields.
+func (c *core) RoomsView() (rooms []wire.RelayRoom, truncated bool) {
+	all := c.rooms.all()
+	rooms = make([]wire.RelayRoom, 0, min(len(all), wire.MaxRelayRoomsListed))
+	for _, rm := range all {
+		if len(rooms) == wire.MaxRelayRoomsListed {
+			truncated = true
+			break
+		}
+		rm.mu.Lock()
+		ph := rm.phaseLocked()
+		rooms = append(rooms, wire.RelayRoom{Name: rm.name, Epoch: rm.epoch, Phase: ph.String(),
+			Hosted: rm.host != nil && ph == phase.Hosted, Connections: rm.countLocked()})
+		rm.mu.Unlock()
+	}
+	sort.Slice(rooms, func(i, j int) bool { return rooms[i].Name < rooms[j].Name })
+	return rooms, truncated
+}
