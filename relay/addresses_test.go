@@ -59,5 +59,5 @@ func TestCleanupWithoutUDP(t *testing.T) {
 	waitFor(t, "cleanup ticker", func() bool { return fake.Waiters() >= 1 })
 	mustAllocate(t, s, "idle")
 	fake.Advance(DefaultCleanupInterval * 3)
-	waitFor(t, "the idle room to expire", func() bool { return s.core.rooms.get("idle") == nil })
+	waitFor(t, "the idle room to expire", func() bool { return s.core.Room("idle") == nil })
 }

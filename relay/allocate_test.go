@@ -20,7 +20,7 @@ func TestAllocateReplayWhileDraining(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("allocate: %d %v", status, e)
 	}
-	s.core.draining.Store(true)
+	s.core.SetDraining()
 	b, status, e := allocate(t, s, "room", "id-1")
 	if status != http.StatusOK || !b.Replayed || b.Capability != a.Capability || b.Publication != a.Publication {
 		t.Fatalf("exact replay while draining: %d %v %+v", status, e, b)
@@ -57,10 +57,9 @@ func TestAllocateTakesOverAVacantRoom(t *testing.T) {
 		t.Fatalf("client close status %v", code)
 	}
 	waitFor(t, "the vacant room", func() bool { return s.Stats().Connections == 0 })
-	r := s.core.rooms.get("scene")
-	r.mu.Lock()
-	vacant := r.publicationLocked().Vacant
-	r.mu.Unlock()
+	r := s.core.Room("scene")
+	p, _ := r.Publication()
+	vacant := p.Vacant
 	if !vacant {
 		t.Fatal("a room whose host left does not publish vacant")
 	}
@@ -123,7 +122,7 @@ func TestDrainingRelayReleasesAVacantRoom(t *testing.T) {
 	}
 	waitFor(t, "the vacant room", func() bool { return s.Stats().Connections == 0 })
 
-	s.core.draining.Store(true)
+	s.core.SetDraining()
 	if _, status, e := allocate(t, s, "scene", "play-2"); status != http.StatusServiceUnavailable || e.Code != wire.ErrDraining.Code {
 		t.Fatalf("a vacant room's name while draining: %d %v, want 503 draining", status, e)
 	}

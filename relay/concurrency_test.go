@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -95,5 +96,5 @@ func TestAuthTimeout(t *testing.T) {
 	s := startRelay(t, Options{AuthTimeout: 100 * time.Millisecond})
 	p := dial(t, s.WSURL())
 	p.closed()
-	waitFor(t, "auth timeout counted", func() bool { return disconnects(t, s, reasonAuthTimeout) == 1 })
+	waitFor(t, "auth timeout counted", func() bool { return disconnects(t, s, core.ReasonAuthTimeout) == 1 })
 }

@@ -37,8 +37,8 @@ func TestRefusedPublicationEndsTheRoom(t *testing.T) {
 			t.Fatalf("%s closed with %d, want 1012 (room gone)", name, st)
 		}
 	}
-	waitFor(t, "the refused room gone", func() bool { return s.core.rooms.get("taken") == nil })
-	if s.core.rooms.get("kept") == nil {
+	waitFor(t, "the refused room gone", func() bool { return s.core.Room("taken") == nil })
+	if s.core.Room("kept") == nil {
 		t.Fatal("a room the balancer did not refuse ended too")
 	}
 	_ = other.ws.CloseNow()

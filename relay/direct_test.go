@@ -18,8 +18,11 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/wsframe"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -56,7 +59,7 @@ type rawClient struct {
 	t  *testing.T
 	nc net.Conn
 	br *bufio.Reader
-	c  *conn           // its conn in the relay
+	c  *core.Conn      // its conn in the relay
 	fc *wsframe.Writer // the relay's side of its socket
 }
 
@@ -89,8 +92,8 @@ func (r *directRig) join(window int) *rawClient {
 	if f, err := readRawFrame(rc.br); err != nil || !bytes.Equal(f.payload, []byte{wire.Authenticated}) {
 		t.Fatalf("auth reply %v %v", f, err)
 	}
-	rc.c = r.s.core.conns.get(r.connected())
-	rc.fc = rc.c.t.(*wsTransport).fc
+	rc.c = r.s.core.Conn(r.connected())
+	rc.fc = rc.c.Transport().(*wsTransport).fc
 	if window > 0 {
 		sc, err := rc.fc.Conn.(syscall.Conn).SyscallConn()
 		if err != nil {
@@ -155,9 +158,7 @@ func checkSeqFrame(p []byte, seq int) error {
 func (rc *rawClient) waitIdle() {
 	rc.t.Helper()
 	waitFor(rc.t, "the writer to be idle", func() bool {
-		rc.c.mu.Lock()
-		defer rc.c.mu.Unlock()
-		return rc.c.wr == wrIdle && len(rc.c.q) == 0
+		return rc.c.WriteIdle()
 	})
 }
 
@@ -165,8 +166,8 @@ func (rc *rawClient) waitIdle() {
 // read does, writes the claim if it got one, and reports whether the frame
 // was taken (claimed or queued).
 func (rc *rawClient) offer(seq, size int) bool {
-	cl, ok := rc.c.offer(seqFrame(seq, size), dirToClient, true)
-	cl.write()
+	cl, ok := rc.c.Offer(seqFrame(seq, size), core.DirToClient, true)
+	cl.Write()
 	return ok
 }
 
@@ -239,8 +240,8 @@ func goroutineIn(frames ...string) bool {
 	return false
 }
 
-func (r *directRig) direct(res directResult) float64 {
-	return metricValue(r.t, r.s, "purrfly_relay_direct_writes_total", "result", directResultNames[res])
+func (r *directRig) direct(res core.DirectResult) float64 {
+	return metricValue(r.t, r.s, "purrfly_relay_direct_writes_total", "result", core.DirectResultNames[res])
 }
 
 // TestDirectWritePartial: a frame longer than the socket can take is
@@ -254,10 +255,10 @@ func TestDirectWritePartial(t *testing.T) {
 	rc := r.join(4 << 10) // the kernel doubles it: about 16 KiB in flight in all
 	rc.waitIdle()
 	seq := 0
-	for r.direct(directPartial) == 0 {
+	for r.direct(core.DirectPartial) == 0 {
 		if seq == 8 {
 			t.Fatalf("no partial write in %d frames of %d bytes (whole %v, again %v)", seq, wsframe.MaxDirect,
-				r.direct(directWhole), r.direct(directAgain))
+				r.direct(core.DirectWhole), r.direct(core.DirectAgain))
 		}
 		if !rc.offer(seq, wsframe.MaxDirect) {
 			t.Fatalf("frame %d refused", seq)
@@ -266,11 +267,8 @@ func TestDirectWritePartial(t *testing.T) {
 	}
 	// The rest is the writer's, which blocks on the full socket; what
 	// comes now is queued behind it.
-	rc.c.mu.Lock()
-	st := rc.c.wr
-	rc.c.mu.Unlock()
-	if st != wrHandoff && st != wrWriter {
-		t.Fatalf("write side %d after a partial write, want the writer's", st)
+	if st := rc.c.WriteState(); st != "handoff" && st != "writer" {
+		t.Fatalf("write side %s after a partial write, want the writer's", st)
 	}
 	for _, size := range []int{4, 125, 126, 1000, 20000} {
 		if !rc.offer(seq, size) {
@@ -281,7 +279,7 @@ func TestDirectWritePartial(t *testing.T) {
 	rc.ping("during the rest")
 	waitControlBlocked(t)
 	rc.readFrames(seq, "during the rest")
-	if n := r.direct(directFailed); n != 0 {
+	if n := r.direct(core.DirectFailed); n != 0 {
 		t.Fatalf("%v direct writes failed", n)
 	}
 }
@@ -296,12 +294,12 @@ func TestDirectWriteAgain(t *testing.T) {
 	rc := r.join(4 << 10)
 	rc.waitIdle()
 	seq := 0
-	for r.direct(directAgain) == 0 {
+	for r.direct(core.DirectAgain) == 0 {
 		if seq == 200_000 {
 			t.Fatalf("the socket took %d small frames", seq)
 		}
 		if !rc.offer(seq, 8) {
-			t.Fatalf("frame %d refused (whole %v, partial %v)", seq, r.direct(directWhole), r.direct(directPartial))
+			t.Fatalf("frame %d refused (whole %v, partial %v)", seq, r.direct(core.DirectWhole), r.direct(core.DirectPartial))
 		}
 		seq++
 	}
@@ -319,8 +317,8 @@ func TestDirectWriteAgain(t *testing.T) {
 	})
 	rc.ping("while full")
 	rc.readFrames(seq, "while full")
-	t.Logf("%d frames: whole %v, partial %v, again %v", seq, r.direct(directWhole), r.direct(directPartial),
-		r.direct(directAgain))
+	t.Logf("%d frames: whole %v, partial %v, again %v", seq, r.direct(core.DirectWhole), r.direct(core.DirectPartial),
+		r.direct(core.DirectAgain))
 }
 
 // TestDirectWriteRacesClose: a conn is closed while its sender writes
@@ -358,11 +356,11 @@ func TestDirectWriteRacesClose(t *testing.T) {
 			}
 		}()
 		<-closed
-		reason := reasonPeerClosed
+		reason := core.ReasonPeerClosed
 		if graceful {
-			reason = reasonKicked
+			reason = core.ReasonKicked
 		}
-		rc.c.close(reason)
+		rc.c.Close(reason)
 		got, status, err := read()
 		<-sent
 		if err != nil {
@@ -377,8 +375,8 @@ func TestDirectWriteRacesClose(t *testing.T) {
 		rc.nc.Close()
 		rc.writerEnded(fmt.Sprintf("round %d", round))
 	}
-	t.Logf("whole %v, partial %v, again %v, failed %v", r.direct(directWhole), r.direct(directPartial),
-		r.direct(directAgain), r.direct(directFailed))
+	t.Logf("whole %v, partial %v, again %v, failed %v", r.direct(core.DirectWhole), r.direct(core.DirectPartial),
+		r.direct(core.DirectAgain), r.direct(core.DirectFailed))
 }
 
 // readToEnd runs readUntilEnd on a goroutine of its own; the function it
@@ -405,7 +403,7 @@ func (rc *rawClient) readToEnd() func() (int, websocket.StatusCode, error) {
 func (rc *rawClient) writerEnded(what string) {
 	rc.t.Helper()
 	select {
-	case <-rc.c.t.(*wsTransport).ended:
+	case <-rc.c.Transport().(*wsTransport).ended:
 	case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
 		rc.t.Fatalf("%s: the writer did not end", what)
 	}
@@ -454,10 +452,7 @@ func (rc *rawClient) readUntilEnd() (int, websocket.StatusCode, error) {
 // when not: the host gets every frame of each, in each one's order.
 func TestDirectWritesOfTwoSenders(t *testing.T) {
 	r := newDirectRig(t)
-	room := r.s.core.rooms.get("direct")
-	room.mu.Lock()
-	c := room.host
-	room.mu.Unlock()
+	c := r.s.core.Room("direct").Host()
 	const n = 2000
 	var wg sync.WaitGroup
 	for sender := range 2 {
@@ -467,7 +462,7 @@ func TestDirectWritesOfTwoSenders(t *testing.T) {
 				b.Off, b.End = 0, 9
 				b.B[0] = byte(sender)
 				binary.LittleEndian.PutUint32(b.B[1:], uint32(seq))
-				c.send(b, dirToHost, true).write()
+				c.Send(b, core.DirToHost, true).Write()
 			}
 		})
 	}
@@ -483,7 +478,7 @@ func TestDirectWritesOfTwoSenders(t *testing.T) {
 		next[p[0]]++
 	}
 	wg.Wait()
-	t.Logf("whole %v, partial %v, again %v", r.direct(directWhole), r.direct(directPartial), r.direct(directAgain))
+	t.Logf("whole %v, partial %v, again %v", r.direct(core.DirectWhole), r.direct(core.DirectPartial), r.direct(core.DirectAgain))
 }
 
 // TestDirectWriteOnlyWhenNothingWaits: a reader writes a frame itself
@@ -494,7 +489,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 	r := newDirectRig(t)
 	cl := join(t, r.s, "direct", r.secret)
 	id := r.connected()
-	(&rawClient{t: t, c: r.s.core.conns.get(id)}).waitIdle()
+	(&rawClient{t: t, c: r.s.core.Conn(id)}).waitIdle()
 	batches := counterValue(r.s.m.batches)
 	for i := range 20 {
 		r.host.send(sendOne(id, fmt.Sprint("one at a time ", i)))
@@ -503,7 +498,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 		}
 	}
 	// (The count follows the write.)
-	waitFor(t, "20 frames written by their reader", func() bool { return r.direct(directWhole) == 20 })
+	waitFor(t, "20 frames written by their reader", func() bool { return r.direct(core.DirectWhole) == 20 })
 	if n := counterValue(r.s.m.batches); n != batches {
 		t.Fatalf("the writers wrote %v batches of frames sent one at a time", n-batches)
 	}
@@ -515,7 +510,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 		burst = append(burst, maskedFrame(fmt.Appendf(nil, "burst %02d", i))...)
 	}
 	raw := r.join(0)
-	before := r.direct(directWhole)
+	before := r.direct(core.DirectWhole)
 	if _, err := raw.nc.Write(burst); err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +520,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 			t.Fatalf("host got %q, want %q", pk.Payload, want)
 		}
 	}
-	if n := r.direct(directWhole) - before; n > 2 {
+	if n := r.direct(core.DirectWhole) - before; n > 2 {
 		t.Fatalf("%v of a burst of 50 frames were written by their reader, want at most the last", n)
 	}
 }
@@ -542,35 +537,35 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 func TestDirectWriteClaimOutlivesClose(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		reason closeReason
+		reason core.Reason
 		size   int
 		window int
 	}{
-		{"graceful", reasonKicked, 100, 0},
-		{"graceful, partly written", reasonKicked, wsframe.MaxDirect, 4 << 10},
-		{"abrupt", reasonPeerClosed, 100, 0},
-		{"abrupt, partly written", reasonPeerClosed, wsframe.MaxDirect, 4 << 10},
+		{"graceful", core.ReasonKicked, 100, 0},
+		{"graceful, partly written", core.ReasonKicked, wsframe.MaxDirect, 4 << 10},
+		{"abrupt", core.ReasonPeerClosed, 100, 0},
+		{"abrupt, partly written", core.ReasonPeerClosed, wsframe.MaxDirect, 4 << 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newDirectRig(t)
 			rc := r.join(tc.window)
 			rc.waitIdle()
-			cl, ok := rc.c.offer(seqFrame(0, tc.size), dirToClient, true)
-			if !ok || cl.c == nil {
+			cl, ok := rc.c.Offer(seqFrame(0, tc.size), core.DirToClient, true)
+			if !ok || !cl.Claimed() {
 				t.Fatal("an idle conn's frame was not claimed")
 			}
-			rc.c.close(tc.reason)
+			rc.c.Close(tc.reason)
 			if rc.offer(1, 10) {
 				t.Fatal("a frame routed after the close was taken")
 			}
 			read := rc.readToEnd()
-			cl.write()
+			cl.Write()
 			got, status, err := read()
 			rc.nc.Close() // the close handshake's answer: the peer is gone
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.reason.abrupt() {
+			if tc.reason.Abrupt() {
 				if got > 1 || status != -1 {
 					t.Fatalf("read %d frames and close %v, want at most the claimed frame and no close frame", got, status)
 				}
@@ -578,8 +573,8 @@ func TestDirectWriteClaimOutlivesClose(t *testing.T) {
 				t.Fatalf("read %d frames and close %v, want the claimed frame, then 1000", got, status)
 			}
 			rc.writerEnded(tc.name)
-			if tc.window > 0 && !tc.reason.abrupt() && r.direct(directPartial) != 1 {
-				t.Fatalf("partial writes %v, want the claimed frame's", r.direct(directPartial))
+			if tc.window > 0 && !tc.reason.Abrupt() && r.direct(core.DirectPartial) != 1 {
+				t.Fatalf("partial writes %v, want the claimed frame's", r.direct(core.DirectPartial))
 			}
 		})
 	}
@@ -598,19 +593,43 @@ func TestDirectForwardingAllocatesNothing(t *testing.T) {
 	}
 	peerEnd, relayEnd := tcpPair(t)
 	go func() { _, _ = io.Copy(io.Discard, peerEnd) }()
-	cr := newCoreRoom(t)
-	tr := newWSTransport(cr.core, nil, wsframe.NewWriter(relayEnd, false), nil, 0)
-	cr.client.dw, cr.client.dwMax = tr, tr.maxDirect()
-	cr.drain(cr.client) // nothing left: the writer (the test) is idle
-	cr.host.direct = true
-	toClient := sendOne(cr.client.id, string(make([]byte, 64)))
+	reg := prometheus.NewRegistry()
+	c, err := core.New(core.Config{Log: testLogger(), Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.Allocate("allocs", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newWSTransport(c, clock.Real{}, nil, wsframe.NewWriter(relayEnd, false), nil, 0)
+	host, client := c.NewConn(nil), c.NewConn(tr) // the client on the socket
+	deliver := func(from *core.Conn, msg []byte) {
+		b := buf.Get(buf.Headroom + len(msg))
+		b.Off = buf.Headroom
+		b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
+		c.Handle(from, b)
+	}
+	var batch []*buf.Buf
+	drain := func(cn *core.Conn) { // the writer (the test): what a full socket left (none, as a rule)
+		batch = cn.TakeBatch(batch[:0])
+		buf.Release(batch)
+	}
+	deliver(host, wire.Auth{RoomName: "allocs", ClientSecret: a.HostSecret}.Marshal())
+	deliver(client, wire.Auth{RoomName: "allocs", ClientSecret: a.Pub.ClientSecret}.Marshal())
+	drain(host)
+	drain(client) // the answer [3]
+	drain(client) // nothing left: the writer is idle
+	host.SetDirect(true)
+	toClient := sendOne(client.ID(), string(make([]byte, 64)))
 	if n := testing.AllocsPerRun(1000, func() {
-		cr.deliver(cr.host, toClient)
-		cr.drain(cr.client) // what a full socket left (none, as a rule)
+		deliver(host, toClient)
+		drain(client)
 	}); n != 0 {
 		t.Errorf("SEND_ONE written by its reader: %v allocations per packet", n)
 	}
-	if whole := counterValue(cr.core.m.direct[directWhole]); whole < 1000 {
+	whole := metricIn(t, reg, "purrfly_relay_direct_writes_total", "result", "whole")
+	if whole < 1000 {
 		t.Errorf("%v packets written by their reader, want most of 1001", whole)
 	}
 }

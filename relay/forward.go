@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -30,7 +31,7 @@ const linkGrace = flushTimeout + time.Second
 // routed: room lookups (at most 2 s each), a handover (about 5 s at most,
 // handover.go) and link dials (ForwardTimeout) bound it. udp says the
 // peer speaks PurrNet's UDP framing, which the link then carries.
-func (m *mesh) forward(c *conn, first *buf.Buf, udp bool) bool {
+func (m *mesh) forward(c *core.Conn, first *buf.Buf, udp bool) bool {
 	up := m.openLink(first.Frame(), udp)
 	if up == nil {
 		return false
@@ -147,9 +148,9 @@ func linkURL(endpoint string) string {
 // Goroutines: the link's writer and reader; the writer, once it ends,
 // drops the socket and waits for the reader. The session counts until
 // then.
-func (m *mesh) runLink(c *conn, up *uplink, first *buf.Buf, udp bool) {
-	t := newWSTransport(m.core, up.ws, up.lc, up.drop, linkGrace)
-	link := m.core.newLink(t)
+func (m *mesh) runLink(c *core.Conn, up *uplink, first *buf.Buf, udp bool) {
+	t := newWSTransport(m.core, m.clock, up.ws, up.lc, up.drop, linkGrace)
+	link := m.core.NewLink(t)
 	c.ForwardTo(link)
 	m.m.active.Inc()
 	m.sessions.Add(1)
@@ -167,15 +168,15 @@ func (m *mesh) runLink(c *conn, up *uplink, first *buf.Buf, udp bool) {
 		m.m.active.Dec()
 		m.sessions.Done()
 	}()
-	link.enqueue(first, dirMeshOut)
+	link.Enqueue(first, core.DirMeshOut)
 }
 
 // linkReader reads the holder's frames into c's queue until the link
 // ends, then closes c the way the holder closed the link, and stops the
 // link's writer. On a link in UDP framing each frame comes behind its
 // delivery method, which it is sent to the peer with.
-func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn, udp bool) {
-	defer link.close(reasonPeerClosed)
+func (m *mesh) linkReader(up *websocket.Conn, c *core.Conn, link *core.Conn, udp bool) {
+	defer link.Close(core.ReasonPeerClosed)
 	for {
 		typ, rd, err := up.Reader(context.Background())
 		if err == nil && typ != websocket.MessageBinary {
@@ -197,13 +198,13 @@ func (m *mesh) linkReader(up *websocket.Conn, c *conn, link *conn, udp bool) {
 		if err != nil {
 			var ce websocket.CloseError
 			if errors.As(err, &ce) {
-				c.closeUpstream(reasonOfClose(ce.Code, ce.Reason))
+				c.CloseUpstream(reasonOfClose(ce.Code, ce.Reason))
 			} else {
-				c.close(reasonUpstreamLost)
+				c.Close(core.ReasonUpstreamLost)
 			}
 			return
 		}
-		c.enqueue(b, dirMeshIn)
+		c.Enqueue(b, core.DirMeshIn)
 	}
 }
 

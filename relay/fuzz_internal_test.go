@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -53,22 +54,22 @@ func FuzzInternalRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, route uint8, name, a, b string, body []byte) {
 		n++
 		room := "fuzz-" + strconv.Itoa(n)
-		al, err := c.allocate(room, "alloc-1")
+		al, err := c.Allocate(room, "alloc-1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
-			for _, r := range c.rooms.all() {
-				c.endRoom(r, reasonRoomGone)
+			for _, r := range c.Rooms() {
+				c.EndRoom(r, core.ReasonRoomGone)
 			}
 			s.reg.mu.Lock()
 			clear(s.reg.outbox)
 			clear(s.reg.dirty)
 			s.reg.mu.Unlock()
 		}()
-		r := c.rooms.get(room)
-		rep := strings.NewReplacer("@room@", room, "@client@", al.pub.ClientSecret, "@host@", al.hostSecret,
-			"@epoch@", al.pub.Epoch, "@rev@", strconv.FormatUint(al.pub.Revision, 10), "@inc@", r.incarnation, "@boot@", boot)
+		r := c.Room(room)
+		rep := strings.NewReplacer("@room@", room, "@client@", al.Pub.ClientSecret, "@host@", al.HostSecret,
+			"@epoch@", al.Pub.Epoch, "@rev@", strconv.FormatUint(al.Pub.Revision, 10), "@inc@", r.Incarnation(), "@boot@", boot)
 		name, a, b, body = rep.Replace(name), rep.Replace(a), rep.Replace(b), []byte(rep.Replace(string(body)))
 
 		var req *http.Request
@@ -123,7 +124,7 @@ func FuzzInternalRequests(f *testing.F) {
 		if route%4 == 0 {
 			var got wire.RelayAllocation
 			if err := json.Unmarshal(out, &got); err != nil || got.Publication.Name != name || got.BootID != boot ||
-				got.Capability.Validate() != nil || c.rooms.get(name) == nil {
+				got.Capability.Validate() != nil || c.Room(name) == nil {
 				t.Fatalf("allocation of %q answered %s (%v)", name, out, err)
 			}
 		}

@@ -8,48 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/purrfly/purrfly/relay/internal/core/phase"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
-
-// The room follows its host (wire.PathHandover). This file is the asking
-// side; handover_give.go is the holder's.
-//
-// PurrNet's own client connects without a session hint, so Fly's proxy
-// puts a host on any machine of the app, usually not the one the balancer
-// created its room on. Forwarding the host would tie the game to two
-// machines: stopping either (a scale-down, a deploy) would end it. So when
-// the first message of a connection names a room another machine of the
-// app holds and nobody is in (the balancer's location carries the count),
-// the edge first asks that holder to hand the room over. The holder agrees
-// only while nobody is connected to the room and the secret is the room's
-// host secret: that is the host arriving (or coming back to a vacant
-// room). It ends its incarnation (the removal goes to its outbox) and
-// answers the credentials; the edge creates a new incarnation with them,
-// publishes it naming the old one (Publication.MovedFrom, a compare-and-set
-// at the balancer) and then serves the host directly.
-//
-// Every other answer (a client's secret, a room in use, a holder that
-// predates handovers, a failure) leaves the room where it is and the
-// connection is forwarded as before. A host is therefore still forwarded
-// when clients were in its room first, when the edge is draining, when the
-// balancer does not support handovers (wire.RegisterResponse.Handover),
-// when the holder belongs to another app, or when the holder cannot be
-// asked.
-//
-// Failures. The holder gives a room up before its answer travels: if the
-// answer is lost, the asker asks again (once, on a transport error) and
-// the holder answers the same asker the same credentials for a while
-// (handover_give.go), so the room is not lost between the two machines. If
-// the balancer refuses the moved publication (another incarnation of the
-// name won meanwhile: an allocation replay, a takeover), the adopted room
-// ends here, whoever is in it (the host gets [4], or 1012 if the refusal
-// only comes with a later publication of the registrar), so a room the
-// balancer does not route to is not kept alive on a second machine. Two narrow windows remain, both before the host is in: a
-// client that arrives between the old holder's answer and the publication
-// (milliseconds), or through a machine that looked the room up in the
-// second before (its cache), reaches the old holder and gets [4], as for a
-// room that just ended.
 
 // maxHandoverAnswer bounds the holder's answer.
 const maxHandoverAnswer = 16 << 10
@@ -94,7 +55,7 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 		m.log.Warn("failed to ask for a room's handover", "room", a.RoomName, "holder", loc.MachineID, "err", err)
 		return false
 	}
-	r := m.core.adopt(h, wire.Incarnation{BootID: loc.BootID, Epoch: h.From.Epoch})
+	r := m.core.Adopt(h, wire.Incarnation{BootID: loc.BootID, Epoch: h.From.Epoch})
 	if r == nil {
 		// A room of that name appeared here meanwhile; the core decides.
 		m.m.handovers.WithLabelValues("raced").Inc()
@@ -111,7 +72,7 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	case err == nil && (st == wire.PubConflict || st == wire.PubFenced):
 		m.m.handovers.WithLabelValues("superseded").Inc()
 		m.log.Warn("the balancer refused a handed-over room; ending it here", "room", a.RoomName, "status", st)
-		m.core.endRoom(r, reasonRoomGone)
+		m.core.EndRoom(r, core.ReasonRoomGone)
 		return true
 	case err == nil && (st == wire.PubApplied || st == wire.PubCurrent):
 		// Routed here (current: the registrar's own publication of it got
@@ -152,77 +113,4 @@ func (m *mesh) askHandover(loc wire.RoomLocation, a wire.Auth) (wire.HandoverRes
 		return h, errors.New("the holder answered a malformed handover")
 	}
 	return h, nil
-}
-
-// adopt creates a handed-over room here: a new incarnation with the old
-// one's credentials and allocation id (so a replay of its allocation still
-// answers the same host secret), published as moved from the old one. It
-// returns nil when a live room of that name is already here.
-func (c *core) adopt(h wire.HandoverResponse, from wire.Incarnation) *room {
-	mu, m := c.rooms.shard(h.Name)
-	mu.Lock()
-	defer mu.Unlock()
-	if r := m[h.Name]; r != nil {
-		r.mu.Lock()
-		live := r.liveLocked()
-		r.mu.Unlock()
-		if live {
-			return nil
-		}
-	} else {
-		c.rooms.n.Add(1)
-	}
-	inc := h.Incarnation
-	if inc == "" {
-		inc = randomHex(12) // a holder from before host migration
-	}
-	r := &room{
-		name:         h.Name,
-		incarnation:  inc,
-		epoch:        randomHex(16),
-		revision:     1,
-		hostSecret:   h.HostSecret,
-		allocSecret:  h.HostSecret, // only an awaiting room moves: still the allocation's
-		clientSecret: h.ClientSecret,
-		allocationID: h.AllocationID,
-		movedFrom:    &from,
-		core:         c,
-		life:         phase.New(c.clock),
-		clients:      make(map[wire.ConnID]*conn),
-		emptySince:   c.clock.Now(),
-		mig:          migState{fence: randomHex(16)},
-	}
-	if h.Vacant {
-		r.moved(r.life.AdoptedVacant()) // its host had left at the holder
-	}
-	m[h.Name] = r
-	r.mu.Lock()
-	c.notify.roomChanged(r)
-	r.mu.Unlock()
-	return r
-}
-
-// endRoom removes r and closes everyone in it for reason (its removal goes
-// to the outbox): a handed-over room whose publication the balancer
-// refused, so that a room is never live on two machines.
-func (c *core) endRoom(r *room, reason closeReason) {
-	c.endRoomIf(r, reason, func() bool { return true })
-}
-
-// endRoomIf is endRoom when cond, checked under r's lock, holds.
-func (c *core) endRoomIf(r *room, reason closeReason, cond func() bool) bool {
-	r.mu.Lock()
-	if !r.liveLocked() || !cond() {
-		r.mu.Unlock()
-		return false
-	}
-	conns := r.takeConnsLocked()
-	rem := r.removeLocked()
-	// Closed under the lock: none of them can forward another packet.
-	for _, cn := range conns {
-		cn.close(reason)
-	}
-	r.mu.Unlock()
-	c.dropRoom(r, rem)
-	return true
 }

@@ -7,11 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
-
-// The holder's side of a handover (handover.go has the design).
 
 // givenRetention is how long a holder answers a repeated request of the
 // same asker with the credentials it already gave (the first answer was
@@ -110,7 +107,7 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) error {
 	if r.Context().Err() != nil {
 		return wire.ErrHandoverRefused
 	}
-	h, ok := s.core.handOver(req.Name, req.Secret)
+	h, ok := s.core.HandOver(req.Name, req.Secret)
 	if !ok {
 		s.mesh.m.handovers.WithLabelValues("declined").Inc()
 		return wire.ErrHandoverRefused
@@ -121,34 +118,4 @@ func (s *Server) handleHandover(w http.ResponseWriter, r *http.Request) error {
 	s.log.Info("room handed over to another machine", "room", req.Name, "to_boot", req.BootID, "epoch", h.From.Epoch)
 	wire.WriteJSON(w, http.StatusOK, h)
 	return nil
-}
-
-// handOver ends room name for a handover when secret is its host secret
-// and nobody is connected to it, and returns its credentials (From.BootID
-// is the caller's to fill). The incarnation's removal goes to the outbox
-// as any other.
-func (c *core) handOver(name, secret string) (wire.HandoverResponse, bool) {
-	r := c.rooms.get(name)
-	if r == nil {
-		return wire.HandoverResponse{}, false
-	}
-	r.mu.Lock()
-	// Only a room still awaiting its allocation's host moves: a hosted or
-	// migrated one keeps its migration state where it is.
-	if r.phaseLocked() != phase.Awaiting || r.mig.generation != 0 || r.countLocked() > 0 || !wire.SecretEqual(secret, r.hostSecret) {
-		r.mu.Unlock()
-		return wire.HandoverResponse{}, false
-	}
-	h := wire.HandoverResponse{
-		Name:         r.name,
-		HostSecret:   r.hostSecret,
-		ClientSecret: r.clientSecret,
-		AllocationID: r.allocationID,
-		Incarnation:  r.incarnation,
-		From:         wire.Incarnation{Epoch: r.epoch},
-	}
-	rem := r.removeLocked()
-	r.mu.Unlock()
-	c.dropRoom(r, rem)
-	return h, true
 }

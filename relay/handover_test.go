@@ -26,7 +26,7 @@ import (
 // replay of the original allocation still answers the same host secret.
 func TestMeshRoomFollowsItsHost(t *testing.T) {
 	m := newMeshRoom(t)
-	session := m.holder.core.rooms.get("room").incarnation // the game session, for host migration
+	session := m.holder.core.Room("room").Incarnation() // the game session, for host migration
 	host := join(t, m.edge, "room", m.hostSecret)
 
 	if st := m.edge.Stats(); st.Rooms != 1 || st.Connections != 1 {
@@ -52,7 +52,7 @@ func TestMeshRoomFollowsItsHost(t *testing.T) {
 		moved.MovedFrom.BootID != m.holder.BootID() || moved.MovedFrom.Epoch == moved.Epoch || moved.MovedFrom.Epoch == "" {
 		t.Fatalf("moved publication %+v (from %+v)", moved, moved.MovedFrom)
 	}
-	if inc := m.edge.core.rooms.get("room").incarnation; inc != session {
+	if inc := m.edge.core.Room("room").Incarnation(); inc != session {
 		t.Fatalf("the moved room is session %q, want the holder's %q (a handover is not a new game)", inc, session)
 	}
 
@@ -150,7 +150,7 @@ func TestMeshHandoverRefused(t *testing.T) {
 // (the room leaves the machine that is going away).
 func TestMeshDrainingMachineTakesNoRoom(t *testing.T) {
 	m := newMeshRoom(t)
-	m.edge.core.draining.Store(true)
+	m.edge.core.SetDraining()
 	host := join(t, m.edge, "room", m.hostSecret)
 	if m.edge.Stats().Rooms != 0 || m.holder.Stats().Rooms != 1 || m.holder.Stats().Connections != 1 {
 		t.Fatalf("a draining edge claimed the room: edge %+v holder %+v", m.edge.Stats(), m.holder.Stats())
@@ -158,7 +158,7 @@ func TestMeshDrainingMachineTakesNoRoom(t *testing.T) {
 	_ = host.ws.CloseNow()
 
 	m = newMeshRoom(t)
-	m.holder.core.draining.Store(true)
+	m.holder.core.SetDraining()
 	join(t, m.edge, "room", m.hostSecret)
 	if m.edge.Stats().Rooms != 1 || m.holder.Stats().Rooms != 0 {
 		t.Fatalf("a draining holder kept the room: edge %+v holder %+v", m.edge.Stats(), m.holder.Stats())
@@ -290,7 +290,7 @@ func TestMeshHandoverRefusedLater(t *testing.T) {
 	// Another incarnation wins; the registrar's next publication hears it.
 	m.b.failMoves.Store(0)
 	m.b.conflictMoves.Store(true)
-	m.edge.reg.roomChanged(m.edge.core.rooms.get("room"))
+	m.edge.reg.RoomChanged(m.edge.core.Room("room"))
 	if code := host.closed(); code != websocket.StatusServiceRestart {
 		t.Fatalf("host of a room the balancer refused later: close %v, want 1012", code)
 	}

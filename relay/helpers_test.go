@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/purrfly/purrfly/internal/testutil"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -290,7 +291,13 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 // counter or a gauge), as /metrics tells it; 0 when it was never counted.
 func metricValue(tb testing.TB, s *Server, name, label, value string) float64 {
 	tb.Helper()
-	mfs, err := s.gatherer.Gather()
+	return metricIn(tb, s.gatherer, name, label, value)
+}
+
+// metricIn is metricValue of the metrics g gathers.
+func metricIn(tb testing.TB, g prometheus.Gatherer, name, label, value string) float64 {
+	tb.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
 		tb.Fatalf("gather: %v", err)
 	}
@@ -313,7 +320,7 @@ func metricValue(tb testing.TB, s *Server, name, label, value string) float64 {
 }
 
 // disconnects is how many connections of s ended for reason.
-func disconnects(tb testing.TB, s *Server, reason closeReason) float64 {
+func disconnects(tb testing.TB, s *Server, reason core.Reason) float64 {
 	tb.Helper()
 	return metricValue(tb, s, "purrfly_relay_disconnects_total", "reason", reason.String())
 }

@@ -123,23 +123,23 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	if target != s.opts.BootID && s.replayed(w, r, wire.SessionID(name), s.opts.Router) {
 		return nil
 	}
-	a, err := s.core.allocate(name, allocID)
+	a, err := s.core.Allocate(name, allocID)
 	if err != nil {
 		s.m.allocations.WithLabelValues(errCode(err)).Inc()
 		return err
 	}
 	result := "created"
-	if a.replayed {
+	if a.Replayed {
 		result = "replayed"
 	} else {
-		s.log.Info("room allocated", "room", name, "epoch", a.pub.Epoch)
+		s.log.Info("room allocated", "room", name, "epoch", a.Pub.Epoch)
 	}
 	s.m.allocations.WithLabelValues(result).Inc()
 	wire.WriteJSON(w, http.StatusOK, wire.RelayAllocation{
-		Capability:  s.capability(a.hostSecret),
-		Publication: a.pub,
+		Capability:  s.capability(a.HostSecret),
+		Publication: a.Pub,
 		BootID:      s.opts.BootID,
-		Replayed:    a.replayed,
+		Replayed:    a.Replayed,
 	})
 	return nil
 }

@@ -68,7 +68,7 @@ func TestAllocate(t *testing.T) {
 	}
 
 	// Draining: no new rooms, /ping says so.
-	s.core.draining.Store(true)
+	s.core.SetDraining()
 	if _, status, e := allocate(t, s, "late", "id-9"); status != http.StatusServiceUnavailable || e.Code != wire.ErrDraining.Code || !e.Retryable {
 		t.Fatalf("draining: %d %v", status, e)
 	}

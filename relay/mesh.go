@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/wsframe"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -40,13 +41,13 @@ const maxLocateWait = 2 * time.Second
 // two things it calls back into (the sessions the Server waits for, the
 // WebSocket writer).
 type mesh struct {
-	core     *core           // static: the relay's routing core (rooms, links, adoption)
+	core     *core.Core      // static: the relay's routing core (rooms, links, adoption)
 	reg      *registrar      // static: nil when standalone (then no handovers)
 	clock    clock.Clock     // static: the relay's clock
 	log      *slog.Logger    // static
 	sessions *sync.WaitGroup // static: the Server's; a link is a session until its reader and writer end
 	// writer is the Server's WebSocket writer (ws.go), a link's only writer. Static.
-	writer func(t *wsTransport, c *conn, done chan<- struct{})
+	writer func(t *wsTransport, c *core.Conn, done chan<- struct{})
 
 	// Static: from Options, complete at New.
 	bootID, machineID, secret      string

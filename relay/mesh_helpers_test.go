@@ -143,10 +143,8 @@ func (b *meshBalancer) takeFailure() bool {
 // the balancer does when it commits an allocation.
 func (b *meshBalancer) place(room string, s *Server) {
 	var inc liveRoom
-	if r := s.core.rooms.get(room); r != nil {
-		r.mu.Lock()
-		inc = liveRoom{Incarnation: wire.Incarnation{BootID: s.BootID(), Epoch: r.epoch}, revision: r.revision}
-		r.mu.Unlock()
+	if r := s.core.Room(room); r != nil {
+		inc = liveRoom{Incarnation: wire.Incarnation{BootID: s.BootID(), Epoch: r.Epoch()}, revision: r.Revision()}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -40,22 +41,22 @@ func (s *Server) migrationHandler(op wire.MigrationOp) wire.Handler {
 		switch op {
 		case wire.OpCurrent:
 			var st wire.MigrationState
-			if st, err = s.core.migrationCurrent(req, rt); err == nil {
+			if st, err = s.core.MigrationCurrent(req, rt); err == nil {
 				fill(&st)
 				out = st
 			}
 		case wire.OpAuthorize:
-			out, err = s.core.authorize(req, rt)
+			out, err = s.core.Authorize(req, rt)
 		case wire.OpClaim:
 			var c wire.MigrationClaim
-			if c, err = s.core.claim(req, rt); err == nil {
+			if c, err = s.core.Claim(req, rt); err == nil {
 				fill(&c.MigrationState)
 				out = c
 				s.log.Info("room claimed", "room", req.Name, "generation", c.Generation, "promoted", c.PromotedPlayerID, "replayed", c.Replayed)
 			}
 		case wire.OpActivate:
 			var a wire.MigrationActivation
-			if a, err = s.core.activate(req, rt); err == nil {
+			if a, err = s.core.Activate(req, rt); err == nil {
 				fill(&a.MigrationState)
 				out = a
 				s.log.Info("promoted host active", "room", req.Name, "generation", a.Generation)
@@ -77,18 +78,18 @@ func (s *Server) migrationDone(op wire.MigrationOp, err error) error {
 }
 
 // routeOf reads the balancer's route snapshot headers.
-func routeOf(r *http.Request) (route, error) {
+func routeOf(r *http.Request) (core.Route, error) {
 	epoch, err := wire.HeaderValue(r, wire.HeaderRoomEpoch, wire.MaxIncarnationLen)
 	if err != nil {
-		return route{}, err
+		return core.Route{}, err
 	}
 	rev, err := wire.HeaderValue(r, wire.HeaderRoomRevision, 20)
 	if err != nil {
-		return route{}, err
+		return core.Route{}, err
 	}
 	n, err := strconv.ParseUint(rev, 10, 64)
 	if err != nil {
-		return route{}, wire.ErrBadHeader.WithMessage("header " + wire.HeaderRoomRevision + " must be a decimal revision")
+		return core.Route{}, wire.ErrBadHeader.WithMessage("header " + wire.HeaderRoomRevision + " must be a decimal revision")
 	}
-	return route{epoch: epoch, revision: n}, nil
+	return core.Route{Epoch: epoch, Revision: n}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -59,7 +60,7 @@ func TestMigrationLeaseIsolatesOrdinaryClients(t *testing.T) {
 	second := provisional(t, m.s, m.name, m.clientSecret, c.Secret) // a second lane: isolated
 	ordinary.send([]byte("hello host"))
 	second.send([]byte("me too"))
-	waitFor(t, "isolated packets dropped", func() bool { return drops(t, m.s, dropIsolated) == 2 })
+	waitFor(t, "isolated packets dropped", func() bool { return drops(t, m.s, core.DropIsolated) == 2 })
 
 	// The lane and the provisional host talk; nothing of the isolated
 	// clients reached the host before this.
@@ -187,10 +188,8 @@ func TestMigrationActiveHostLeavingEmptyRoomEndsIt(t *testing.T) {
 // (no handover), and so is its listen-client.
 func TestMeshRoomInMigrationDoesNotMove(t *testing.T) {
 	mr := newMeshRoom(t)
-	r := mr.holder.core.rooms.get("room")
-	r.mu.Lock()
-	epoch := r.epoch
-	r.mu.Unlock()
+	r := mr.holder.core.Room("room")
+	epoch := r.Epoch()
 	m := &migRoom{t: t, s: mr.holder, name: "room", hostSecret: mr.hostSecret, clientSecret: mr.clientSecr, epoch: epoch}
 	st, e := m.current(m.clientSecret)
 	if e != nil {

@@ -360,7 +360,9 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 		t.Fatalf("10 s into a 10 s lease: %s", st.HostPhase)
 	}
 	_, e := m.activate(c)
-	wantErr(t, "activate after the lease", e, terminal(wire.ErrHostActivationExpired))
+	expired := *wire.ErrHostActivationExpired
+	expired.Retryable = false // terminal for an activation
+	wantErr(t, "activate after the lease", e, &expired)
 	next := m.mustClaim("c2", 1, "4", "")
 	for _, p := range []*peer{host, lane} {
 		if code := p.closed(); code != websocket.StatusNormalClosure {

@@ -13,13 +13,14 @@ import (
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/promreg"
 	"github.com/purrfly/purrfly/internal/randid"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
 // Defaults applied by New to zero options.
 const (
 	DefaultHeartbeatInterval   = 30 * time.Second
-	DefaultEmptyRoomTimeout    = 300 * time.Second
+	DefaultEmptyRoomTimeout    = core.DefaultEmptyRoomTimeout
 	DefaultDrainTimeout        = 25 * time.Second
 	DefaultRequestTimeout      = 5 * time.Second
 	DefaultUDPPort             = 7777
@@ -27,10 +28,10 @@ const (
 	DefaultUDPTimeout          = 10 * time.Second
 	DefaultUDPFlush            = 10 * time.Millisecond
 	DefaultAuthTimeout         = 10 * time.Second
-	DefaultMaxRooms            = 10000
+	DefaultMaxRooms            = core.DefaultMaxRooms
 	DefaultMaxPending          = 4096
 	DefaultMaxPendingPerSource = 64
-	DefaultSlowReceiverTimeout = 2 * time.Second
+	DefaultSlowReceiverTimeout = core.DefaultSlowReceiverTimeout
 	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
 	// New shortens it to EmptyRoomTimeout when that is smaller.
 	DefaultCleanupInterval = 30 * time.Second
@@ -40,6 +41,11 @@ const (
 	// DefaultForwardTimeout bounds locating a room's holder and opening
 	// the link to it for a forwarded connection.
 	DefaultForwardTimeout = 5 * time.Second
+	// DefaultActivationLease and DefaultGrantLifetime are host migration's
+	// (MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS and
+	// MIGRATION_GRANT_TIMEOUT_SECONDS).
+	DefaultActivationLease = core.DefaultActivationLease
+	DefaultGrantLifetime   = core.DefaultGrantLifetime
 )
 
 // Options configures a relay Server. The comments name the environment

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/relay/internal/core"
 )
 
 // TestPingFloodWithoutReadingIsDropped: a peer that upgrades, then sends
@@ -57,7 +59,7 @@ func TestPingFloodWithoutReadingIsDropped(t *testing.T) {
 	}()
 	start := time.Now() // wall clock: the bound is the socket's own deadline
 	waitFor(t, "the flooding peer dropped at the authentication timeout", func() bool {
-		return disconnects(t, s, reasonAuthTimeout) == 1
+		return disconnects(t, s, core.ReasonAuthTimeout) == 1
 	})
 	if el := time.Since(start); el > authTimeout+limitMargin {
 		t.Fatalf("dropped after %v, want about %v", el, authTimeout)

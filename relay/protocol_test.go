@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -128,8 +129,8 @@ func TestForwarding(t *testing.T) {
 	if pk := host.expectToHost(wire.ToHostData); !equal(pk.Payload, "still") {
 		t.Fatalf("host got %q", pk.Payload)
 	}
-	for reason, want := range map[string]float64{dropSmallClient: 1, dropUnknown: 1, dropTruncated: 1,
-		dropEmptyPayload: 1, dropBadTarget: 1} {
+	for reason, want := range map[string]float64{core.DropSmallClient: 1, core.DropUnknown: 1, core.DropTruncated: 1,
+		core.DropEmptyPayload: 1, core.DropBadTarget: 1} {
 		if got := drops(t, s, reason); got != want {
 			t.Errorf("drops[%s] = %v, want %v", reason, got, want)
 		}
@@ -147,7 +148,7 @@ func TestSendOneToAnotherRoomIgnored(t *testing.T) {
 	hostB, clientB, idB := hostWithClient(t, s, "b")
 	hostA.send(sendOne(idB, "intrusion"))
 	hostA.send(wire.AppendKick(nil, idB))
-	waitFor(t, "both dropped", func() bool { return drops(t, s, dropBadTarget) == 2 })
+	waitFor(t, "both dropped", func() bool { return drops(t, s, core.DropBadTarget) == 2 })
 	// Room b's own host still reaches its client, which was neither sent
 	// the intrusion nor kicked.
 	hostB.send(sendOne(idB, "legit"))
@@ -180,10 +181,8 @@ func TestKick(t *testing.T) {
 
 func mustClientSecret(t *testing.T, s *Server, name string) string {
 	t.Helper()
-	r := s.core.rooms.get(name)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.clientSecret
+	r := s.core.Room(name)
+	return r.ClientSecret()
 }
 
 func TestTextFrameCloses(t *testing.T) {
@@ -213,7 +212,7 @@ func TestMessageSizeLimit(t *testing.T) {
 	}
 	// Up to 65,535 bytes is still a legal client message, but it would make
 	// a frame the host cannot take: dropped and counted, nobody disconnected.
-	dropped := drops(t, s, dropTooLargeForHost)
+	dropped := drops(t, s, core.DropTooLargeForHost)
 	for n := wire.MaxMessageSize - 4; n <= wire.MaxMessageSize; n++ {
 		client.send(bytes.Repeat([]byte{7}, n))
 	}
@@ -221,7 +220,7 @@ func TestMessageSizeLimit(t *testing.T) {
 	if pk := host.expectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "sentinel") {
 		t.Fatalf("after the oversized ones the host got %d bytes, want the sentinel", len(pk.Payload))
 	}
-	if got := drops(t, s, dropTooLargeForHost) - dropped; got != 5 {
+	if got := drops(t, s, core.DropTooLargeForHost) - dropped; got != 5 {
 		t.Fatalf("too_large_for_host drops %v, want 5", got)
 	}
 	host.send(sendOne(id, "still here"))
@@ -247,21 +246,19 @@ func TestHostLeave(t *testing.T) {
 		if code := client.closed(); code != websocket.StatusNormalClosure {
 			t.Fatalf("client close status %v", code)
 		}
-		r := s.core.rooms.get("kept")
+		r := s.core.Room("kept")
 		if r == nil {
 			t.Fatal("room with clients was removed when its host left")
 		}
 		waitFor(t, "count 0", func() bool {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return r.countLocked() == 0 && s.Stats().Connections == 0
+			return r.Count() == 0 && s.Stats().Connections == 0
 		})
 	})
 	t.Run("alone the room is removed", func(t *testing.T) {
 		hs, _ := mustAllocate(t, s, "gone")
 		host := join(t, s, "gone", hs)
 		_ = host.ws.Close(websocket.StatusNormalClosure, "")
-		waitFor(t, "room removed", func() bool { return s.core.rooms.get("gone") == nil })
+		waitFor(t, "room removed", func() bool { return s.core.Room("gone") == nil })
 	})
 }
 
@@ -305,16 +302,16 @@ func TestEmptyRoomExpiry(t *testing.T) {
 	// would run it concurrently, and a check after Advance could come
 	// before that tick: a check that cannot fail).
 	fake.Advance(299 * time.Second)
-	s.core.expire()
-	if s.core.rooms.get("idle") == nil {
+	s.core.Expire()
+	if s.core.Room("idle") == nil {
 		t.Fatal("idle room expired early")
 	}
 	// The loop's own tick expires it once the timeout has passed.
 	fake.Advance(31 * time.Second)
-	waitFor(t, "idle room expired", func() bool { return s.core.rooms.get("idle") == nil })
+	waitFor(t, "idle room expired", func() bool { return s.core.Room("idle") == nil })
 	fake.Advance(time.Hour)
-	s.core.expire()
-	if s.core.rooms.get("busy") == nil {
+	s.core.Expire()
+	if s.core.Room("busy") == nil {
 		t.Fatal("a room with connections expired")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -26,7 +27,7 @@ const maxPerRequest = 500
 // connection readers only mark rooms dirty or queue removals (never
 // blocking) and kick it.
 type registrar struct {
-	core     *core          // static
+	core     *core.Core     // static
 	info     wire.RelayInfo // static: immutable within the boot
 	base     string         // static: balancer base URL, no trailing slash
 	secret   string         // static
@@ -47,7 +48,7 @@ type registrar struct {
 	watch *bootWatch
 
 	mu     sync.Mutex
-	dirty  map[*room]struct{}        // guarded by mu: rooms whose count changed
+	dirty  map[*core.Room]struct{}   // guarded by mu: rooms whose count changed
 	outbox map[wire.Removal]struct{} // guarded by mu: removals not yet confirmed
 
 	beats atomic.Int64 // completed heartbeats (tests and debugging)
@@ -76,7 +77,7 @@ func newRegistrar(s *Server) *registrar {
 		kick:     make(chan struct{}, 1),
 		now:      make(chan struct{}, 1),
 		jobs:     make(chan func(context.Context)),
-		dirty:    make(map[*room]struct{}),
+		dirty:    make(map[*core.Room]struct{}),
 		outbox:   make(map[wire.Removal]struct{}),
 		// The balancer's expiry at its defaults: three intervals in whole
 		// seconds (as the heartbeat reports them), 90 s at the least.
@@ -97,7 +98,7 @@ func (g *registrar) beatNow() {
 }
 
 // roomChanged implements notifier.
-func (g *registrar) roomChanged(r *room) {
+func (g *registrar) RoomChanged(r *core.Room) {
 	g.mu.Lock()
 	g.dirty[r] = struct{}{}
 	g.mu.Unlock()
@@ -105,7 +106,7 @@ func (g *registrar) roomChanged(r *room) {
 }
 
 // roomRemoved implements notifier.
-func (g *registrar) roomRemoved(rem wire.Removal) {
+func (g *registrar) RoomRemoved(rem wire.Removal) {
 	g.mu.Lock()
 	g.outbox[rem] = struct{}{}
 	n := len(g.outbox)
@@ -271,7 +272,7 @@ func (g *registrar) publishDirty(ctx context.Context) bool {
 		g.mu.Unlock()
 		return true
 	}
-	rooms := make([]*room, 0, len(g.dirty))
+	rooms := make([]*core.Room, 0, len(g.dirty))
 	for r := range g.dirty {
 		rooms = append(rooms, r)
 	}
@@ -326,7 +327,7 @@ func (g *registrar) publish(ctx context.Context, pubs []wire.Publication, snapsh
 // clients here rather than to the machine that gave it up. It touches
 // none of the run goroutine's state; the room stays marked dirty, so the
 // loop publishes it as well (publications are idempotent).
-func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationStatus, error) {
+func (g *registrar) publishNow(ctx context.Context, r *core.Room) (wire.PublicationStatus, error) {
 	p, _ := r.Publication()
 	req := wire.PublishRequest{BootID: g.info.BootID, Endpoint: g.info.Endpoint, Rooms: []wire.Publication{p}}
 	var resp wire.PublishResponse
@@ -351,7 +352,7 @@ func (g *registrar) publishNow(ctx context.Context, r *room) (wire.PublicationSt
 // for good: its host and players learn (1012) and the name lives in one
 // place.
 func (g *registrar) refused(res wire.PublicationResult) {
-	if g.core.EndIncarnation(res.Name, res.Epoch, reasonRoomGone) {
+	if g.core.EndIncarnation(res.Name, res.Epoch, core.ReasonRoomGone) {
 		g.log.Warn("the balancer refused this room's publication; ended it here", "room", res.Name, "epoch", res.Epoch, "status", res.Status)
 	}
 }

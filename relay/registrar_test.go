@@ -159,12 +159,12 @@ func TestRepublishOnBalancerRestart(t *testing.T) {
 	fake.Advance(25 * time.Second) // t = 30 s: heartbeat
 	waitFor(t, "heartbeat to the new boot", func() bool { return fb.counts().registers == 3 })
 	fake.Advance(245 * time.Second) // t = 275 s
-	if s.core.rooms.get("idle") == nil {
+	if s.core.Room("idle") == nil {
 		t.Fatal("idle room expired early")
 	}
 	fake.Advance(30 * time.Second) // t = 305 s: cleanup tick at 300 s
-	waitFor(t, "idle room expired on time", func() bool { return s.core.rooms.get("idle") == nil })
-	if s.core.rooms.get("room") == nil {
+	waitFor(t, "idle room expired on time", func() bool { return s.core.Room("idle") == nil })
+	if s.core.Room("room") == nil {
 		t.Fatal("a busy room expired")
 	}
 }

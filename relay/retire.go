@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/purrfly/purrfly/relay/internal/core/phase"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -173,7 +173,7 @@ func (s *Server) retireLoop() {
 // retirement is over.
 func (s *Server) retireStep() bool {
 	now := s.clock.Now()
-	s.core.expireRetired(now)
+	s.core.ReleaseRecovered(now)
 	if s.leaveIfIdle() {
 		s.endRetirement(false, Stats{})
 		return true
@@ -185,7 +185,7 @@ func (s *Server) retireStep() bool {
 	s.log.Warn("retire deadline passed: closing what is left with 1012",
 		"rooms", left.Rooms, "connections", left.Connections)
 	s.retireM.closed.Add(float64(left.Connections))
-	s.core.closeAll(reasonShutdown)
+	s.core.CloseAll(core.ReasonShutdown)
 	s.endRetirement(true, left)
 	return true
 }
@@ -220,27 +220,6 @@ func (s *Server) endRetirement(deadline bool, left Stats) {
 	close(r.done)
 	if !deadline {
 		s.log.Info("relay retired: its last game has ended")
-	}
-}
-
-// expireRetired releases, on a retiring relay, the live rooms nobody is
-// connected to whose players' recovery window (one activation lease since
-// they emptied, or since the host was lost) is over and that no claim
-// holds (a pending activation lease).
-func (c *core) expireRetired(now time.Time) {
-	for _, r := range c.rooms.all() {
-		r.mu.Lock()
-		release := r.liveLocked() && r.countLocked() == 0 && r.phaseLocked() != phase.Pending &&
-			now.Sub(r.emptySince) >= c.activationLease &&
-			(!r.vacantLocked() || r.life.VacantFor() >= c.activationLease)
-		if !release {
-			r.mu.Unlock()
-			continue
-		}
-		rem := r.removeLocked()
-		r.mu.Unlock()
-		c.log.Info("empty room released (retiring)", "room", r.name)
-		c.dropRoom(r, rem)
 	}
 }
 

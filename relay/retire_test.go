@@ -139,7 +139,7 @@ func TestRetireDeadlineClosesWith1012(t *testing.T) {
 	clk.Advance(11 * time.Second)
 	waitFor(t, "the vacant room released", func() bool {
 		clk.Advance(0)
-		return s.core.rooms.get("vacant") == nil
+		return s.core.Room("vacant") == nil
 	})
 	if retiredYet(s) {
 		t.Fatal("retired while a game plays")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -33,7 +34,7 @@ type Server struct {
 	clock    clock.Clock
 	m        *serverMetrics
 	gatherer prometheus.Gatherer
-	core     *core
+	core     *core.Core
 	reg      *registrar    // nil when standalone
 	mesh     *mesh         // nil unless Options.MultiMachine
 	udp      *udpTransport // nil when UDP is off; set by Start
@@ -83,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	if c := o.Capacity.MaxRooms; c > 0 && c < o.MaxRooms {
 		maxRooms = c
 	}
-	s.core, err = newCore(coreConfig{
+	s.core, err = core.New(core.Config{
 		Clock: o.Clock, Log: s.log, Metrics: o.Metrics,
 		EmptyRoomTimeout: o.EmptyRoomTimeout, SlowReceiverTimeout: o.SlowReceiverTimeout,
 		ActivationLease: o.ActivationLease, GrantLifetime: o.GrantLifetime,
@@ -266,7 +267,7 @@ func (s *Server) relayInfo() wire.RelayInfo {
 // also forgets expired handover answers (they hold rooms' secrets).
 func (s *Server) cleanupLoop() {
 	clock.Every(s.ctx, s.clock, s.cleanupInterval, func() {
-		s.core.expire()
+		s.core.Expire()
 		if s.mesh != nil {
 			s.mesh.given.sweep(s.clock.Now())
 		}
@@ -428,13 +429,13 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 	}
 	cancel()
 
-	s.core.closeAll(reasonShutdown)
+	s.core.CloseAll(core.ReasonShutdown)
 	s.waitSessions(ctx, graceful)
 
 	if graceful && s.reg != nil {
 		// Release what is left at the balancer at once instead of waiting
 		// for it to notice the boot is gone.
-		s.core.removeAll()
+		s.core.RemoveAll()
 		uctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 		s.reg.do(uctx, s.ctx.Done(), s.reg.flushOutbox)
 		cancel()

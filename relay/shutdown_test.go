@@ -19,7 +19,7 @@ func TestShutdownReturnsOnceConnectionsLeave(t *testing.T) {
 	host, client, _ := hostWithClient(t, s, "room")
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	waitFor(t, "draining", func() bool { return s.core.draining.Load() })
+	waitFor(t, "draining", func() bool { return s.core.Draining() })
 	_ = client.ws.Close(websocket.StatusNormalClosure, "")
 	_ = host.ws.Close(websocket.StatusNormalClosure, "")
 	select {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -59,7 +60,7 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 	sent := 0
 	deadline := time.Now().Add(20 * time.Second) // wall clock: bounds a load loop over real sockets
 	forced := func() float64 {
-		return disconnects(t, s, reasonSlowReceiver) + disconnects(t, s, reasonQueueOverflow)
+		return disconnects(t, s, core.ReasonSlowReceiver) + disconnects(t, s, core.ReasonQueueOverflow)
 	}
 	for forced() == 0 {
 		if sent == 5000 || time.Now().After(deadline) { // wall clock: the bound above

@@ -43,8 +43,8 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 		t.Fatalf("auth: reply %d", got)
 	}
 	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	c := s.core.conns.get(id)
-	tr := c.t.(*wsTransport)
+	c := s.core.Conn(id)
+	tr := c.Transport().(*wsTransport)
 	sc, err := tr.fc.Conn.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +62,7 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 		host.send(wire.AppendSendOne(nil, id, payload))
 	}
 	testutil.Eventually(t, time.Minute, "the writer to block", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.q) > 0
+		return c.Queued()
 	})
 	host.send(wire.AppendKick(nil, id))
 	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {

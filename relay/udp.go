@@ -13,6 +13,7 @@ import (
 	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -175,9 +176,9 @@ func (u *udpTransport) Connected(p *litenet.Peer) bool {
 		return false
 	}
 	uc := &udpConn{u: u, p: p}
-	uc.c = u.s.core.makeConn(uc)
+	uc.c = u.s.core.MakeConn(uc)
 	p.Tag = uc
-	u.s.core.publish(uc.c)
+	u.s.core.Publish(uc.c)
 	return true
 }
 
@@ -211,13 +212,13 @@ func (u *udpTransport) Nat(from netip.AddrPort, n litenet.NatPacket) {
 }
 
 // canPunch: a UDP peer of this machine (not a link from another machine).
-func (u *udpTransport) canPunch(t transport) bool {
+func (u *udpTransport) CanPunch(t core.Transport) bool {
 	_, ok := t.(*udpConn)
 	return ok
 }
 
 // expect registers a NAT introduction token for a host and a client.
-func (u *udpTransport) expect(token string, host, client transport) {
+func (u *udpTransport) Expect(token string, host, client core.Transport) {
 	u.nat.expect(token, host.(*udpConn).p.Addr(), client.(*udpConn).p.Addr())
 }
 

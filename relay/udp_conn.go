@@ -7,6 +7,7 @@ import (
 	"github.com/purrfly/purrfly/internal/delivery"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -18,7 +19,7 @@ import (
 type udpConn struct {
 	u *udpTransport
 	p *litenet.Peer
-	c *conn
+	c *core.Conn
 
 	mu      sync.Mutex
 	started bool           // guarded by mu: the first message came
@@ -29,11 +30,11 @@ type udpConn struct {
 }
 
 // wake: the core queued frames; the flush pulls them.
-func (uc *udpConn) wake() { uc.p.Wake() }
+func (uc *udpConn) Wake() { uc.p.Wake() }
 
 // closed: graceful reasons send what is queued (and wait for the acks)
 // before LiteNetLib's Disconnect; abrupt ones disconnect at once.
-func (uc *udpConn) closed(reason closeReason) { uc.p.Close(reason.flush()) }
+func (uc *udpConn) Closed(reason core.Reason) { uc.p.Close(reason.Flush()) }
 
 // deliver routes one message of the peer. The first one (the
 // authentication) is routed on a goroutine of its own when it may name a
@@ -44,8 +45,8 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 		if len(uc.early) >= udpEarlyMax {
 			uc.mu.Unlock()
 			buf.Put(b)
-			uc.u.s.core.Drop(dropSenderClosed)
-			uc.c.close(reasonQueueOverflow)
+			uc.u.s.core.Drop(core.DropSenderClosed)
+			uc.c.Close(core.ReasonQueueOverflow)
 			return
 		}
 		uc.early = append(uc.early, b)
@@ -70,12 +71,12 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 // handle gives b to the core, its delivery method taken out of PurrNet's
 // UDP framing, and confirms the peer once authenticated.
 func (uc *udpConn) handle(b *buf.Buf) {
-	authing := uc.c.Role() == roleNone
+	authing := uc.c.Role() == core.RoleNone
 	if !unframeUDP(uc.u.s.core, uc.c, b) {
 		return
 	}
-	uc.u.s.core.handle(uc.c, b)
-	if authing && uc.c.Role() != roleNone {
+	uc.u.s.core.Handle(uc.c, b)
+	if authing && uc.c.Role() != core.RoleNone {
 		uc.p.Confirm()
 	}
 }
@@ -107,7 +108,7 @@ func (uc *udpConn) authRouted(first *buf.Buf) {
 		uc.mu.Unlock()
 		if uc.c.Closing() {
 			buf.Put(b)
-			uc.u.s.core.Drop(dropSenderClosed)
+			uc.u.s.core.Drop(core.DropSenderClosed)
 			continue
 		}
 		uc.handle(b)
@@ -118,9 +119,9 @@ func (uc *udpConn) authRouted(first *buf.Buf) {
 // reports whether frames were left behind. It runs in litenet's flush
 // (Handler.Flush).
 func (uc *udpConn) flush() bool {
-	var arr [maxBatch]*buf.Buf
+	var arr [core.MaxBatch]*buf.Buf
 	for uc.p.Backlog() < udpBacklog {
-		batch := uc.c.takeBatch(arr[:0])
+		batch := uc.c.TakeBatch(arr[:0])
 		if len(batch) == 0 {
 			return false
 		}
@@ -130,7 +131,7 @@ func (uc *udpConn) flush() bool {
 			batch[i] = nil
 		}
 	}
-	return uc.c.queued()
+	return uc.c.Queued()
 }
 
 // maxUDPSingle is the longest frame one LiteNetLib packet carries for a
@@ -148,7 +149,7 @@ func (uc *udpConn) send(b *buf.Buf) {
 	data := b.Frame()
 	if !m.Fragments() && len(data) > maxUDPSingle(m) {
 		if !m.Reliable() {
-			uc.u.s.core.Drop(dropTooLargeForUDP)
+			uc.u.s.core.Drop(core.DropTooLargeForUDP)
 			return
 		}
 		m = litenet.ReliableOrdered // PurrLay's rule for a reliable frame too long for its method
@@ -156,9 +157,9 @@ func (uc *udpConn) send(b *buf.Buf) {
 	}
 	if err := uc.p.Send(m, data); err != nil {
 		if errors.Is(err, litenet.ErrClosed) {
-			uc.u.s.core.Drop(dropReceiverClosed)
+			uc.u.s.core.Drop(core.DropReceiverClosed)
 		} else {
-			uc.u.s.core.Drop(dropTooLargeForUDP)
+			uc.u.s.core.Drop(core.DropTooLargeForUDP)
 		}
 	}
 }
@@ -178,9 +179,9 @@ func (uc *udpConn) gone(why litenet.Reason) {
 // end is the end of the conn: it leaves the core once and frees what is
 // queued. Only the conn's reader calls it.
 func (uc *udpConn) end(why litenet.Reason) {
-	uc.c.close(reasonOfPeer(why)) // before leaving, as ws.go's end does
-	uc.u.s.core.leave(uc.c)
-	uc.c.releaseQueue()
+	uc.c.Close(reasonOfPeer(why)) // before leaving, as ws.go's end does
+	uc.u.s.core.Leave(uc.c)
+	uc.c.ReleaseQueue()
 	uc.mu.Lock()
 	early := uc.early
 	uc.early = nil
@@ -192,18 +193,18 @@ func (uc *udpConn) end(why litenet.Reason) {
 }
 
 // reasonOfPeer maps why LiteNetLib lost a peer to the core's reason.
-func reasonOfPeer(why litenet.Reason) closeReason {
+func reasonOfPeer(why litenet.Reason) core.Reason {
 	switch why {
 	case litenet.ReasonPendingTimeout:
-		return reasonAuthTimeout
+		return core.ReasonAuthTimeout
 	case litenet.ReasonTooBig:
-		return reasonTooBig
+		return core.ReasonTooBig
 	case litenet.ReasonTimeout:
-		return reasonPeerTimeout
+		return core.ReasonPeerTimeout
 	case litenet.ReasonShutdown:
-		return reasonShutdown
+		return core.ReasonShutdown
 	}
-	return reasonPeerClosed
+	return core.ReasonPeerClosed
 }
 
 // mayForward reports whether a first message names a room this machine
@@ -221,16 +222,16 @@ func (m *mesh) mayForward(first []byte) bool {
 // method, nor does anything of a closing peer (the core drops it as the
 // sender's) or of a peer forwarded to its room's holder, which reads the
 // framing itself.
-func unframeUDP(c *core, cn *conn, b *buf.Buf) bool {
+func unframeUDP(c *core.Core, cn *core.Conn, b *buf.Buf) bool {
 	var from wire.Sender
 	switch {
 	case cn.Closing():
 		return true
-	case cn.Role() == roleClient:
+	case cn.Role() == core.RoleClient:
 		from = wire.FromClient
-	case cn.Role() == roleHost:
+	case cn.Role() == core.RoleHost:
 		from = wire.FromHost
-	case cn.Role() == rolePipe:
+	case cn.Role() == core.RolePipe:
 		from = wire.FromPipe
 	default:
 		return true
@@ -238,7 +239,7 @@ func unframeUDP(c *core, cn *conn, b *buf.Buf) bool {
 	d, at, err := wire.UDPMethod(from, b.Frame())
 	if err != nil {
 		buf.Put(b)
-		c.dropMalformed(err)
+		c.DropMalformed(err)
 		return false
 	}
 	if at >= 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -20,18 +21,16 @@ func TestUDPBurstPastBacklogDrains(t *testing.T) {
 	hs, cs := mustAllocate(t, s, "burst")
 	h := udpHost(t, s, "burst", hs, false)
 	cl := udpClient(t, s, "burst", cs, false)
-	cc := s.core.conns.get(nextOfType(t, h, wire.ToHostConnected).IDs[0])
+	cc := s.core.Conn(nextOfType(t, h, wire.ToHostConnected).IDs[0])
 	const n = 3 * udpBacklog
-	cc.mu.Lock() // all of it queued before the flush can take any
+	// All of it queued within the flush delay (UDPFlush, 10 ms): the
+	// flush that follows finds more than the backlog takes.
 	for i := range n {
 		b := buf.Get(8)
 		b.End = copy(b.B, []byte{byte(i), byte(i >> 8), 'x', 'y'})
 		b.Method = wire.Unreliable
-		cc.q = append(cc.q, b)
-		cc.qBytes += b.Weight()
+		cc.Enqueue(b, core.DirControl)
 	}
-	cc.mu.Unlock()
-	cc.t.wake()
 	for got := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		b, err := cl.Recv(ctx)
@@ -85,7 +84,7 @@ func TestUDPSilentPeerTimesOut(t *testing.T) {
 	raw := newRawUDP(t, netip.MustParseAddrPort(s.UDPAddr()), 10)
 	raw.auth("silent", cs, wire.Authenticated)
 	id := h.expectToHost(wire.ToHostConnected).IDs[0]
-	timedOut := func() bool { return disconnects(t, s, reasonPeerTimeout) == 1 }
+	timedOut := func() bool { return disconnects(t, s, core.ReasonPeerTimeout) == 1 }
 	for i := 0; !timedOut(); i++ {
 		if i == 60 {
 			t.Fatal("a silent UDP peer was kept past the UDP timeout")

@@ -12,6 +12,7 @@ import (
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/litenet"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -153,7 +154,7 @@ func TestUDPFramesTooLongForTheirMethod(t *testing.T) {
 	if d != wire.ReliableOrdered {
 		t.Fatalf("the too-long ReliableSequenced frame came with method %d, want ReliableOrdered", d)
 	}
-	if got := drops(t, s, dropTooLargeForUDP); got != 1 {
+	if got := drops(t, s, core.DropTooLargeForUDP); got != 1 {
 		t.Fatalf("too_large_for_udp drops %v, want 1", got)
 	}
 	// A method byte that is no method.
@@ -166,7 +167,7 @@ func TestUDPFramesTooLongForTheirMethod(t *testing.T) {
 	if p := nextOfType(t, h, wire.ToHostData); string(p.Payload) != "after" || p.IDs[0] != id {
 		t.Fatalf("host got %+v", p)
 	}
-	if got := drops(t, s, dropBadMethod); got != 1 {
+	if got := drops(t, s, core.DropBadMethod); got != 1 {
 		t.Fatalf("bad_method drops %v, want 1", got)
 	}
 }
@@ -201,7 +202,7 @@ func TestUDPAuthTimeoutAndShutdown(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a peer that never authenticated was kept")
 	}
-	waitFor(t, "the auth timeout counted", func() bool { return disconnects(t, s, reasonAuthTimeout) == 1 })
+	waitFor(t, "the auth timeout counted", func() bool { return disconnects(t, s, core.ReasonAuthTimeout) == 1 })
 
 	hs, cs := mustAllocate(t, s, "bye")
 	h := udpHost(t, s, "bye", hs, false)
@@ -377,7 +378,7 @@ func TestUDPMessageTooBigEndsPeer(t *testing.T) {
 	defer ep.Close()
 	_ = peer.Send(litenet.ReliableOrdered, client.AuthMessage("too-big", cs, false))
 	_ = peer.Send(litenet.ReliableOrdered, append([]byte{byte(wire.ReliableOrdered)}, make([]byte, wire.MaxMessageSize)...))
-	waitFor(t, "too_large_for_host counted", func() bool { return drops(t, s, dropTooLargeForHost) == 1 })
+	waitFor(t, "too_large_for_host counted", func() bool { return drops(t, s, core.DropTooLargeForHost) == 1 })
 	if err := peer.Send(litenet.ReliableOrdered, make([]byte, 1+wire.MaxMessageSize+1)); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestUDPMessageTooBigEndsPeer(t *testing.T) {
 	case <-tctx(t).Done():
 		t.Fatal("the relay kept a peer that sent a 65,536-byte frame")
 	}
-	waitFor(t, "message_too_big counted", func() bool { return disconnects(t, s, reasonTooBig) == 1 })
+	waitFor(t, "message_too_big counted", func() bool { return disconnects(t, s, core.ReasonTooBig) == 1 })
 }
 
 // TestUDPFramesAtTheirMethodsLimit: a frame of exactly the longest size
@@ -418,7 +419,7 @@ func TestUDPFramesAtTheirMethodsLimit(t *testing.T) {
 			t.Fatalf("a %d-byte frame sent %v reached the host as %d bytes %v (%v)", tc.max, tc.d, len(p.Payload), d, err)
 		}
 	}
-	if got := drops(t, s, dropTooLargeForUDP); got != 0 {
+	if got := drops(t, s, core.DropTooLargeForUDP); got != 0 {
 		t.Fatalf("too_large_for_udp drops %v, want 0", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/wsframe"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -182,7 +183,8 @@ func (s *Server) wsRouter() Router {
 // which drop ends the socket so that a writer blocked on a peer that does
 // not read is released.
 type wsTransport struct {
-	core  *core
+	core  *core.Core
+	clock clock.Clock // static: the relay's clock, the close grace's
 	ws    *websocket.Conn
 	fc    *wsframe.Writer // the socket our data frames go through; nil: write through ws
 	fr    *wsframe.Reader // set before the writer starts, then static: the relay's reader of ws's frames (nil: coder/websocket reads)
@@ -205,15 +207,15 @@ type wsTransport struct {
 	writerEnded bool        // guarded by mu: the writer returned (no bound needed)
 }
 
-func newWSTransport(c *core, ws *websocket.Conn, fc *wsframe.Writer, drop func(), grace time.Duration) *wsTransport {
-	return &wsTransport{core: c, ws: ws, fc: fc, drop: drop, grace: grace,
+func newWSTransport(c *core.Core, clk clock.Clock, ws *websocket.Conn, fc *wsframe.Writer, drop func(), grace time.Duration) *wsTransport {
+	return &wsTransport{core: c, clock: clk, ws: ws, fc: fc, drop: drop, grace: grace,
 		wake_: make(chan struct{}, 1), done: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // directWriter is the socket senders may write frames to themselves
 // (conn.send): an accepted connection's or a link's, when it is a plain
 // socket.
-func (t *wsTransport) directWriter() directWriter {
+func (t *wsTransport) DirectWriter() core.DirectWriter {
 	if t.fc == nil || !t.fc.Direct() {
 		return nil
 	}
@@ -223,7 +225,7 @@ func (t *wsTransport) directWriter() directWriter {
 // writeDirect writes one frame to the socket for a sender that claimed it
 // (conn.send); a partly written frame leaves its rest, and the socket,
 // for the writer.
-func (t *wsTransport) writeDirect(b *buf.Buf) directResult {
+func (t *wsTransport) WriteDirect(b *buf.Buf) core.DirectResult {
 	res, rest := t.fc.WriteDirect(b)
 	if rest.Held() {
 		t.rest = rest
@@ -231,15 +233,15 @@ func (t *wsTransport) writeDirect(b *buf.Buf) directResult {
 	return directResults[res]
 }
 
-func (t *wsTransport) maxDirect() int { return wsframe.MaxDirect }
+func (t *wsTransport) MaxDirect() int { return wsframe.MaxDirect }
 
 // directResults are the core's names for wsframe's direct write results.
-var directResults = [...]directResult{
-	wsframe.DirectWhole:   directWhole,
-	wsframe.DirectPartial: directPartial,
-	wsframe.DirectAgain:   directAgain,
-	wsframe.DirectFailed:  directFailed,
-	wsframe.DirectClosing: directClosing,
+var directResults = [...]core.DirectResult{
+	wsframe.DirectWhole:   core.DirectWhole,
+	wsframe.DirectPartial: core.DirectPartial,
+	wsframe.DirectAgain:   core.DirectAgain,
+	wsframe.DirectFailed:  core.DirectFailed,
+	wsframe.DirectClosing: core.DirectClosing,
 }
 
 // takeRest takes the socket a direct write handed to the writer
@@ -250,7 +252,7 @@ func (t *wsTransport) takeRest() wsframe.Rest {
 	return r
 }
 
-func (t *wsTransport) wake() {
+func (t *wsTransport) Wake() {
 	select {
 	case t.wake_ <- struct{}{}:
 	default:
@@ -260,15 +262,15 @@ func (t *wsTransport) wake() {
 // closed wakes the writer for its last round and, for an abrupt reason,
 // drops the socket on a goroutine of its own (it may be called under a
 // room lock); a graceful close arms the grace.
-func (t *wsTransport) closed(reason closeReason) {
+func (t *wsTransport) Closed(reason core.Reason) {
 	close(t.done)
-	if reason.abrupt() {
-		t.core.goAbort(t.drop)
+	if reason.Abrupt() {
+		t.core.Go(t.drop)
 		return
 	}
 	t.mu.Lock()
 	if !t.writerEnded && t.timer == nil {
-		t.timer = t.core.clock.NewTimer(t.grace)
+		t.timer = t.clock.NewTimer(t.grace)
 		go t.dropAfterGrace(t.timer.C())
 	}
 	t.mu.Unlock()
@@ -312,26 +314,26 @@ func (t *wsTransport) endWriter() {
 // keeps a reader that has only ever run the read loop. With the handler
 // gone, net/http's request, response and 4 KiB buffers are garbage too.
 func (s *Server) runWS(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reader, forwarded, udp bool, done func()) {
-	t := newWSTransport(s.core, ws, fc, func() { _ = ws.CloseNow() }, s.closeGrace)
+	t := newWSTransport(s.core, s.clock, ws, fc, func() { _ = ws.CloseNow() }, s.closeGrace)
 	t.fr = fr
 	t.udp = udp
 	if udp {
 		fc.PrefixMethod()
 	}
-	c := s.core.newConn(t)
+	c := s.core.NewConn(t)
 	writerDone := make(chan struct{})
 	go s.wsWriter(t, c, writerDone)
 	// Closed before it leaves: a forwarded conn's leaving closes its link,
 	// and the holder's answer (1000) must not overtake the reason the
 	// peer is owed (1003 for a text frame, 1009 past the size limit).
-	end := func(reason closeReason) {
-		c.close(reason)
-		s.core.leave(c)
+	end := func(reason core.Reason) {
+		c.Close(reason)
+		s.core.Leave(c)
 		<-writerDone
 		done()
 	}
 	reason := s.wsAuth(t, c, forwarded)
-	if reason == reasonNone && !c.Closing() {
+	if reason == core.ReasonNone && !c.Closing() {
 		go func() { end(s.wsReadLoop(t, c)) }()
 		return
 	}
@@ -343,7 +345,7 @@ func (s *Server) runWS(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reade
 // (reasonNone: it goes on). On a multi-machine relay, a connection whose
 // first message names a room held by another machine (and that is not
 // itself forwarded) is carried to that machine instead (forward.go).
-func (s *Server) wsAuth(t *wsTransport, c *conn, forwarded bool) closeReason {
+func (s *Server) wsAuth(t *wsTransport, c *core.Conn, forwarded bool) core.Reason {
 	// Authenticated or not, the deadline only covers the first message
 	// (and the control frames written while it is read).
 	b, end := t.fr.NextBefore(time.Now().Add(s.opts.AuthTimeout)) // wall clock: the socket's own deadline bounds the authentication
@@ -351,17 +353,17 @@ func (s *Server) wsAuth(t *wsTransport, c *conn, forwarded bool) closeReason {
 		return reasonOfEnd(end)
 	}
 	if s.mesh != nil && !forwarded && s.mesh.forward(c, b, false) {
-		return reasonNone
+		return core.ReasonNone
 	}
-	s.core.handle(c, b)
-	return reasonNone
+	s.core.Handle(c, b)
+	return core.ReasonNone
 }
 
 // wsReadLoop reads the messages after the first and hands them to the
 // core until the connection ends; it returns why. A message after which
 // nothing more is waiting to be read may be written to its receiver's
 // socket by this goroutine (conn.direct).
-func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
+func (s *Server) wsReadLoop(t *wsTransport, c *core.Conn) core.Reason {
 	for {
 		b, end, more := t.fr.Next()
 		c.SetDirect(!more)
@@ -371,9 +373,9 @@ func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
 		if t.udp && !unframeUDP(s.core, c, b) {
 			continue
 		}
-		s.core.handle(c, b)
+		s.core.Handle(c, b)
 		if c.Closing() {
-			return reasonNone
+			return core.ReasonNone
 		}
 	}
 }
@@ -387,7 +389,7 @@ func (s *Server) wsReadLoop(t *wsTransport, c *conn) closeReason {
 // A sender may have claimed the socket for one frame (conn.send): the
 // writer then waits for the claim to end, and finishes the frame's rest
 // first when the direct write left one (takeHandoff).
-func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
+func (s *Server) wsWriter(t *wsTransport, c *core.Conn, done chan<- struct{}) {
 	defer close(done)
 	defer t.endWriter()
 	var batch []*buf.Buf
@@ -398,18 +400,18 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 			return
 		default:
 		}
-		var st takeState
-		batch, st = c.takeWrite(batch[:0])
-		if st == takeHandoff && t.takeRest().Finish(time.Time{}) != nil {
+		var st core.TakeState
+		batch, st = c.TakeWrite(batch[:0])
+		if st == core.TakeHandoff && t.takeRest().Finish(time.Time{}) != nil {
 			buf.Release(batch)
-			c.close(reasonWriteError)
+			c.Close(core.ReasonWriteError)
 			continue
 		}
 		if len(batch) == 0 {
-			if st == takeHandoff {
+			if st == core.TakeHandoff {
 				continue // the write side is still the writer's: look again
 			}
-			if cap(batch) > shrinkCap {
+			if cap(batch) > core.ShrinkCap {
 				batch = nil
 			}
 			select {
@@ -420,7 +422,7 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 		}
 		s.m.batches.Inc()
 		if !writeBatch(context.Background(), t.ws, t.fc, batch) {
-			c.close(reasonWriteError)
+			c.Close(core.ReasonWriteError)
 		}
 	}
 }
@@ -432,23 +434,23 @@ func (s *Server) wsWriter(t *wsTransport, c *conn, done chan<- struct{}) {
 // A direct write still in flight ends first (it never blocks, and wakes
 // the writer as it ends: the conn is closed); its rest is finished with
 // the flush, or dropped.
-func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
-	reason, told := c.closeStatus()
-	flush, ok := reason.flush(), true
+func (s *Server) wsClose(t *wsTransport, c *core.Conn, batch []*buf.Buf) {
+	reason, told := c.CloseStatus()
+	flush, ok := reason.Flush(), true
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	deadline, _ := ctx.Deadline()
 	for {
-		var st takeState
-		batch, st = c.takeWrite(batch[:0])
-		if st == takeClaimed {
+		var st core.TakeState
+		batch, st = c.TakeWrite(batch[:0])
+		if st == core.TakeClaimed {
 			<-t.wake_
 			continue
 		}
-		if st == takeHandoff {
+		if st == core.TakeHandoff {
 			// The rest of a frame already begun is finished for any
 			// graceful close, even one that flushes nothing else (a text
 			// frame's): without it no close frame could follow.
-			if ok && !reason.abrupt() {
+			if ok && !reason.Abrupt() {
 				ok = t.takeRest().Finish(deadline) == nil
 			} else {
 				t.takeRest().Drop() // half a frame: no close frame can follow
@@ -456,7 +458,7 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
 			}
 		}
 		if len(batch) == 0 {
-			if st == takeHandoff {
+			if st == core.TakeHandoff {
 				continue
 			}
 			break
@@ -468,14 +470,14 @@ func (s *Server) wsClose(t *wsTransport, c *conn, batch []*buf.Buf) {
 		}
 	}
 	cancel()
-	c.releaseQueue()
+	c.ReleaseQueue()
 	// A flush that failed (timed out) may have left half a frame on the
 	// wire: no close frame can follow it.
-	if reason.abrupt() || !ok {
+	if reason.Abrupt() || !ok {
 		_ = t.ws.CloseNow()
 		return
 	}
-	code, text := told.wsCode()
+	code, text := wsCode(told)
 	if t.fr == nil {
 		_ = t.ws.Close(code, text)
 		return
@@ -509,29 +511,29 @@ func writeBatch(ctx context.Context, ws *websocket.Conn, fc *wsframe.Writer, bat
 }
 
 // wsCode is the WebSocket close code and text for a reason.
-func (r closeReason) wsCode() (websocket.StatusCode, string) {
+func wsCode(r core.Reason) (websocket.StatusCode, string) {
 	switch r {
-	case reasonAuthFailed:
+	case core.ReasonAuthFailed:
 		return websocket.StatusPolicyViolation, "authentication failed"
-	case reasonUnsupported:
+	case core.ReasonUnsupported:
 		return websocket.StatusUnsupportedData, "binary messages only"
-	case reasonTooBig:
+	case core.ReasonTooBig:
 		return wsframe.CloseTooBig, wsframe.TooBigText
-	case reasonKicked:
+	case core.ReasonKicked:
 		return websocket.StatusNormalClosure, "kicked"
-	case reasonHostLeft:
+	case core.ReasonHostLeft:
 		return websocket.StatusNormalClosure, "host left"
-	case reasonShutdown:
+	case core.ReasonShutdown:
 		return websocket.StatusServiceRestart, "relay restarting"
-	case reasonRoomGone:
+	case core.ReasonRoomGone:
 		return websocket.StatusServiceRestart, "room moved"
-	case reasonMigrated:
+	case core.ReasonMigrated:
 		return websocket.StatusNormalClosure, "host migrated"
-	case reasonRejoin:
+	case core.ReasonRejoin:
 		return websocket.StatusServiceRestart, "host ready, reconnect"
-	case reasonRoomClosed:
+	case core.ReasonRoomClosed:
 		return websocket.StatusNormalClosure, "room closed"
-	case reasonSlowReceiver, reasonQueueOverflow:
+	case core.ReasonSlowReceiver, core.ReasonQueueOverflow:
 		return websocket.StatusPolicyViolation, "too slow"
 	}
 	return websocket.StatusNormalClosure, ""
@@ -539,30 +541,30 @@ func (r closeReason) wsCode() (websocket.StatusCode, string) {
 
 // reasonOfClose maps a close frame from a holder machine (what wsCode
 // wrote there) back to the core's reason, for the forwarded peer.
-func reasonOfClose(code websocket.StatusCode, text string) closeReason {
-	for _, r := range [...]closeReason{reasonAuthFailed, reasonUnsupported, reasonTooBig, reasonKicked,
-		reasonHostLeft, reasonShutdown, reasonRoomGone, reasonSlowReceiver, reasonMigrated, reasonRejoin, reasonRoomClosed} {
-		if c, t := r.wsCode(); c == code && t == text {
+func reasonOfClose(code websocket.StatusCode, text string) core.Reason {
+	for _, r := range [...]core.Reason{core.ReasonAuthFailed, core.ReasonUnsupported, core.ReasonTooBig, core.ReasonKicked,
+		core.ReasonHostLeft, core.ReasonShutdown, core.ReasonRoomGone, core.ReasonSlowReceiver, core.ReasonMigrated, core.ReasonRejoin, core.ReasonRoomClosed} {
+		if c, t := wsCode(r); c == code && t == text {
 			return r
 		}
 	}
 	if code == websocket.StatusServiceRestart {
-		return reasonShutdown
+		return core.ReasonShutdown
 	}
-	return reasonClientLeft // a normal closure: 1000, no text
+	return core.ReasonClientLeft // a normal closure: 1000, no text
 }
 
 // reasonOfEnd is why a connection whose reader stopped ends.
-func reasonOfEnd(end wsframe.End) closeReason {
+func reasonOfEnd(end wsframe.End) core.Reason {
 	switch end {
 	case wsframe.EndUnsupported:
-		return reasonUnsupported
+		return core.ReasonUnsupported
 	case wsframe.EndTooBig:
-		return reasonTooBig
+		return core.ReasonTooBig
 	case wsframe.EndTimeout:
-		return reasonAuthTimeout
+		return core.ReasonAuthTimeout
 	case wsframe.EndWriteFailed:
-		return reasonWriteError
+		return core.ReasonWriteError
 	}
-	return reasonPeerClosed
+	return core.ReasonPeerClosed
 }

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"hash/maphash"
@@ -12,7 +12,7 @@ import (
 
 // room is one room incarnation. Its fields are guarded by mu except the
 // static ones; no lock is held across I/O (enqueue is not I/O).
-type room struct {
+type Room struct {
 	name        string // static
 	incarnation string // static: opaque, new for every allocation (and reuse of the name)
 
@@ -24,17 +24,17 @@ type room struct {
 	clientSecret string                // guarded by mu
 	allocationID string                // guarded by mu
 	movedFrom    *wire.Incarnation     // static: the incarnation a handover replaced (handover.go), else nil
-	core         *core                 // static: the core that holds it (the clock; refused phase transitions)
+	core         *Core                 // static: the core that holds it (the clock; refused phase transitions)
 	life         phase.Machine         // guarded by mu: the phase (package phase), changed only by the transitions of phase.go
-	host         *conn                 // guarded by mu; the host's socket: set while hosted, and a provisional host's in pending or expired
-	clients      map[wire.ConnID]*conn // guarded by mu; every connected non-host peer the host sees
+	host         *Conn                 // guarded by mu; the host's socket: set while hosted, and a provisional host's in pending or expired
+	clients      map[wire.ConnID]*Conn // guarded by mu; every connected non-host peer the host sees
 	emptySince   time.Time             // guarded by mu; zero while count() > 0
 	mig          migState              // guarded by mu; host migration (migration.go)
 }
 
 // countLocked is the room's connection count (host included, as PurrLay
 // counts it).
-func (r *room) countLocked() int {
+func (r *Room) countLocked() int {
 	n := len(r.clients) + len(r.mig.isolated)
 	if r.host != nil {
 		n++
@@ -44,7 +44,7 @@ func (r *room) countLocked() int {
 
 // changedLocked records a count change: a new revision, the empty-room
 // clock, and a prompt publication.
-func (r *room) changedLocked(c *core) {
+func (r *Room) changedLocked(c *Core) {
 	if !r.liveLocked() {
 		return
 	}
@@ -54,11 +54,11 @@ func (r *room) changedLocked(c *core) {
 	} else {
 		r.emptySince = time.Time{}
 	}
-	c.notify.roomChanged(r)
+	c.notify.RoomChanged(r)
 }
 
 // publicationLocked is the room as the balancer sees it.
-func (r *room) publicationLocked() wire.Publication {
+func (r *Room) publicationLocked() wire.Publication {
 	return wire.Publication{
 		Name:         r.name,
 		Epoch:        r.epoch,
@@ -151,13 +151,13 @@ func (t *shardMap[K, V]) all() []V {
 // roomTable maps names to live rooms, sharded so that allocations and
 // logins of different rooms do not meet on one lock. It is not on the
 // forwarding path: a connection keeps its *room.
-type roomTable = shardMap[string, *room]
+type roomTable = shardMap[string, *Room]
 
 func roomShard(name string) uint64 { return maphash.String(shardSeed, name) }
 
 // connTable maps connection ids to connections, sharded by id. The core
 // keeps two: every open connection (shutdown, consistency) and the pipe
 // peers (pipe routing: that lookup is on the hot path).
-type connTable = shardMap[wire.ConnID, *conn]
+type connTable = shardMap[wire.ConnID, *Conn]
 
 func connShard(id wire.ConnID) uint64 { return uint64(uint32(id)) }

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"fmt"
@@ -9,37 +9,37 @@ import (
 // Drop reasons: a packet that reached the relay and went nowhere. Every one
 // is counted in purrfly_relay_dropped_packets_total{reason}.
 const (
-	dropQueueOverflow  = "queue_overflow"   // the receiver's queue hit its hard bound (the receiver is closed)
-	dropReceiverClosed = "receiver_closed"  // the receiver was already closing
-	dropSmallClient    = "small_client"     // a client packet of one byte or less
-	dropNoHost         = "no_host"          // a client packet while the room has no host
-	dropIsolated       = "isolated"         // a client packet during a migration lease, not the promoted host's lane
-	dropBadTarget      = "bad_target"       // SEND_ONE/KICK/pipe target not found (or not in the room)
-	dropEmptyPayload   = "empty_payload"    // SEND_ONE or pipe packet with nothing to deliver
-	dropEmpty          = "empty_packet"     // a host packet of zero bytes
-	dropTruncated      = "truncated_packet" // SEND_ONE/KICK/pipe shorter than its header
-	dropUnknown        = "unknown_packet"   // unknown host packet type
-	dropSenderClosed   = "sender_closed"    // a packet read after its sender was told to go
+	DropQueueOverflow  = "queue_overflow"   // the receiver's queue hit its hard bound (the receiver is closed)
+	DropReceiverClosed = "receiver_closed"  // the receiver was already closing
+	DropSmallClient    = "small_client"     // a client packet of one byte or less
+	DropNoHost         = "no_host"          // a client packet while the room has no host
+	DropIsolated       = "isolated"         // a client packet during a migration lease, not the promoted host's lane
+	DropBadTarget      = "bad_target"       // SEND_ONE/KICK/pipe target not found (or not in the room)
+	DropEmptyPayload   = "empty_payload"    // SEND_ONE or pipe packet with nothing to deliver
+	DropEmpty          = "empty_packet"     // a host packet of zero bytes
+	DropTruncated      = "truncated_packet" // SEND_ONE/KICK/pipe shorter than its header
+	DropUnknown        = "unknown_packet"   // unknown host packet type
+	DropSenderClosed   = "sender_closed"    // a packet read after its sender was told to go
 	// dropTooLargeForHost: a client packet over wire.MaxMessageSize-5 bytes,
 	// whose [2][sender:4][payload] frame would pass the 65,535 bytes the
 	// host's socket takes (PurrNet drops the host's connection beyond).
-	dropTooLargeForHost = "too_large_for_host"
-	dropBadMethod       = "bad_method"        // a UDP packet with no valid delivery method byte
-	dropTooLargeForUDP  = "too_large_for_udp" // an unreliable frame longer than one LiteNetLib packet
+	DropTooLargeForHost = "too_large_for_host"
+	DropBadMethod       = "bad_method"        // a UDP packet with no valid delivery method byte
+	DropTooLargeForUDP  = "too_large_for_udp" // an unreliable frame longer than one LiteNetLib packet
 )
 
-var dropReasons = []string{dropQueueOverflow, dropReceiverClosed, dropSmallClient, dropNoHost, dropIsolated,
-	dropBadTarget, dropEmptyPayload, dropEmpty, dropTruncated, dropUnknown, dropSenderClosed, dropTooLargeForHost,
-	dropBadMethod, dropTooLargeForUDP}
+var dropReasons = []string{DropQueueOverflow, DropReceiverClosed, DropSmallClient, DropNoHost, DropIsolated,
+	DropBadTarget, DropEmptyPayload, DropEmpty, DropTruncated, DropUnknown, DropSenderClosed, DropTooLargeForHost,
+	DropBadMethod, DropTooLargeForUDP}
 
 // Forwarding directions for purrfly_relay_forwarded_*{dir}.
 const (
-	dirToHost   = 0
-	dirToClient = 1
-	dirPipe     = 2
-	dirControl  = 3
-	dirMeshOut  = 4 // a forwarded client's frames, toward the holder machine
-	dirMeshIn   = 5 // the holder machine's frames, toward a forwarded client
+	DirToHost   = 0
+	DirToClient = 1
+	DirPipe     = 2
+	DirControl  = 3
+	DirMeshOut  = 4 // a forwarded client's frames, toward the holder machine
+	DirMeshIn   = 5 // the holder machine's frames, toward a forwarded client
 )
 
 var dirNames = [...]string{"to_host", "to_client", "pipe", "control", "mesh_out", "mesh_in"}
@@ -106,10 +106,10 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 	for _, r := range dropReasons {
 		m.drops[r] = drops.WithLabelValues(r)
 	}
-	for r := closeReason(1); r < numReasons; r++ {
+	for r := Reason(1); r < numReasons; r++ {
 		m.disconnect[r] = disc.WithLabelValues(r.String())
 	}
-	for i, r := range directResultNames {
+	for i, r := range DirectResultNames {
 		m.direct[i] = direct.WithLabelValues(r)
 	}
 	m.authOK = auth.WithLabelValues("ok")

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"time"
@@ -17,7 +17,7 @@ import (
 
 // phaseLocked is the room's phase, read through the machine (the lease
 // applied).
-func (r *room) phaseLocked() phase.Phase { return r.life.Now() }
+func (r *Room) phaseLocked() phase.Phase { return r.life.Now() }
 
 // hostPhase is the phase as /migration/current tells it. A room whose
 // allocated host has not connected is "pending" (a host owns it: wait).
@@ -34,12 +34,12 @@ func hostPhase(p phase.Phase) string {
 }
 
 // liveLocked reports whether the incarnation has not ended.
-func (r *room) liveLocked() bool { return r.life.Live() }
+func (r *Room) liveLocked() bool { return r.life.Live() }
 
 // vacantLocked reports whether no host owns the room (published as
 // wire.Publication.Vacant: a new allocation is then put to this relay,
 // which decides with takeoverLocked).
-func (r *room) vacantLocked() bool { return r.phaseLocked() == phase.Vacant }
+func (r *Room) vacantLocked() bool { return r.phaseLocked() == phase.Vacant }
 
 // takeoverLocked reports whether a new allocation may replace the room
 // now. A vacant room is reserved for its players' recovery (a claim with
@@ -49,13 +49,13 @@ func (r *room) vacantLocked() bool { return r.phaseLocked() == phase.Vacant }
 // lets it go at once (its rooms end with the drain anyway). Every other
 // phase is reserved: for the allocation's host, or for a claimed host
 // until it connects or the empty-room timeout removes the room.
-func (r *room) takeoverLocked(recovery time.Duration, draining bool) bool {
+func (r *Room) takeoverLocked(recovery time.Duration, draining bool) bool {
 	return r.vacantLocked() && r.countLocked() == 0 && (draining || r.life.VacantFor() >= recovery)
 }
 
 // claimableLocked reports whether a claim may move the room to a new
 // generation: no host owns it, or its live host granted the claim.
-func (r *room) claimableLocked() bool {
+func (r *Room) claimableLocked() bool {
 	switch r.phaseLocked() {
 	case phase.Hosted, phase.Vacant, phase.Expired:
 		return true
@@ -65,7 +65,7 @@ func (r *room) claimableLocked() bool {
 
 // isolatingLocked reports whether a joining client is isolated (or the
 // lane): a claimed host has not activated.
-func (r *room) isolatingLocked() bool {
+func (r *Room) isolatingLocked() bool {
 	p := r.phaseLocked()
 	return p == phase.Pending || p == phase.Expired
 }
@@ -73,7 +73,7 @@ func (r *room) isolatingLocked() bool {
 // hostMayConnectLocked reports whether the host credential may still be
 // spent: by the allocation's host before the room was ever hosted, or by
 // the promoted host within its lease.
-func (r *room) hostMayConnectLocked() bool {
+func (r *Room) hostMayConnectLocked() bool {
 	p := r.phaseLocked()
 	return !r.mig.hostUsed && r.host == nil && (p == phase.Awaiting || p == phase.Pending)
 }
@@ -81,7 +81,7 @@ func (r *room) hostMayConnectLocked() bool {
 // hostArrivedLocked: the allocation's host connects (awaiting -> hosted)
 // or the promoted host's provisional socket does (pending stays pending).
 // Either way the host credential is now spent.
-func (r *room) hostArrivedLocked(h *conn) {
+func (r *Room) hostArrivedLocked(h *Conn) {
 	if r.moved(r.life.HostArrived()) {
 		r.host = h
 		r.mig.hostUsed = true
@@ -90,21 +90,21 @@ func (r *room) hostArrivedLocked(h *conn) {
 
 // hostGoneLocked: the host's (or the provisional host's) socket left:
 // hosted, pending or expired -> vacant.
-func (r *room) hostGoneLocked() {
+func (r *Room) hostGoneLocked() {
 	if r.moved(r.life.HostGone()) {
 		r.host = nil
 	}
 }
 
 // claimedLocked: -> pending, with the activation lease from now.
-func (r *room) claimedLocked(lease time.Duration) bool { return r.moved(r.life.Claimed(lease)) }
+func (r *Room) claimedLocked(lease time.Duration) bool { return r.moved(r.life.Claimed(lease)) }
 
 // activatedLocked: pending -> hosted.
-func (r *room) activatedLocked() bool { return r.moved(r.life.Activated()) }
+func (r *Room) activatedLocked() bool { return r.moved(r.life.Activated()) }
 
 // removeLocked ends the incarnation and returns its outbox entry. The
 // caller then drops it from the table (core.dropRoom) after unlocking.
-func (r *room) removeLocked() wire.Removal {
+func (r *Room) removeLocked() wire.Removal {
 	r.moved(r.life.Remove())
 	r.revision++
 	return wire.Removal{Name: r.name, Epoch: r.epoch, Revision: r.revision}
@@ -112,7 +112,7 @@ func (r *room) removeLocked() wire.Removal {
 
 // moved reports whether a transition happened, and hands a refused one
 // to the core.
-func (r *room) moved(err error) bool {
+func (r *Room) moved(err error) bool {
 	if err != nil {
 		r.core.refusedPhase(r, err)
 		return false

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"strings"
@@ -8,12 +8,6 @@ import (
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
-
-// Each test here pins one edge of a connection's queue bounds (conn.go):
-// the bounds are inclusive (a queue may hold exactly hardQueueFrames
-// frames or hardQueueBytes of buffers), the slow-receiver clock starts
-// only above the soft bound, closes at exactly the slow timeout, and stops
-// once the writer has brought the queue back to the soft bound.
 
 // Payloads whose frames land in the smallest buffer class (512 bytes) and
 // in the 16,384-byte class.
@@ -34,7 +28,7 @@ func (cr *coreRoom) fill(t *testing.T, n int, payload string) {
 	t.Helper()
 	for i := range n {
 		cr.deliver(cr.host, sendOne(cr.client.id, payload))
-		if r := cr.client.closeReason(); r != reasonNone {
+		if r := cr.client.CloseReason(); r != ReasonNone {
 			t.Fatalf("closed (%v) at frame %d of %d", r, i+1, n)
 		}
 	}
@@ -48,10 +42,10 @@ func TestQueueHoldsExactlyItsHardFrameBound(t *testing.T) {
 	}
 	cr.fill(t, hardQueueFrames, smallPayload) // 4,096 frames, 2 MiB of buffers
 	cr.deliver(cr.host, sendOne(cr.client.id, smallPayload))
-	if got := cr.client.closeReason(); got != reasonQueueOverflow {
-		t.Fatalf("frame %d past the bound: closed for %v, want %v", hardQueueFrames+1, got, reasonQueueOverflow)
+	if got := cr.client.CloseReason(); got != ReasonQueueOverflow {
+		t.Fatalf("frame %d past the bound: closed for %v, want %v", hardQueueFrames+1, got, ReasonQueueOverflow)
 	}
-	cr.client.releaseQueue()
+	cr.client.ReleaseQueue()
 }
 
 func TestQueueHoldsExactlyItsHardByteBound(t *testing.T) {
@@ -63,10 +57,10 @@ func TestQueueHoldsExactlyItsHardByteBound(t *testing.T) {
 	}
 	cr.fill(t, hardQueueBytes/w, midPayload) // 512 frames: exactly 8 MiB of buffers
 	cr.deliver(cr.host, sendOne(cr.client.id, midPayload))
-	if got := cr.client.closeReason(); got != reasonQueueOverflow {
-		t.Fatalf("one buffer past 8 MiB: closed for %v, want %v", got, reasonQueueOverflow)
+	if got := cr.client.CloseReason(); got != ReasonQueueOverflow {
+		t.Fatalf("one buffer past 8 MiB: closed for %v, want %v", got, ReasonQueueOverflow)
 	}
-	cr.client.releaseQueue()
+	cr.client.ReleaseQueue()
 }
 
 // softBounds are the soft queue bound in frames and in bytes: a payload
@@ -96,10 +90,10 @@ func TestSlowClockStartsAboveTheSoftBound(t *testing.T) {
 			cr.fill(t, 1, tc.payload)
 			clk.Advance(time.Nanosecond)
 			cr.deliver(cr.host, sendOne(cr.client.id, tc.payload))
-			if got := cr.client.closeReason(); got != reasonSlowReceiver {
-				t.Fatalf("above the soft bound for the slow timeout: closed for %v, want %v", got, reasonSlowReceiver)
+			if got := cr.client.CloseReason(); got != ReasonSlowReceiver {
+				t.Fatalf("above the soft bound for the slow timeout: closed for %v, want %v", got, ReasonSlowReceiver)
 			}
-			cr.client.releaseQueue()
+			cr.client.ReleaseQueue()
 		})
 	}
 }
@@ -112,10 +106,10 @@ func TestSlowClockStopsAtTheSoftBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 			cr := newClockedCoreRoom(t, clk)
-			cr.fill(t, tc.atBound+maxBatch, tc.payload) // above the bound from frame atBound+1
+			cr.fill(t, tc.atBound+MaxBatch, tc.payload) // above the bound from frame atBound+1
 			clk.Advance(cr.core.slowTimeout / 2)
-			if n := cr.drain(cr.client); n != maxBatch {
-				t.Fatalf("the writer took %d frames, want %d", n, maxBatch)
+			if n := cr.drain(cr.client); n != MaxBatch {
+				t.Fatalf("the writer took %d frames, want %d", n, MaxBatch)
 			}
 			// Back at the bound: caught up. Above it again a full timeout
 			// after the first backlog began, the receiver is not yet slow.
@@ -123,7 +117,7 @@ func TestSlowClockStopsAtTheSoftBound(t *testing.T) {
 			cr.fill(t, 1, tc.payload)
 			clk.Advance(cr.core.slowTimeout - time.Nanosecond)
 			cr.fill(t, 1, tc.payload)
-			cr.client.releaseQueue()
+			cr.client.ReleaseQueue()
 		})
 	}
 }
@@ -136,29 +130,29 @@ func TestSlowClockStopsAtTheSoftBound(t *testing.T) {
 // peer's flush forever).
 func TestIdleQueueKeepsOnlyASmallSlice(t *testing.T) {
 	cr := newCoreRoom(t)
-	if cr.client.queued() {
+	if cr.client.Queued() {
 		t.Fatal("a fresh connection reports frames waiting")
 	}
 	drainAll := func() {
 		for cr.drain(cr.client) > 0 {
 		}
 	}
-	cr.client.q = make([]*buf.Buf, 0, shrinkCap) // a slice exactly at the cap
-	cr.fill(t, shrinkCap, smallPayload)
-	if !cr.client.queued() {
+	cr.client.q = make([]*buf.Buf, 0, ShrinkCap) // a slice exactly at the cap
+	cr.fill(t, ShrinkCap, smallPayload)
+	if !cr.client.Queued() {
 		t.Fatal("a queue of frames reports nothing waiting")
 	}
-	if c := cap(cr.client.q); c != shrinkCap {
-		t.Fatalf("a queue of %d frames grew to capacity %d", shrinkCap, c)
+	if c := cap(cr.client.q); c != ShrinkCap {
+		t.Fatalf("a queue of %d frames grew to capacity %d", ShrinkCap, c)
 	}
 	drainAll()
-	if cr.client.queued() {
+	if cr.client.Queued() {
 		t.Fatal("a drained queue reports frames waiting")
 	}
-	if c := cap(cr.client.q); c != shrinkCap {
-		t.Fatalf("a drained queue of capacity %d kept %d, want it kept", shrinkCap, c)
+	if c := cap(cr.client.q); c != ShrinkCap {
+		t.Fatalf("a drained queue of capacity %d kept %d, want it kept", ShrinkCap, c)
 	}
-	cr.fill(t, shrinkCap+1, smallPayload)
+	cr.fill(t, ShrinkCap+1, smallPayload)
 	drainAll()
 	if cr.client.q != nil {
 		t.Fatalf("a drained burst kept a slice of capacity %d", cap(cr.client.q))

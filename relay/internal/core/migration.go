@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"time"
@@ -33,13 +33,6 @@ import (
 // not announced to the host, its packets dropped) and is closed at
 // activation, to reconnect through the normal path to the active host.
 
-// Migration defaults (MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS and
-// MIGRATION_GRANT_TIMEOUT_SECONDS).
-const (
-	DefaultActivationLease = 60 * time.Second
-	DefaultGrantLifetime   = 30 * time.Second
-)
-
 // migState is a room incarnation's migration state; guarded by room.mu.
 type migState struct {
 	generation uint64
@@ -55,8 +48,8 @@ type migState struct {
 	// isolated are the clients that joined during the lease (pending or
 	// expired), apart from the lane; lane is the promoted player's own
 	// listen-client, which is also in room.clients.
-	isolated map[wire.ConnID]*conn
-	lane     *conn
+	isolated map[wire.ConnID]*Conn
+	lane     *Conn
 }
 
 // maxClaimHistory bounds the claims an incarnation remembers (a session
@@ -100,14 +93,14 @@ type migGrant struct {
 }
 
 // route is the balancer's snapshot of a room's route.
-type route struct {
-	epoch    string
-	revision uint64
+type Route struct {
+	Epoch    string
+	Revision uint64
 }
 
 // migrationRoom returns the live room name, locked, after
 // checking the route snapshot. The caller unlocks.
-func (c *core) migrationRoom(name string, rt route) (*room, time.Time, error) {
+func (c *Core) migrationRoom(name string, rt Route) (*Room, time.Time, error) {
 	r := c.rooms.get(name)
 	if r == nil {
 		return nil, time.Time{}, wire.ErrRoomNotFound
@@ -118,7 +111,7 @@ func (c *core) migrationRoom(name string, rt route) (*room, time.Time, error) {
 	case !r.liveLocked():
 		r.mu.Unlock()
 		return nil, now, wire.ErrRoomNotFound
-	case rt.epoch != r.epoch || rt.revision > r.revision:
+	case rt.Epoch != r.epoch || rt.Revision > r.revision:
 		r.mu.Unlock()
 		return nil, now, wire.ErrRouteChanged
 	}
@@ -126,7 +119,7 @@ func (c *core) migrationRoom(name string, rt route) (*room, time.Time, error) {
 }
 
 // stateLocked is the room's migration metadata (no connection fields).
-func (r *room) stateLocked() wire.MigrationState {
+func (r *Room) stateLocked() wire.MigrationState {
 	m := &r.mig
 	ph := r.phaseLocked()
 	s := wire.MigrationState{
@@ -149,7 +142,7 @@ func (r *room) stateLocked() wire.MigrationState {
 
 // migrationCurrent answers /migration/current: metadata for a holder of
 // the client or the host credential.
-func (c *core) migrationCurrent(req wire.MigrationRequest, rt route) (wire.MigrationState, error) {
+func (c *Core) MigrationCurrent(req wire.MigrationRequest, rt Route) (wire.MigrationState, error) {
 	r, _, err := c.migrationRoom(req.Name, rt)
 	if err != nil {
 		return wire.MigrationState{}, err
@@ -163,7 +156,7 @@ func (c *core) migrationCurrent(req wire.MigrationRequest, rt route) (wire.Migra
 
 // checkTupleLocked checks a claim tuple against the room: incarnation,
 // then generation.
-func (r *room) checkTupleLocked(req wire.MigrationRequest) error {
+func (r *Room) checkTupleLocked(req wire.MigrationRequest) error {
 	switch {
 	case req.Incarnation != r.incarnation:
 		return wire.ErrIncarnationChanged
@@ -176,7 +169,7 @@ func (r *room) checkTupleLocked(req wire.MigrationRequest) error {
 // authorize answers /migration/authorize: the live host creates a
 // one-time grant for one claim. The exact retry of an unexpired grant
 // answers the same grant and expiry; anything else replaces it.
-func (c *core) authorize(req wire.MigrationRequest, rt route) (wire.MigrationGrant, error) {
+func (c *Core) Authorize(req wire.MigrationRequest, rt Route) (wire.MigrationGrant, error) {
 	r, now, err := c.migrationRoom(req.Name, rt)
 	if err != nil {
 		return wire.MigrationGrant{}, err
@@ -208,7 +201,7 @@ func (c *core) authorize(req wire.MigrationRequest, rt route) (wire.MigrationGra
 // claim answers /migration/claim (see the package comment above and the
 // seed): the client credential and the exact tuple; a grant while the
 // host is live. It returns the answer without the connection fields.
-func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, error) {
+func (c *Core) Claim(req wire.MigrationRequest, rt Route) (wire.MigrationClaim, error) {
 	r, now, err := c.migrationRoom(req.Name, rt)
 	if err != nil {
 		return wire.MigrationClaim{}, err
@@ -259,19 +252,19 @@ func (c *core) claim(req wire.MigrationRequest, rt route) (wire.MigrationClaim, 
 	m.grant = migGrant{}
 	r.claimedLocked(c.activationLease)
 	for _, cn := range old {
-		cn.close(reasonMigrated)
+		cn.Close(ReasonMigrated)
 	}
 	r.changedLocked(c)
 	return r.claimAnswerLocked(rec, false), nil
 }
 
-func (r *room) claimAnswerLocked(rec claimRecord, replayed bool) wire.MigrationClaim {
+func (r *Room) claimAnswerLocked(rec claimRecord, replayed bool) wire.MigrationClaim {
 	return wire.MigrationClaim{MigrationState: r.stateLocked(), Secret: r.hostSecret, ClaimID: rec.id, Replayed: replayed}
 }
 
 // activate answers /migration/activate: the claimed host, ready, opens the
 // room. Idempotent; a stale activation cannot revive an older generation.
-func (c *core) activate(req wire.MigrationRequest, rt route) (wire.MigrationActivation, error) {
+func (c *Core) Activate(req wire.MigrationRequest, rt Route) (wire.MigrationActivation, error) {
 	r, _, err := c.migrationRoom(req.Name, rt)
 	if err != nil {
 		return wire.MigrationActivation{}, err
@@ -303,7 +296,7 @@ func (c *core) activate(req wire.MigrationRequest, rt route) (wire.MigrationActi
 		r.activatedLocked()
 		m.lane = nil
 		for _, cn := range isolated {
-			cn.close(reasonRejoin)
+			cn.Close(ReasonRejoin)
 		}
 		r.changedLocked(c)
 	default:
@@ -323,8 +316,8 @@ func terminal(e *wire.Error) *wire.Error {
 // takeConnsLocked takes every socket out of the room (host, provisional
 // host, clients, isolated clients) and returns them; the caller closes
 // them under the lock, so that none forwards another packet.
-func (r *room) takeConnsLocked() []*conn {
-	out := make([]*conn, 0, r.countLocked())
+func (r *Room) takeConnsLocked() []*Conn {
+	out := make([]*Conn, 0, r.countLocked())
 	if r.host != nil {
 		out = append(out, r.host)
 		r.host = nil
@@ -335,7 +328,7 @@ func (r *room) takeConnsLocked() []*conn {
 
 // takeClientsLocked appends every client (isolated ones too) to dst and
 // empties the room of them.
-func (r *room) takeClientsLocked(dst []*conn) []*conn {
+func (r *Room) takeClientsLocked(dst []*Conn) []*Conn {
 	for _, cl := range r.clients {
 		dst = append(dst, cl)
 	}
@@ -345,8 +338,8 @@ func (r *room) takeClientsLocked(dst []*conn) []*conn {
 }
 
 // takeIsolatedLocked empties the isolated set and returns it.
-func (r *room) takeIsolatedLocked() []*conn {
-	out := make([]*conn, 0, len(r.mig.isolated))
+func (r *Room) takeIsolatedLocked() []*Conn {
+	out := make([]*Conn, 0, len(r.mig.isolated))
 	for _, cl := range r.mig.isolated {
 		cl.isolated = false
 		out = append(out, cl)
@@ -357,15 +350,15 @@ func (r *room) takeIsolatedLocked() []*conn {
 
 // laneLocked reports whether cn, authenticating with a, is the promoted
 // player's listen-client: the one exact, unexpired lane.
-func (r *room) laneLocked(a wire.Auth) bool {
+func (r *Room) laneLocked(a wire.Auth) bool {
 	return r.phaseLocked() == phase.Pending && r.mig.lane == nil && a.ProvisionalHostSecret != "" &&
 		wire.SecretEqual(a.ProvisionalHostSecret, r.hostSecret)
 }
 
 // isolateLocked adds cl to the isolated clients.
-func (r *room) isolateLocked(cl *conn) {
+func (r *Room) isolateLocked(cl *Conn) {
 	if r.mig.isolated == nil {
-		r.mig.isolated = make(map[wire.ConnID]*conn)
+		r.mig.isolated = make(map[wire.ConnID]*Conn)
 	}
 	r.mig.isolated[cl.id] = cl
 	cl.isolated = true

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"encoding/json"
@@ -13,36 +13,33 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// Routing rules of the core that no transport test pins down exactly,
-// each exercised at the core as a transport's reader would.
-
-func newTestCore(t *testing.T) *core {
+func newTestCore(t *testing.T) *Core {
 	t.Helper()
 	return testCore(t, clock.Real{})
 }
 
 // feed hands msg to the core from cn, as a reader does.
-func feed(c *core, cn *conn, msg []byte) {
+func feed(c *Core, cn *Conn, msg []byte) {
 	b := buf.Get(buf.Headroom + len(msg))
 	b.Off = buf.Headroom
 	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
-	c.handle(cn, b)
+	c.Handle(cn, b)
 }
 
 // feedUDP hands msg to the core from cn as the UDP transport does, its
 // delivery method taken out first.
-func feedUDP(c *core, cn *conn, msg []byte) {
+func feedUDP(c *Core, cn *Conn, msg []byte) {
 	b := buf.Get(buf.Headroom + len(msg))
 	b.Off = buf.Headroom
 	b.End = buf.Headroom + copy(b.B[buf.Headroom:], msg)
 	if unframeUDP(c, cn, b) {
-		c.handle(cn, b)
+		c.Handle(cn, b)
 	}
 }
 
 // queued takes what is queued for cn: each frame's bytes and method.
-func queuedFrames(cn *conn) (frames [][]byte, methods []wire.Delivery) {
-	for _, b := range cn.takeBatch(nil) {
+func queuedFrames(cn *Conn) (frames [][]byte, methods []wire.Delivery) {
+	for _, b := range cn.TakeBatch(nil) {
 		frames = append(frames, append([]byte(nil), b.Frame()...))
 		methods = append(methods, b.Method)
 		buf.Put(b)
@@ -65,8 +62,8 @@ func authMsg(t *testing.T, a wire.Auth) []byte {
 // dropped as such, and neither reaches anyone.
 func TestUDPPipesCarryTheirMethod(t *testing.T) {
 	c := newTestCore(t)
-	a, b := c.newConn(nil), c.newConn(nil)
-	for _, p := range []*conn{a, b} {
+	a, b := c.NewConn(nil), c.NewConn(nil)
+	for _, p := range []*Conn{a, b} {
 		feedUDP(c, p, []byte(`{"pipe":true}`))
 		if f, _ := queuedFrames(p); len(f) != 1 || f[0][0] != wire.PipeAuthenticated {
 			t.Fatalf("pipe authentication answered %v", f)
@@ -80,7 +77,7 @@ func TestUDPPipesCarryTheirMethod(t *testing.T) {
 	if from, data, err := wire.ParsePipe(frames[0]); err != nil || from != a.id || string(data) != "ping" {
 		t.Fatalf("target got from %d %q (%v), want from %d \"ping\"", from, data, err, a.id)
 	}
-	truncated, badMethod := c.m.drops[dropTruncated], c.m.drops[dropBadMethod]
+	truncated, badMethod := c.m.drops[DropTruncated], c.m.drops[DropBadMethod]
 	t0, m0 := counterValue(truncated), counterValue(badMethod)
 	feedUDP(c, a, []byte{byte(wire.ReliableOrdered)})
 	if counterValue(truncated) != t0+1 || counterValue(badMethod) != m0 {
@@ -106,7 +103,7 @@ func TestUDPHostSendOneAndKick(t *testing.T) {
 		t.Fatalf("client got %q with %v, want \"state\" sent sequenced", frames, methods)
 	}
 	feedUDP(c, cr.host, wire.AppendKick(nil, cr.client.id))
-	if r := cr.client.closeReason(); r != reasonKicked {
+	if r := cr.client.CloseReason(); r != ReasonKicked {
 		t.Fatalf("kicked client closed for %v", r)
 	}
 	if f, _ := queuedFrames(cr.host); len(f) != 1 || f[0][0] != wire.ToHostDisconnected {
@@ -119,18 +116,18 @@ func TestUDPHostSendOneAndKick(t *testing.T) {
 // in one CONNECTED packet.
 func TestLateHostGetsEveryClientID(t *testing.T) {
 	c := newTestCore(t)
-	al, err := c.allocate("late", "id")
+	al, err := c.Allocate("late", "id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []wire.ConnID
 	for range 200 {
-		cl := c.newConn(nil)
-		feed(c, cl, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.pub.ClientSecret}))
+		cl := c.NewConn(nil)
+		feed(c, cl, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.Pub.ClientSecret}))
 		ids = append(ids, cl.id)
 	}
-	host := c.newConn(nil)
-	feed(c, host, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.hostSecret}))
+	host := c.NewConn(nil)
+	feed(c, host, authMsg(t, wire.Auth{RoomName: "late", ClientSecret: al.HostSecret}))
 	frames, _ := queuedFrames(host)
 	var got []wire.ConnID
 	for _, f := range frames {
@@ -152,32 +149,32 @@ func TestLateHostGetsEveryClientID(t *testing.T) {
 // included, and refuses the next.
 func TestRoomClientCapIsExact(t *testing.T) {
 	c := newTestCore(t)
-	al, err := c.allocate("full", "id")
+	al, err := c.Allocate("full", "id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	join := func() *conn {
-		cl := c.newConn(nil)
-		feed(c, cl, authMsg(t, wire.Auth{RoomName: "full", ClientSecret: al.pub.ClientSecret}))
-		cl.releaseQueue()
+	join := func() *Conn {
+		cl := c.NewConn(nil)
+		feed(c, cl, authMsg(t, wire.Auth{RoomName: "full", ClientSecret: al.Pub.ClientSecret}))
+		cl.ReleaseQueue()
 		return cl
 	}
-	var last *conn
+	var last *Conn
 	for i := range maxRoomClients {
-		if last = join(); last.role != roleClient {
+		if last = join(); last.role != RoleClient {
 			t.Fatalf("client %d of %d refused", i+1, maxRoomClients)
 		}
 	}
-	if cl := join(); cl.role == roleClient || cl.closeReason() != reasonAuthFailed {
+	if cl := join(); cl.role == RoleClient || cl.CloseReason() != ReasonAuthFailed {
 		t.Fatalf("client %d admitted (role %v)", maxRoomClients+1, cl.role)
 	}
 	// One of them isolated rather than a client still counts.
 	r := c.rooms.get("full")
 	r.mu.Lock()
 	delete(r.clients, last.id)
-	r.mig.isolated = map[wire.ConnID]*conn{last.id: last}
+	r.mig.isolated = map[wire.ConnID]*Conn{last.id: last}
 	r.mu.Unlock()
-	if cl := join(); cl.role == roleClient {
+	if cl := join(); cl.role == RoleClient {
 		t.Fatal("a client was admitted while the room was full with an isolated player")
 	}
 }
@@ -187,19 +184,19 @@ func TestRoomClientCapIsExact(t *testing.T) {
 // back), not "host left" (1000: the game is over).
 func TestHostLeavingDuringShutdownSays1012(t *testing.T) {
 	c := newTestCore(t)
-	al, err := c.allocate("stopping", "id")
+	al, err := c.Allocate("stopping", "id")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Made, not published: closeAll does not reach them, as a host whose
 	// reader ends before the shutdown reaches its conn.
-	host, cl := c.makeConn(nil), c.makeConn(nil)
-	feed(c, host, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.hostSecret}))
-	feed(c, cl, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.pub.ClientSecret}))
-	c.closeAll(reasonShutdown)
-	c.leave(host)
-	if r := cl.closeReason(); r != reasonShutdown {
-		t.Fatalf("player of a host that left during shutdown closed for %v, want %v", r, reasonShutdown)
+	host, cl := c.MakeConn(nil), c.MakeConn(nil)
+	feed(c, host, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.HostSecret}))
+	feed(c, cl, authMsg(t, wire.Auth{RoomName: "stopping", ClientSecret: al.Pub.ClientSecret}))
+	c.CloseAll(ReasonShutdown)
+	c.Leave(host)
+	if r := cl.CloseReason(); r != ReasonShutdown {
+		t.Fatalf("player of a host that left during shutdown closed for %v, want %v", r, ReasonShutdown)
 	}
 }
 
@@ -208,16 +205,16 @@ func TestHostLeavingDuringShutdownSays1012(t *testing.T) {
 func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	c := testCore(t, clk)
-	if _, err := c.allocate("idle", "id"); err != nil {
+	if _, err := c.Allocate("idle", "id"); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(c.emptyTimeout - time.Nanosecond)
-	c.expire()
+	c.Expire()
 	if c.rooms.get("idle") == nil {
 		t.Fatal("removed before its timeout")
 	}
 	clk.Advance(time.Nanosecond)
-	c.expire()
+	c.Expire()
 	if c.rooms.get("idle") != nil {
 		t.Fatal("still there after exactly its timeout")
 	}
@@ -228,29 +225,29 @@ func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 func TestIsolatedPlayersKeepTheRoom(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	c := testCore(t, clk)
-	if _, err := c.allocate("migrating", "id"); err != nil {
+	if _, err := c.Allocate("migrating", "id"); err != nil {
 		t.Fatal(err)
 	}
 	r := c.rooms.get("migrating")
-	p := c.makeConn(nil)
+	p := c.MakeConn(nil)
 	r.mu.Lock()
-	r.mig.isolated = map[wire.ConnID]*conn{p.id: p}
+	r.mig.isolated = map[wire.ConnID]*Conn{p.id: p}
 	n := r.countLocked()
 	r.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("a room with one isolated player counts %d connections, want 1", n)
 	}
 	clk.Advance(2 * c.emptyTimeout)
-	c.expire()
+	c.Expire()
 	if c.rooms.get("migrating") == nil {
 		t.Fatal("a room with an isolated player expired as empty")
 	}
 }
 
 // testCore is a core on clk with its own metrics registry.
-func testCore(tb testing.TB, clk clock.Clock) *core {
+func testCore(tb testing.TB, clk clock.Clock) *Core {
 	tb.Helper()
-	c, err := newCore(coreConfig{Clock: clk, Log: testLogger(), Metrics: prometheus.NewRegistry()})
+	c, err := New(Config{Clock: clk, Log: testLogger(), Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		tb.Fatal(err)
 	}

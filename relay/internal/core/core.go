@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"cmp"
@@ -22,15 +22,15 @@ import (
 // notifier is told about room changes; the registrar implements it (a nop
 // when there is no balancer). Both calls must be quick and never block:
 // they run on connection readers, possibly under room.mu.
-type notifier interface {
-	roomChanged(r *room)
-	roomRemoved(rem wire.Removal)
+type Notifier interface {
+	RoomChanged(r *Room)
+	RoomRemoved(rem wire.Removal)
 }
 
 type nopNotifier struct{}
 
-func (nopNotifier) roomChanged(*room)        {}
-func (nopNotifier) roomRemoved(wire.Removal) {}
+func (nopNotifier) RoomChanged(*Room)        {}
+func (nopNotifier) RoomRemoved(wire.Removal) {}
 
 // core is the transport-agnostic routing core. Transports create conns
 // with newConn, feed every received message to handle (from the conn's one
@@ -38,11 +38,11 @@ func (nopNotifier) roomRemoved(wire.Removal) {}
 //
 // Lock order: roomTable shard -> room.mu -> conn.mu, and room.mu ->
 // registrar.mu. No lock is held across I/O.
-type core struct {
+type Core struct {
 	clock        clock.Clock   // static
 	log          *slog.Logger  // static
 	m            *metrics      // static
-	notify       notifier      // static after construction
+	notify       Notifier      // static after construction
 	emptyTimeout time.Duration // static: a room empty this long is removed
 	slowTimeout  time.Duration // static: a receiver above the soft queue bound this long is closed (core tests set it directly)
 	// activationLease and grantLifetime are host migration's lease and
@@ -61,7 +61,7 @@ type core struct {
 	pipes    connTable // pipe peers by id
 	conns    connTable // every open conn
 	draining atomic.Bool
-	retiring atomic.Bool   // a deploy retired this relay (retire.go): no new room
+	retiring atomic.Bool   // a deploy retired this relay (SetRetiring): no new room
 	stopping atomic.Bool   // closeAll(reasonShutdown) has begun: host-left kicks say 1012 too
 	idle     chan struct{} // cap 1: signalled when the last conn leaves
 	aborts   sync.WaitGroup
@@ -72,21 +72,30 @@ type core struct {
 	// nat introduces two peers of a room to each other for a direct
 	// connection; nil without a transport that can. Static after
 	// construction.
-	nat natBroker
+	nat NAT
 }
 
 // natBroker is a transport that can introduce two of its peers to each
 // other (NAT punch-through: the UDP transport, udp_nat.go): whether the
 // peer behind a transport can punch (a peer of this machine, not one
 // forwarded here over a link), and a token to expect from two of them.
-type natBroker interface {
-	canPunch(t transport) bool
-	expect(token string, host, client transport)
+type NAT interface {
+	CanPunch(t Transport) bool
+	Expect(token string, host, client Transport)
 }
 
-// coreConfig configures a core; zero durations and room bounds take the
+// Defaults of a Config's zero values.
+const (
+	DefaultEmptyRoomTimeout    = 300 * time.Second
+	DefaultSlowReceiverTimeout = 2 * time.Second
+	DefaultActivationLease     = 60 * time.Second // MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS
+	DefaultGrantLifetime       = 30 * time.Second // MIGRATION_GRANT_TIMEOUT_SECONDS
+	DefaultMaxRooms            = 10000
+)
+
+// Config configures a Core; zero durations and room bounds take the
 // defaults.
-type coreConfig struct {
+type Config struct {
 	Clock   clock.Clock           // nil: the real clock
 	Log     *slog.Logger          // nil: discard
 	Metrics prometheus.Registerer // where the core's metrics go; nil: a registry of its own
@@ -99,10 +108,10 @@ type coreConfig struct {
 	MaxConns            int           // connections past which a new room is relay_full; 0: no bound
 }
 
-// newCore is a core with no room and no connection. It registers the
+// New is a core with no room and no connection. It registers the
 // core's metrics.
-func newCore(cfg coreConfig) (*core, error) {
-	c := &core{
+func New(cfg Config) (*Core, error) {
+	c := &Core{
 		clock:        clock.OrReal(cfg.Clock),
 		log:          cfg.Log,
 		notify:       nopNotifier{},
@@ -136,15 +145,15 @@ func newCore(cfg coreConfig) (*core, error) {
 // newConn registers a new connection with a fresh id. ids are positive as
 // a C# int (PurrNet reads them signed), unique within the process and
 // shared by every transport. A nil t is a conn with no transport (tests).
-func (c *core) newConn(t transport) *conn {
-	cn := c.makeConn(t)
-	c.publish(cn)
+func (c *Core) NewConn(t Transport) *Conn {
+	cn := c.MakeConn(t)
+	c.Publish(cn)
 	return cn
 }
 
 // makeConn is newConn without the publishing: a transport whose callbacks
 // need the conn binds it first, then publishes it.
-func (c *core) makeConn(t transport) *conn {
+func (c *Core) MakeConn(t Transport) *Conn {
 	var id uint32
 	for id == 0 {
 		id = c.nextID.Add(1) & 0x7fffffff
@@ -155,11 +164,11 @@ func (c *core) makeConn(t transport) *conn {
 }
 
 // publish puts a conn made by makeConn in the connection table.
-func (c *core) publish(cn *conn) { c.conns.add(cn.id, cn) }
+func (c *Core) Publish(cn *Conn) { c.conns.add(cn.id, cn) }
 
 // newLink returns the upstream queue of a forwarded connection (forward.go):
 // a conn that is in no table and counts in no connection metric.
-func (c *core) newLink(t transport) *conn {
+func (c *Core) NewLink(t Transport) *Conn {
 	cn := c.bareConn(t)
 	cn.link = true
 	return cn
@@ -167,14 +176,14 @@ func (c *core) newLink(t transport) *conn {
 
 // bareConn is a conn of transport t (none: nil) without an id, with the
 // transport's direct write when it has one (conn.send).
-func (c *core) bareConn(t transport) *conn {
+func (c *Core) bareConn(t Transport) *Conn {
 	if t == nil {
 		t = nopTransport{}
 	}
-	cn := &conn{core: c, t: t}
-	if d, ok := t.(interface{ directWriter() directWriter }); ok {
-		if cn.dw = d.directWriter(); cn.dw != nil {
-			cn.dwMax = cn.dw.maxDirect()
+	cn := &Conn{core: c, t: t}
+	if d, ok := t.(interface{ DirectWriter() DirectWriter }); ok {
+		if cn.dw = d.DirectWriter(); cn.dw != nil {
+			cn.dwMax = cn.dw.MaxDirect()
 		}
 	}
 	return cn
@@ -188,14 +197,14 @@ type phaseRefusal struct {
 
 // refusedPhase records a transition the room's phase refused: a bug in
 // the core, logged and counted (ConsistencyCheck reports it).
-func (c *core) refusedPhase(r *room, err error) {
+func (c *Core) refusedPhase(r *Room, err error) {
 	c.refused.Add(1)
 	c.lastRefused.Store(&phaseRefusal{room: r.name, err: err})
 	c.log.Error("room phase transition refused", "room", r.name, "err", err)
 }
 
 // refusedPhases is how many transitions were refused, and the last.
-func (c *core) refusedPhases() (int64, error) {
+func (c *Core) refusedPhases() (int64, error) {
 	n := c.refused.Load()
 	if n == 0 {
 		return 0, nil
@@ -204,7 +213,7 @@ func (c *core) refusedPhases() (int64, error) {
 	return n, fmt.Errorf("room %q: %w", last.room, last.err)
 }
 
-func (c *core) goAbort(abort func()) {
+func (c *Core) Go(abort func()) {
 	c.aborts.Go(abort)
 }
 
@@ -214,23 +223,23 @@ func (c *core) goAbort(abort func()) {
 // transport takes it out of its own framing first, wire.UDPMethod; a
 // forwarded peer's messages go to the holder as they came). Only cn's
 // reader calls it.
-func (c *core) handle(cn *conn, b *buf.Buf) {
+func (c *Core) Handle(cn *Conn, b *buf.Buf) {
 	if cn.closing.Load() {
 		buf.Put(b)
-		c.m.drop(dropSenderClosed)
+		c.m.drop(DropSenderClosed)
 		return
 	}
 	switch cn.role {
-	case roleNone:
+	case RoleNone:
 		c.auth(cn, b)
-	case roleClient:
+	case RoleClient:
 		c.fromClient(cn, b)
-	case roleHost:
+	case RoleHost:
 		c.fromHost(cn, b)
-	case rolePipe:
+	case RolePipe:
 		c.fromPipe(cn, b)
-	case roleForwarded:
-		cn.up.send(b, dirMeshOut, cn.direct).write()
+	case RoleForwarded:
+		cn.up.Send(b, DirMeshOut, cn.direct).Write()
 	}
 }
 
@@ -248,17 +257,17 @@ const maxClientPayload = wire.MaxMessageSize - 5
 // PurrLay drops a client packet of one byte or less as it was sent, its
 // framing included (a UDP client's [method][x] carries one byte to the
 // host).
-func (c *core) fromClient(cn *conn, b *buf.Buf) {
+func (c *Core) fromClient(cn *Conn, b *buf.Buf) {
 	if b.Len()+b.Cut <= 1 {
 		buf.Put(b)
-		c.m.drop(dropSmallClient)
+		c.m.drop(DropSmallClient)
 		return
 	}
 	if b.Len() > maxClientPayload {
 		// Legal from the client, but the host's socket could not take the
 		// framed packet: PurrLay's SendOne drops it too.
 		buf.Put(b)
-		c.m.drop(dropTooLargeForHost)
+		c.m.drop(DropTooLargeForHost)
 		return
 	}
 	b.Off -= 5
@@ -268,9 +277,9 @@ func (c *core) fromClient(cn *conn, b *buf.Buf) {
 	r.mu.Lock()
 	h, gone := r.host, cn.closing.Load()
 	if h != nil && !gone && !cn.isolated {
-		w := h.send(b, dirToHost, cn.direct)
+		w := h.Send(b, DirToHost, cn.direct)
 		r.mu.Unlock()
-		w.write()
+		w.Write()
 		return
 	}
 	isolated := cn.isolated
@@ -278,21 +287,21 @@ func (c *core) fromClient(cn *conn, b *buf.Buf) {
 	buf.Put(b)
 	switch {
 	case gone:
-		c.m.drop(dropSenderClosed)
+		c.m.drop(DropSenderClosed)
 	case isolated:
-		c.m.drop(dropIsolated)
+		c.m.drop(DropIsolated)
 	default:
-		c.m.drop(dropNoHost)
+		c.m.drop(DropNoHost)
 	}
 }
 
 // fromHost handles keepalive, SEND_ONE and KICK. Malformed packets are
 // dropped and counted; the connection stays (PurrLay does the same).
-func (c *core) fromHost(cn *conn, b *buf.Buf) {
+func (c *Core) fromHost(cn *Conn, b *buf.Buf) {
 	p, err := wire.ParseHostPacket(b.Frame())
 	if err != nil {
 		buf.Put(b)
-		c.dropMalformed(err)
+		c.DropMalformed(err)
 		return
 	}
 	switch {
@@ -301,7 +310,7 @@ func (c *core) fromHost(cn *conn, b *buf.Buf) {
 		return
 	case p.Type == wire.HostSendOne && len(p.Payload) == 0:
 		buf.Put(b)
-		c.m.drop(dropEmptyPayload)
+		c.m.drop(DropEmptyPayload)
 		return
 	}
 	r := cn.room
@@ -311,80 +320,80 @@ func (c *core) fromHost(cn *conn, b *buf.Buf) {
 		// the new generation.
 		r.mu.Unlock()
 		buf.Put(b)
-		c.m.drop(dropSenderClosed)
+		c.m.drop(DropSenderClosed)
 		return
 	}
 	t := r.clients[p.Target]
 	if t == nil {
 		r.mu.Unlock()
 		buf.Put(b)
-		c.m.drop(dropBadTarget)
+		c.m.drop(DropBadTarget)
 		return
 	}
 	if p.Type == wire.HostSendOne {
 		b.Off += 5
-		w := t.send(b, dirToClient, cn.direct)
+		w := t.Send(b, DirToClient, cn.direct)
 		r.mu.Unlock()
-		w.write()
+		w.Write()
 		return
 	}
 	// Kick: the client leaves the room now, as PurrLay does, so the host
 	// hears of it at once rather than after the close handshake.
 	buf.Put(b)
 	c.removeClientLocked(r, t)
-	t.close(reasonKicked)
+	t.Close(ReasonKicked)
 	r.mu.Unlock()
 }
 
 // removeClientLocked takes cl out of r, tells the host and records the
 // count change. The caller holds r.mu.
-func (c *core) removeClientLocked(r *room, cl *conn) {
+func (c *Core) removeClientLocked(r *Room, cl *Conn) {
 	delete(r.clients, cl.id)
 	if r.host != nil {
 		f := buf.Get(5)
 		f.End = len(wire.AppendDisconnected(f.B[:0], cl.id))
-		r.host.enqueue(f, dirControl)
+		r.host.Enqueue(f, DirControl)
 	}
 	r.changedLocked(c)
 }
 
 // fromPipe forwards [target][data] as [sender][data], rewriting the id in
 // place, with the sender's delivery method.
-func (c *core) fromPipe(cn *conn, b *buf.Buf) {
+func (c *Core) fromPipe(cn *Conn, b *buf.Buf) {
 	target, data, err := wire.ParsePipe(b.Frame())
 	if err != nil {
 		buf.Put(b)
-		c.m.drop(dropTruncated)
+		c.m.drop(DropTruncated)
 		return
 	}
 	if len(data) == 0 {
 		buf.Put(b)
-		c.m.drop(dropEmptyPayload)
+		c.m.drop(DropEmptyPayload)
 		return
 	}
 	t := c.pipes.get(target)
 	if t == nil {
 		buf.Put(b)
-		c.m.drop(dropBadTarget)
+		c.m.drop(DropBadTarget)
 		return
 	}
 	binary.LittleEndian.PutUint32(b.B[b.Off:], uint32(cn.id))
-	t.send(b, dirPipe, cn.direct).write()
+	t.Send(b, DirPipe, cn.direct).Write()
 }
 
 // dropMalformed counts a packet a parser of wire refused, by its error.
-func (c *core) dropMalformed(err error) {
+func (c *Core) DropMalformed(err error) {
 	switch err {
 	case wire.ErrEmptyPacket:
-		c.m.drop(dropEmpty)
+		c.m.drop(DropEmpty)
 	case wire.ErrTruncatedPacket:
-		c.m.drop(dropTruncated)
+		c.m.drop(DropTruncated)
 	case wire.ErrEmptyPayload:
-		c.m.drop(dropEmptyPayload)
+		c.m.drop(DropEmptyPayload)
 	case wire.ErrBadMethod:
-		c.m.drop(dropBadMethod)
+		c.m.drop(DropBadMethod)
 	default:
-		c.m.drop(dropUnknown)
+		c.m.drop(DropUnknown)
 	}
 }
 
@@ -393,7 +402,7 @@ func (c *core) dropMalformed(err error) {
 const maxRoomClients = (wire.MaxMessageSize - 1) / 4
 
 // auth handles the first message of cn.
-func (c *core) auth(cn *conn, b *buf.Buf) {
+func (c *Core) auth(cn *Conn, b *buf.Buf) {
 	a, err := wire.ParseAuth(b.Frame())
 	buf.Put(b)
 	if err != nil {
@@ -401,12 +410,12 @@ func (c *core) auth(cn *conn, b *buf.Buf) {
 		return
 	}
 	if a.Pipe {
-		cn.role = rolePipe
+		cn.role = RolePipe
 		c.pipes.add(cn.id, cn)
 		c.m.authOK.Inc()
 		f := buf.Get(5)
 		f.End = len(wire.AppendPipeAuthenticated(f.B[:0], cn.id))
-		cn.enqueue(f, dirControl)
+		cn.Enqueue(f, DirControl)
 		return
 	}
 	r := c.rooms.get(a.RoomName)
@@ -423,13 +432,13 @@ func (c *core) auth(cn *conn, b *buf.Buf) {
 	cn.nat = a.NAT
 	switch {
 	case wire.SecretEqual(a.ClientSecret, r.clientSecret):
-		cn.role, cn.room = roleClient, r
+		cn.role, cn.room = RoleClient, r
 		if r.isolatingLocked() {
 			// A migration lease: only the promoted player's listen-client
 			// reaches the provisional host (migration.go).
 			if !r.laneLocked(a) {
 				r.isolateLocked(cn)
-				cn.enqueue(buf.Of(wire.Authenticated), dirControl)
+				cn.Enqueue(buf.Of(wire.Authenticated), DirControl)
 				break
 			}
 			r.mig.lane = cn
@@ -442,14 +451,14 @@ func (c *core) auth(cn *conn, b *buf.Buf) {
 			c.introduceLocked(r, cn)
 			f := buf.Get(5)
 			f.End = len(wire.AppendConnected(f.B[:0], cn.id))
-			r.host.enqueue(f, dirControl)
+			r.host.Enqueue(f, DirControl)
 		}
-		cn.enqueue(buf.Of(wire.Authenticated), dirControl)
+		cn.Enqueue(buf.Of(wire.Authenticated), DirControl)
 	case wire.SecretEqual(a.ClientSecret, r.hostSecret) && r.hostMayConnectLocked():
 		// The host credential is single-activation: spent by this socket.
-		cn.role, cn.room = roleHost, r
+		cn.role, cn.room = RoleHost, r
 		r.hostArrivedLocked(cn)
-		cn.enqueue(buf.Of(wire.Authenticated), dirControl)
+		cn.Enqueue(buf.Of(wire.Authenticated), DirControl)
 		if len(r.clients) > 0 {
 			// A host that logs in after clients gets every id in one packet.
 			ids := make([]wire.ConnID, 0, len(r.clients))
@@ -459,7 +468,7 @@ func (c *core) auth(cn *conn, b *buf.Buf) {
 			slices.Sort(ids)
 			f := buf.Get(1 + 4*len(ids))
 			f.End = len(wire.AppendConnected(f.B[:0], ids...))
-			cn.enqueue(f, dirControl)
+			cn.Enqueue(f, DirControl)
 		}
 	default:
 		// Wrong secret, a second host for the room, or a host credential
@@ -473,19 +482,19 @@ func (c *core) auth(cn *conn, b *buf.Buf) {
 	c.m.authOK.Inc()
 }
 
-func (c *core) authFail(cn *conn) {
+func (c *Core) authFail(cn *Conn) {
 	c.m.authFailed.Inc()
-	cn.enqueue(buf.Of(wire.AuthFailed), dirControl)
-	cn.close(reasonAuthFailed)
+	cn.Enqueue(buf.Of(wire.AuthFailed), DirControl)
+	cn.Close(ReasonAuthFailed)
 }
 
 // leave removes cn from its room or the pipe table. The transport calls it
 // exactly once, from cn's reader, when the connection ends.
-func (c *core) leave(cn *conn) {
+func (c *Core) Leave(cn *Conn) {
 	switch cn.role {
-	case rolePipe:
+	case RolePipe:
 		c.pipes.remove(cn.id, cn)
-	case roleClient:
+	case RoleClient:
 		r := cn.room
 		r.mu.Lock()
 		switch {
@@ -500,11 +509,11 @@ func (c *core) leave(cn *conn) {
 			r.changedLocked(c)
 		}
 		r.mu.Unlock()
-	case roleHost:
+	case RoleHost:
 		c.hostLeft(cn)
-	case roleForwarded:
+	case RoleForwarded:
 		// The holder sees the peer leave: the link closes normally.
-		cn.up.close(reasonClientLeft)
+		cn.up.Close(ReasonClientLeft)
 	}
 	if c.conns.remove(cn.id, cn) && c.conns.n.Load() == 0 {
 		select {
@@ -519,7 +528,7 @@ func (c *core) leave(cn *conn) {
 // one of them can claim it (host migration), and so does one whose
 // provisional host left (its players, closed by the claim, come back to
 // claim again); an active host leaving an otherwise empty room ends it.
-func (c *core) hostLeft(cn *conn) {
+func (c *Core) hostLeft(cn *Conn) {
 	r := cn.room
 	r.mu.Lock()
 	if r.host != cn {
@@ -536,13 +545,13 @@ func (c *core) hostLeft(cn *conn) {
 		r.hostGoneLocked() // vacant: published with the count change below
 		r.changedLocked(c)
 	}
-	reason := reasonHostLeft
+	reason := ReasonHostLeft
 	if c.stopping.Load() {
-		reason = reasonShutdown
+		reason = ReasonShutdown
 	}
 	// Closed under the lock: none of them can forward another packet.
 	for _, cl := range kicked {
-		cl.close(reason)
+		cl.Close(reason)
 	}
 	r.mu.Unlock()
 	if removed {
@@ -552,14 +561,14 @@ func (c *core) hostLeft(cn *conn) {
 
 // dropRoom takes a room marked removed out of the table and queues its
 // removal for the balancer.
-func (c *core) dropRoom(r *room, rem wire.Removal) {
+func (c *Core) dropRoom(r *Room, rem wire.Removal) {
 	c.rooms.remove(r.name, r)
-	c.notify.roomRemoved(rem)
+	c.notify.RoomRemoved(rem)
 	c.log.Debug("room removed", "room", r.name, "epoch", rem.Epoch, "revision", rem.Revision)
 }
 
 // expire removes rooms that have been empty for emptyTimeout.
-func (c *core) expire() {
+func (c *Core) Expire() {
 	now := c.clock.Now()
 	for _, r := range c.rooms.all() {
 		r.mu.Lock()
@@ -575,7 +584,7 @@ func (c *core) expire() {
 }
 
 // removeAll removes every room (final shutdown).
-func (c *core) removeAll() {
+func (c *Core) RemoveAll() {
 	for _, r := range c.rooms.all() {
 		r.mu.Lock()
 		if !r.liveLocked() {
@@ -589,20 +598,20 @@ func (c *core) removeAll() {
 }
 
 // closeAll closes every open connection for reason.
-func (c *core) closeAll(reason closeReason) {
-	if reason == reasonShutdown {
+func (c *Core) CloseAll(reason Reason) {
+	if reason == ReasonShutdown {
 		c.stopping.Store(true)
 	}
 	for _, cn := range c.conns.all() {
-		cn.close(reason)
+		cn.Close(reason)
 	}
 }
 
 // allocation is the result of allocate.
-type allocation struct {
-	hostSecret string
-	pub        wire.Publication
-	replayed   bool
+type Allocation struct {
+	HostSecret string
+	Pub        wire.Publication
+	Replayed   bool
 }
 
 // allocate creates room name for allocID, or replays the allocation that
@@ -617,7 +626,7 @@ type allocation struct {
 // a vacant empty room of that name, so that the balancer places the new
 // incarnation on another relay instead of answering room_name_taken for
 // the whole drain (PurrNet reuses a scene's room name on every Play).
-func (c *core) allocate(name, allocID string) (allocation, error) {
+func (c *Core) Allocate(name, allocID string) (Allocation, error) {
 	mu, m := c.rooms.shard(name)
 	mu.Lock()
 	defer mu.Unlock()
@@ -629,11 +638,11 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 				// the current host credential is the promoted player's,
 				// never the original allocator's to learn.
 				defer r.mu.Unlock()
-				return allocation{hostSecret: r.allocSecret, pub: r.publicationLocked(), replayed: true}, nil
+				return Allocation{HostSecret: r.allocSecret, Pub: r.publicationLocked(), Replayed: true}, nil
 			}
 			if !r.takeoverLocked(c.activationLease, c.takesNoRooms()) {
 				r.mu.Unlock()
-				return allocation{}, wire.ErrRoomTaken
+				return Allocation{}, wire.ErrRoomTaken
 			}
 			// Take the vacant room over, or, draining, just let it go so
 			// that the balancer places the new incarnation elsewhere. The
@@ -641,7 +650,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 			// than through dropRoom.
 			rem := r.removeLocked()
 			r.mu.Unlock()
-			c.notify.roomRemoved(rem)
+			c.notify.RoomRemoved(rem)
 			if c.takesNoRooms() {
 				c.log.Info("vacant room released for a new allocation elsewhere (draining or retiring)", "room", name, "old_epoch", rem.Epoch)
 			} else {
@@ -654,19 +663,19 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 		c.rooms.n.Add(-1)
 	}
 	if c.draining.Load() {
-		return allocation{}, wire.ErrDraining
+		return Allocation{}, wire.ErrDraining
 	}
 	if c.retiring.Load() {
-		return allocation{}, wire.ErrRetiring
+		return Allocation{}, wire.ErrRetiring
 	}
 	if c.rooms.n.Load() >= int64(c.maxRooms) {
-		return allocation{}, wire.ErrRelayFull
+		return Allocation{}, wire.ErrRelayFull
 	}
 	if c.maxConns > 0 && c.conns.n.Load() >= int64(c.maxConns) {
-		return allocation{}, errConnsFull
+		return Allocation{}, errConnsFull
 	}
 	secret := randomHex(16)
-	r := &room{
+	r := &Room{
 		name:         name,
 		incarnation:  randomHex(12),
 		epoch:        randomHex(16),
@@ -677,7 +686,7 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 		allocationID: allocID,
 		core:         c,
 		life:         phase.New(c.clock),
-		clients:      make(map[wire.ConnID]*conn),
+		clients:      make(map[wire.ConnID]*Conn),
 		emptySince:   c.clock.Now(),
 		mig:          migState{fence: randomHex(16)},
 	}
@@ -685,12 +694,12 @@ func (c *core) allocate(name, allocID string) (allocation, error) {
 	c.rooms.n.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return allocation{hostSecret: r.hostSecret, pub: r.publicationLocked()}, nil
+	return Allocation{HostSecret: r.hostSecret, Pub: r.publicationLocked()}, nil
 }
 
 // takesNoRooms reports whether the relay creates no room: it drains or
 // retires.
-func (c *core) takesNoRooms() bool { return c.draining.Load() || c.retiring.Load() }
+func (c *Core) takesNoRooms() bool { return c.draining.Load() || c.retiring.Load() }
 
 // errConnsFull is relay_full for a relay at its connection capacity: the
 // balancer skips it as it skips one at its room capacity.
@@ -706,17 +715,17 @@ func randomHex(n int) string { return randid.Hex(n) }
 // host maps the direct peer to it) and carries 128 random bits (it is the
 // host's accept key for the direct connection, so it must not be
 // guessable). The peers stay relayed either way. The caller holds r.mu.
-func (c *core) introduceLocked(r *room, cl *conn) {
+func (c *Core) introduceLocked(r *Room, cl *Conn) {
 	h := r.host
-	if c.nat == nil || !cl.nat || !h.nat || !c.nat.canPunch(h.t) || !c.nat.canPunch(cl.t) {
+	if c.nat == nil || !cl.nat || !h.nat || !c.nat.CanPunch(h.t) || !c.nat.CanPunch(cl.t) {
 		return
 	}
 	token := fmt.Sprintf("%.8s_%s_%d", r.epoch, randomHex(16), cl.id)
-	c.nat.expect(token, h.t, cl.t)
-	for _, to := range [...]*conn{h, cl} {
+	c.nat.Expect(token, h.t, cl.t)
+	for _, to := range [...]*Conn{h, cl} {
 		f := buf.Get(1 + len(token))
 		f.End = copy(f.B[1:], token) + 1
 		f.B[0] = wire.ToHostNATIntroduce
-		to.enqueue(f, dirControl)
+		to.Enqueue(f, DirControl)
 	}
 }

@@ -1,12 +1,10 @@
-package relay
+package core
 
 import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
@@ -34,12 +32,8 @@ func FuzzCoreAuth(f *testing.F) {
 	f.Add(uint8(2), []byte(`{"roomName":"@room@","clientSecret":"@client@","nat":true}`))
 	f.Add(uint8(1), []byte(`{"roomName":"@room@","clientSecret":"@host@","pipe":false}`))
 	f.Add(uint8(0), []byte{1, 2, 0, 0, 0})
-	s, err := New(Options{Secret: testSecret, Logger: testLogger(), Metrics: prometheus.NewRegistry()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	c := s.core
-	cr := &coreRoom{core: c, udp: map[*conn]bool{}}
+	c := testCore(f, nil)
+	cr := &coreRoom{core: c, udp: map[*Conn]bool{}}
 	n := 0
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		if len(b) > wire.MaxMessageSize {
@@ -47,35 +41,35 @@ func FuzzCoreAuth(f *testing.F) {
 		}
 		n++
 		name := "fuzz-" + strconv.Itoa(n)
-		a, err := c.allocate(name, "")
+		a, err := c.Allocate(name, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
 			if r := c.rooms.get(name); r != nil {
-				c.endRoom(r, reasonRoomGone)
+				c.EndRoom(r, ReasonRoomGone)
 			}
 		}()
 		b = bytes.ReplaceAll(b, []byte("@room@"), []byte(name))
-		b = bytes.ReplaceAll(b, []byte("@client@"), []byte(a.pub.ClientSecret))
-		b = bytes.ReplaceAll(b, []byte("@host@"), []byte(a.hostSecret))
+		b = bytes.ReplaceAll(b, []byte("@client@"), []byte(a.Pub.ClientSecret))
+		b = bytes.ReplaceAll(b, []byte("@host@"), []byte(a.HostSecret))
 		udp := which&1 != 0
 		if which&2 != 0 { // the room is hosted already
-			h := c.newConn(nil)
+			h := c.NewConn(nil)
 			cr.udp[h] = udp
 			defer delete(cr.udp, h)
-			defer c.leave(h)
-			cr.deliver(h, wire.Auth{RoomName: name, ClientSecret: a.hostSecret}.Marshal())
-			if h.role != roleHost || cr.drain(h) != 1 {
+			defer c.Leave(h)
+			cr.deliver(h, wire.Auth{RoomName: name, ClientSecret: a.HostSecret}.Marshal())
+			if h.role != RoleHost || cr.drain(h) != 1 {
 				t.Fatal("the host did not authenticate")
 			}
 		}
-		cn := c.newConn(nil)
+		cn := c.NewConn(nil)
 		cr.udp[cn] = udp
 		defer delete(cr.udp, cn)
-		defer c.leave(cn)
+		defer c.Leave(cn)
 		cr.deliver(cn, b)
-		cr.batch = cn.takeBatch(cr.batch[:0])
+		cr.batch = cn.TakeBatch(cr.batch[:0])
 		frames := make([][]byte, len(cr.batch))
 		for i, x := range cr.batch {
 			frames[i] = append([]byte(nil), x.Frame()...)
@@ -83,7 +77,7 @@ func FuzzCoreAuth(f *testing.F) {
 			cr.batch[i] = nil
 		}
 		// A client of a hosted room may first get the NAT introduction.
-		if len(frames) == 2 && cn.role == roleClient && len(frames[0]) > 1 && frames[0][0] == wire.ToHostNATIntroduce {
+		if len(frames) == 2 && cn.role == RoleClient && len(frames[0]) > 1 && frames[0][0] == wire.ToHostNATIntroduce {
 			frames = frames[1:]
 		}
 		if len(frames) != 1 {
@@ -91,21 +85,21 @@ func FuzzCoreAuth(f *testing.F) {
 		}
 		switch ans := frames[0]; {
 		case len(ans) == 1 && ans[0] == wire.Authenticated:
-			if cn.role != roleClient && cn.role != roleHost || cn.room == nil || cn.closing.Load() {
+			if cn.role != RoleClient && cn.role != RoleHost || cn.room == nil || cn.closing.Load() {
 				t.Fatalf("authenticated %q with role %v", b, cn.role)
 			}
 		case len(ans) == 1 && ans[0] == wire.AuthFailed:
-			if !cn.closing.Load() || cn.role != roleNone {
+			if !cn.closing.Load() || cn.role != RoleNone {
 				t.Fatalf("a failed authentication %q left the connection open (role %v)", b, cn.role)
 			}
 		case len(ans) == 5 && ans[0] == wire.PipeAuthenticated:
-			if cn.role != rolePipe || wire.ConnID(binary.LittleEndian.Uint32(ans[1:])) != cn.id {
+			if cn.role != RolePipe || wire.ConnID(binary.LittleEndian.Uint32(ans[1:])) != cn.id {
 				t.Fatalf("pipe answer %x for conn %d role %v", ans, cn.id, cn.role)
 			}
 		default:
 			t.Fatalf("answer %x to %q", ans, b)
 		}
-		if err := s.ConsistencyCheck(); err != nil {
+		if err := c.ConsistencyCheck(); err != nil {
 			t.Fatal(err)
 		}
 	})

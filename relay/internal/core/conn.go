@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"slices"
@@ -26,48 +26,48 @@ const (
 	hardQueueBytes  = 8 << 20
 	// maxBatch bounds the frames a writer takes at once, so that the queue
 	// length stays an honest measure of the backlog.
-	maxBatch  = 64
-	shrinkCap = 256
+	MaxBatch  = 64
+	ShrinkCap = 256
 )
 
-type role uint8
+type Role uint8
 
 const (
-	roleNone   role = iota // not authenticated yet
-	roleClient             // an ordinary client of a room
-	roleHost               // the room's host
-	rolePipe               // a pipe peer (no room)
+	RoleNone   Role = iota // not authenticated yet
+	RoleClient             // an ordinary client of a room
+	RoleHost               // the room's host
+	RolePipe               // a pipe peer (no room)
 	// roleForwarded: the peer's room is on another machine of the app; its
 	// frames go to the link toward that machine (conn.up) and the holder
 	// sees it as an ordinary connection (forward.go).
-	roleForwarded
+	RoleForwarded
 )
 
 // closeReason says why a connection ended; it picks the close code, whether
 // queued frames are flushed first, and the metric label.
-type closeReason uint8
+type Reason uint8
 
 const (
-	reasonNone          closeReason = iota
-	reasonPeerClosed                // the peer closed or the read failed
-	reasonAuthFailed                // [4] was sent
-	reasonAuthTimeout               // no auth message in time
-	reasonUnsupported               // the peer sent a kind of message the relay does not carry (a WebSocket text message)
-	reasonTooBig                    // a message over 65,535 bytes
-	reasonKicked                    // the host kicked this client
-	reasonHostLeft                  // the room's host left
-	reasonSlowReceiver              // the send queue stayed full past the deadline
-	reasonQueueOverflow             // the send queue hit its hard bound
-	reasonWriteError                // a write failed
-	reasonShutdown                  // the relay is going away (1012)
-	reasonUpstream                  // forwarded: the holder closed the link; conn.upstream says how
-	reasonUpstreamLost              // forwarded: the link to the holder dropped without a close frame
-	reasonClientLeft                // a link: the forwarded client's connection ended (close 1000 to the holder)
-	reasonRoomGone                  // the room ended here: the balancer gave its name to another incarnation (1012)
-	reasonPeerTimeout               // the transport heard nothing from the peer within its timeout
-	reasonMigrated                  // a claim moved the room to a new generation: every old socket goes
-	reasonRejoin                    // isolated during a migration lease: the host activated, reconnect to it
-	reasonRoomClosed                // an operator closed the room (DELETE /v1/rooms/{name}): 1000 "room closed"
+	ReasonNone          Reason = iota
+	ReasonPeerClosed           // the peer closed or the read failed
+	ReasonAuthFailed           // [4] was sent
+	ReasonAuthTimeout          // no auth message in time
+	ReasonUnsupported          // the peer sent a kind of message the relay does not carry (a WebSocket text message)
+	ReasonTooBig               // a message over 65,535 bytes
+	ReasonKicked               // the host kicked this client
+	ReasonHostLeft             // the room's host left
+	ReasonSlowReceiver         // the send queue stayed full past the deadline
+	ReasonQueueOverflow        // the send queue hit its hard bound
+	ReasonWriteError           // a write failed
+	ReasonShutdown             // the relay is going away (1012)
+	ReasonUpstream             // forwarded: the holder closed the link; conn.upstream says how
+	ReasonUpstreamLost         // forwarded: the link to the holder dropped without a close frame
+	ReasonClientLeft           // a link: the forwarded client's connection ended (close 1000 to the holder)
+	ReasonRoomGone             // the room ended here: the balancer gave its name to another incarnation (1012)
+	ReasonPeerTimeout          // the transport heard nothing from the peer within its timeout
+	ReasonMigrated             // a claim moved the room to a new generation: every old socket goes
+	ReasonRejoin               // isolated during a migration lease: the host activated, reconnect to it
+	ReasonRoomClosed           // an operator closed the room (DELETE /v1/rooms/{name}): 1000 "room closed"
 	numReasons
 )
 
@@ -75,14 +75,14 @@ var reasonNames = [numReasons]string{"", "peer_closed", "auth_failed", "auth_tim
 	"message_too_big", "kicked", "host_left", "slow_receiver", "queue_overflow", "write_error", "shutdown",
 	"upstream_closed", "upstream_lost", "client_left", "room_gone", "peer_timeout", "migrated", "rejoin", "room_closed"}
 
-func (r closeReason) String() string { return reasonNames[r] }
+func (r Reason) String() string { return reasonNames[r] }
 
 // abrupt reasons close the transport at once, without a close handshake:
 // the peer is gone or not reading, so nothing could be delivered anyway.
-func (r closeReason) abrupt() bool {
+func (r Reason) Abrupt() bool {
 	switch r {
-	case reasonPeerClosed, reasonAuthTimeout, reasonSlowReceiver, reasonQueueOverflow, reasonWriteError, reasonTooBig,
-		reasonUpstreamLost, reasonPeerTimeout:
+	case ReasonPeerClosed, ReasonAuthTimeout, ReasonSlowReceiver, ReasonQueueOverflow, ReasonWriteError, ReasonTooBig,
+		ReasonUpstreamLost, ReasonPeerTimeout:
 		return true
 	}
 	return false
@@ -92,21 +92,21 @@ func (r closeReason) abrupt() bool {
 // (the [4] of a failed auth, a host's last packets before a kick, ...). A
 // peer that sent what the relay does not carry is told why, and nothing
 // more.
-func (r closeReason) flush() bool { return !r.abrupt() && r != reasonUnsupported }
+func (r Reason) Flush() bool { return !r.Abrupt() && r != ReasonUnsupported }
 
 // transport is what the routing core needs of a connection's transport
 // (ws.go: WebSocket; udp_conn.go: LiteNetLib; forward.go: a link to the
 // holder machine). Both calls must be quick and never block: they run on
 // readers, possibly under a room lock.
-type transport interface {
+type Transport interface {
 	// wake says frames were queued: the transport's writer takes them
 	// (conn.takeBatch).
-	wake()
+	Wake()
 	// closed says the conn was closed (once) for reason: a graceful reason
 	// (reason.flush) delivers what is queued first, an abrupt one drops the
 	// transport at once; the transport then ends and its reader calls
 	// core.leave.
-	closed(reason closeReason)
+	Closed(reason Reason)
 }
 
 // Direct writes (issue 16). At game rates every frame used to be a hand-off:
@@ -137,56 +137,56 @@ const (
 
 // directWriter is a transport's socket that a sender may write one frame
 // to itself (a WebSocket on a plain socket, ws.go).
-type directWriter interface {
+type DirectWriter interface {
 	// writeDirect writes b as one frame without blocking. It releases b,
 	// except for directAgain (nothing was written: b is the caller's).
 	// For directPartial the frame's rest and the socket are left for the
 	// writer (takeWrite reports takeHandoff; the transport's writer
 	// finishes or drops them).
-	writeDirect(b *buf.Buf) directResult
+	WriteDirect(b *buf.Buf) DirectResult
 	// maxDirect is the longest frame writeDirect takes; longer ones are
 	// queued.
-	maxDirect() int
+	MaxDirect() int
 }
 
 // directResult is how a direct write went.
-type directResult uint8
+type DirectResult uint8
 
 const (
-	directWhole   directResult = iota // the socket took the whole frame
-	directPartial                     // it took part of it; the rest is the writer's
-	directAgain                       // it took nothing (full, or a control frame being written)
-	directFailed                      // the socket failed or was closed; the frame is lost with it
-	directClosing                     // a close frame went out (its reason closes the conn) or the socket is broken: the frame is dropped
+	DirectWhole   DirectResult = iota // the socket took the whole frame
+	DirectPartial                     // it took part of it; the rest is the writer's
+	DirectAgain                       // it took nothing (full, or a control frame being written)
+	DirectFailed                      // the socket failed or was closed; the frame is lost with it
+	DirectClosing                     // a close frame went out (its reason closes the conn) or the socket is broken: the frame is dropped
 	numDirectResults
 )
 
-var directResultNames = [numDirectResults]string{"whole", "partial", "again", "failed", "closing"}
+var DirectResultNames = [numDirectResults]string{"whole", "partial", "again", "failed", "closing"}
 
 // nopTransport is the transport of a conn without one (core tests).
 type nopTransport struct{}
 
-func (nopTransport) wake()              {}
-func (nopTransport) closed(closeReason) {}
+func (nopTransport) Wake()         {}
+func (nopTransport) Closed(Reason) {}
 
 // conn is one peer connection as the routing core sees it, whatever its
 // transport. The transport delivers messages to core.handle from one
 // reader at a time (a WebSocket's reader goroutine; the UDP socket reader
 // serialised per peer), calls core.leave once at the end, and drains the
 // queue from its writer.
-type conn struct {
+type Conn struct {
 	id   wire.ConnID // static
-	core *core       // static
-	t    transport   // static
+	core *Core       // static
+	t    Transport   // static
 
 	// role and room are written once by the reader at authentication, under
 	// room.mu (rooms) or before the conn enters the pipe table (pipes). The
 	// reader reads them freely; anyone else reads them under room.mu. up is
 	// written with role (roleForwarded): the link toward the holder
 	// machine that the conn's frames are queued on (forward.go).
-	role role
-	room *room
-	up   *conn
+	role Role
+	room *Room
+	up   *Conn
 	// nat is written once by the reader at authentication: the peer asked
 	// for NAT introduction ({"nat":true}); read under room.mu.
 	nat bool
@@ -205,7 +205,7 @@ type conn struct {
 	// dw and dwMax are static: the transport's direct write (a WebSocket
 	// on a plain socket) and the longest frame it takes, or nil: every
 	// frame goes through the queue.
-	dw    directWriter
+	dw    DirectWriter
 	dwMax int
 	// direct is owned by the reader: set while it routes a message after
 	// which its input has nothing more buffered, so that the frame it
@@ -215,24 +215,24 @@ type conn struct {
 	direct bool
 
 	mu        sync.Mutex
-	wr        writeState  // guarded by mu: who owns the socket's data frames (dw only)
-	batching  bool        // guarded by mu: frames to c come in bursts: leave them to the writer (see send)
-	q         []*buf.Buf  // guarded by mu: frames waiting for the writer, FIFO
-	qBytes    int         // guarded by mu: the queued buffers' capacity (buf.weight), what the queue pins
-	fullSince time.Time   // guarded by mu: first refusal since the writer last drained; zero if none
-	reason    closeReason // guarded by mu: set once by close
+	wr        writeState // guarded by mu: who owns the socket's data frames (dw only)
+	batching  bool       // guarded by mu: frames to c come in bursts: leave them to the writer (see send)
+	q         []*buf.Buf // guarded by mu: frames waiting for the writer, FIFO
+	qBytes    int        // guarded by mu: the queued buffers' capacity (buf.weight), what the queue pins
+	fullSince time.Time  // guarded by mu: first refusal since the writer last drained; zero if none
+	reason    Reason     // guarded by mu: set once by close
 	// upstream is, for reasonUpstream, why the holder closed the link (its
 	// close status in the core's terms), which the transport tells the
 	// forwarded peer; guarded by mu, set with reason.
-	upstream closeReason
+	upstream Reason
 }
 
 // enqueue hands b to c's writer. It never blocks and never does I/O, so it
 // may be called with a room lock held. It takes ownership of b and reports
 // whether b was queued: b is dropped only when c is already closing or
 // when queuing it would pass the hard bound (which closes c).
-func (c *conn) enqueue(b *buf.Buf, dir int) bool {
-	_, ok := c.offer(b, dir, false)
+func (c *Conn) Enqueue(b *buf.Buf, dir int) bool {
+	_, ok := c.Offer(b, dir, false)
 	return ok
 }
 
@@ -245,36 +245,36 @@ func (c *conn) enqueue(b *buf.Buf, dir int) bool {
 // written to c until the claim ends. The caller must call write on the
 // result once it holds no lock; for a queued (or dropped) frame write does
 // nothing. Like enqueue it never blocks and takes ownership of b.
-func (c *conn) send(b *buf.Buf, dir int, direct bool) claim {
-	cl, _ := c.offer(b, dir, direct)
+func (c *Conn) Send(b *buf.Buf, dir int, direct bool) Claim {
+	cl, _ := c.Offer(b, dir, direct)
 	return cl
 }
 
 // offer is enqueue and send: it claims c's socket for b (direct allowed
 // and c's write side idle and empty), queues b, or drops it.
-func (c *conn) offer(b *buf.Buf, dir int, direct bool) (claim, bool) {
+func (c *Conn) Offer(b *buf.Buf, dir int, direct bool) (Claim, bool) {
 	m := c.core.m
 	n := b.Len()
 	w := b.Weight()
 	c.mu.Lock()
-	if c.reason != reasonNone {
+	if c.reason != ReasonNone {
 		c.mu.Unlock()
 		buf.Put(b)
-		m.drop(dropReceiverClosed)
-		return claim{}, false
+		m.drop(DropReceiverClosed)
+		return Claim{}, false
 	}
 	if direct && c.dw != nil && c.wr == wrIdle && len(c.q) == 0 && !c.batching && n <= c.dwMax {
 		c.wr = wrDirect
 		c.mu.Unlock()
 		m.forwarded(dir, n)
-		return claim{c: c, b: b}, true
+		return Claim{c: c, b: b}, true
 	}
 	if len(c.q) >= hardQueueFrames || c.qBytes+w > hardQueueBytes {
 		c.mu.Unlock()
 		buf.Put(b)
-		m.drop(dropQueueOverflow)
-		c.close(reasonQueueOverflow)
-		return claim{}, false
+		m.drop(DropQueueOverflow)
+		c.Close(ReasonQueueOverflow)
+		return Claim{}, false
 	}
 	c.q = append(c.q, b)
 	c.qBytes += w
@@ -299,18 +299,18 @@ func (c *conn) offer(b *buf.Buf, dir int, direct bool) (claim, bool) {
 	c.mu.Unlock()
 	m.forwarded(dir, n)
 	if wake {
-		c.t.wake()
+		c.t.Wake()
 	}
 	if slow {
-		c.close(reasonSlowReceiver)
+		c.Close(ReasonSlowReceiver)
 	}
-	return claim{}, true
+	return Claim{}, true
 }
 
 // claim is a frame a sender claimed c's socket for (conn.send); the zero
 // claim is a frame that was queued or dropped.
-type claim struct {
-	c *conn
+type Claim struct {
+	c *Conn
 	b *buf.Buf
 }
 
@@ -319,16 +319,16 @@ type claim struct {
 // writer's (the rest of a partly written frame, with the frame mutex, or
 // the whole frame back at the front of the queue), and the writer is woken
 // when it has something to do. The caller holds no lock.
-func (cl claim) write() {
+func (cl Claim) Write() {
 	c := cl.c
 	if c == nil {
 		return
 	}
-	res := c.dw.writeDirect(cl.b)
+	res := c.dw.WriteDirect(cl.b)
 	c.core.m.direct[res].Inc()
 	c.mu.Lock()
 	switch res {
-	case directAgain:
+	case DirectAgain:
 		// Nothing was written (a full socket, or the reader writing a
 		// control frame): the frame goes first in the queue, still ahead
 		// of whatever was queued during the attempt, for the writer, which
@@ -340,19 +340,19 @@ func (cl claim) write() {
 		c.qBytes += cl.b.Weight()
 		c.wr = wrIdle
 		c.batching = true
-	case directPartial:
+	case DirectPartial:
 		c.wr = wrHandoff
 		c.batching = true
 	default:
 		c.wr = wrIdle
 	}
-	wake := c.wr == wrHandoff || len(c.q) > 0 || c.reason != reasonNone
+	wake := c.wr == wrHandoff || len(c.q) > 0 || c.reason != ReasonNone
 	c.mu.Unlock()
 	if wake {
-		c.t.wake()
+		c.t.Wake()
 	}
-	if res == directFailed {
-		c.close(reasonWriteError)
+	if res == DirectFailed {
+		c.Close(ReasonWriteError)
 	}
 }
 
@@ -360,18 +360,18 @@ func (cl claim) write() {
 // (the writer's own slice). Once the backlog is back under the soft bound
 // the slow-receiver clock stops. A transport without direct writes (UDP)
 // only ever needs this.
-func (c *conn) takeBatch(dst []*buf.Buf) []*buf.Buf {
-	dst, _ = c.takeWrite(dst)
+func (c *Conn) TakeBatch(dst []*buf.Buf) []*buf.Buf {
+	dst, _ = c.TakeWrite(dst)
 	return dst
 }
 
 // takeState is what takeWrite found of c's write side besides the frames.
-type takeState uint8
+type TakeState uint8
 
 const (
-	takeFrames  takeState = iota // the frames taken (none: the writer is idle and may park)
-	takeClaimed                  // a direct write is in flight: nothing taken; its end wakes the writer
-	takeHandoff                  // a direct write left the rest of its frame: finish it before the frames
+	TakeFrames  TakeState = iota // the frames taken (none: the writer is idle and may park)
+	TakeClaimed                  // a direct write is in flight: nothing taken; its end wakes the writer
+	TakeHandoff                  // a direct write left the rest of its frame: finish it before the frames
 )
 
 // takeWrite is the writer's takeBatch. While frames are taken (or a
@@ -379,17 +379,17 @@ const (
 // sender claims it; once the writer finds nothing to do it is idle again.
 // The size of each batch tells whether frames to c come in bursts
 // (conn.batching).
-func (c *conn) takeWrite(dst []*buf.Buf) ([]*buf.Buf, takeState) {
+func (c *Conn) TakeWrite(dst []*buf.Buf) ([]*buf.Buf, TakeState) {
 	c.mu.Lock()
-	st := takeFrames
+	st := TakeFrames
 	switch c.wr {
 	case wrDirect:
 		c.mu.Unlock()
-		return dst, takeClaimed
+		return dst, TakeClaimed
 	case wrHandoff:
-		st = takeHandoff
+		st = TakeHandoff
 	}
-	k := min(len(c.q), maxBatch)
+	k := min(len(c.q), MaxBatch)
 	for _, b := range c.q[:k] {
 		c.qBytes -= b.Weight()
 	}
@@ -400,14 +400,14 @@ func (c *conn) takeWrite(dst []*buf.Buf) ([]*buf.Buf, takeState) {
 	if len(c.q) <= softQueueFrames && c.qBytes <= softQueueBytes {
 		c.fullSince = time.Time{}
 	}
-	if rest == 0 && cap(c.q) > shrinkCap {
+	if rest == 0 && cap(c.q) > ShrinkCap {
 		c.q = nil // a burst is over: do not keep its slice on an idle conn
 	}
 	switch {
 	case k > 0:
 		c.wr = wrWriter
 		c.batching = k > 1
-	case st == takeHandoff:
+	case st == TakeHandoff:
 		c.wr = wrWriter
 	default:
 		c.wr = wrIdle
@@ -417,7 +417,7 @@ func (c *conn) takeWrite(dst []*buf.Buf) ([]*buf.Buf, takeState) {
 }
 
 // queued reports whether frames are waiting.
-func (c *conn) queued() bool {
+func (c *Conn) Queued() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.q) > 0
@@ -426,23 +426,23 @@ func (c *conn) queued() bool {
 // close marks c closed for reason (the first reason wins) and tells its
 // transport, which flushes and ends gracefully or drops at once. It never
 // blocks. It reports whether this call closed c.
-func (c *conn) close(reason closeReason) bool {
-	return c.closeWith(reason, reasonNone)
+func (c *Conn) Close(reason Reason) bool {
+	return c.closeWith(reason, ReasonNone)
 }
 
 // closeUpstream closes a forwarded peer the way its holder closed the
 // link (upstream: the holder's close status in the core's terms), so the
 // peer sees what a direct connection would have seen.
-func (c *conn) closeUpstream(upstream closeReason) bool {
-	return c.closeWith(reasonUpstream, upstream)
+func (c *Conn) CloseUpstream(upstream Reason) bool {
+	return c.closeWith(ReasonUpstream, upstream)
 }
 
-func (c *conn) closeWith(reason, upstream closeReason) bool {
-	if reason == reasonNone {
-		reason = reasonPeerClosed
+func (c *Conn) closeWith(reason, upstream Reason) bool {
+	if reason == ReasonNone {
+		reason = ReasonPeerClosed
 	}
 	c.mu.Lock()
-	if c.reason != reasonNone {
+	if c.reason != ReasonNone {
 		c.mu.Unlock()
 		return false
 	}
@@ -452,12 +452,12 @@ func (c *conn) closeWith(reason, upstream closeReason) bool {
 	if !c.link {
 		c.core.m.disconnect[reason].Inc()
 	}
-	c.t.closed(reason)
+	c.t.Closed(reason)
 	return true
 }
 
 // closeReason returns why c was closed (reasonNone while open).
-func (c *conn) closeReason() closeReason {
+func (c *Conn) CloseReason() Reason {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reason
@@ -465,17 +465,17 @@ func (c *conn) closeReason() closeReason {
 
 // closeStatus returns why c was closed and the reason its transport tells
 // the peer: the holder's own for a forwarded peer (reasonUpstream).
-func (c *conn) closeStatus() (reason, told closeReason) {
+func (c *Conn) CloseStatus() (reason, told Reason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.reason == reasonUpstream {
+	if c.reason == ReasonUpstream {
 		return c.reason, c.upstream
 	}
 	return c.reason, c.reason
 }
 
 // releaseQueue frees whatever is still queued (after close).
-func (c *conn) releaseQueue() {
+func (c *Conn) ReleaseQueue() {
 	c.mu.Lock()
 	q := c.q
 	c.q = nil

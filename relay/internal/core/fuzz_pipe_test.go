@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"bytes"
@@ -24,14 +24,14 @@ func FuzzCorePipe(f *testing.F) {
 	f.Add(uint8(2), []byte{1, 2, 3})
 	f.Add(uint8(3), []byte{byte(wire.ReliableOrdered), 0, 0, 0, 0})
 	c := testCore(f, clock.Real{})
-	cr := &coreRoom{core: c, udp: map[*conn]bool{}}
-	var pipes [2][2]*conn // [framing: WebSocket, UDP][sender, receiver]
+	cr := &coreRoom{core: c, udp: map[*Conn]bool{}}
+	var pipes [2][2]*Conn // [framing: WebSocket, UDP][sender, receiver]
 	for i := range pipes {
 		for j := range pipes[i] {
-			p := c.newConn(nil)
+			p := c.NewConn(nil)
 			cr.udp[p] = i == 1
 			cr.deliver(p, []byte(`{"pipe":true}`))
-			if p.role != rolePipe || cr.drain(p) != 1 {
+			if p.role != RolePipe || cr.drain(p) != 1 {
 				f.Fatal("pipe authentication failed")
 			}
 			pipes[i][j] = p
@@ -52,14 +52,14 @@ func FuzzCorePipe(f *testing.F) {
 			binary.LittleEndian.PutUint32(b[head:], uint32(to.id))
 		}
 		cr.deliver(from, b)
-		if from.role != rolePipe || from.closing.Load() || to.closing.Load() {
+		if from.role != RolePipe || from.closing.Load() || to.closing.Load() {
 			t.Fatal("a pipe lost its role or was closed")
 		}
 		// Any pipe may send to any other, over either transport, or to
 		// itself: the packet reaches the one it names.
 		var got *buf.Buf
-		for _, p := range []*conn{pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1]} {
-			cr.batch = p.takeBatch(cr.batch[:0])
+		for _, p := range []*Conn{pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1]} {
+			cr.batch = p.TakeBatch(cr.batch[:0])
 			for i, x := range cr.batch {
 				if got != nil || len(b) < head+5 || wire.ConnID(binary.LittleEndian.Uint32(b[head:])) != p.id {
 					t.Fatalf("%x reached pipe %d", b, p.id)

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"testing"
@@ -24,7 +24,7 @@ func TestQueueBoundsCountBufferCapacity(t *testing.T) {
 		return !cr.client.fullSince.IsZero()
 	}
 	sent := 0
-	for cr.client.closeReason() == reasonNone {
+	for cr.client.CloseReason() == ReasonNone {
 		if sent == 600 {
 			t.Fatalf("a receiver holding %d frames of %d-byte buffers was never closed", sent, capacity)
 		}
@@ -35,11 +35,11 @@ func TestQueueBoundsCountBufferCapacity(t *testing.T) {
 				sent, sent*capacity, above(), want)
 		}
 	}
-	if got, want := cr.client.closeReason(), reasonQueueOverflow; got != want {
+	if got, want := cr.client.CloseReason(), ReasonQueueOverflow; got != want {
 		t.Fatalf("closed for %v, want %v", got, want)
 	}
 	if want := hardQueueBytes/capacity + 1; sent != want {
 		t.Fatalf("closed at frame %d, want %d (the hard bound counted by buffer capacity)", sent, want)
 	}
-	cr.client.releaseQueue()
+	cr.client.ReleaseQueue()
 }

@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"encoding/binary"
@@ -39,7 +39,7 @@ func coreFramesBody(tb testing.TB) func(t *testing.T, which uint8, fromHost, fro
 		}
 		cr.deliver(cr.host, fromHost)
 		cr.deliver(cr.client, fromClient)
-		cr.batch = cr.host.takeBatch(cr.batch[:0])
+		cr.batch = cr.host.TakeBatch(cr.batch[:0])
 		for i, b := range cr.batch {
 			if _, err := wire.ParseToHostPacket(b.Frame()); err != nil {
 				t.Fatalf("the host got a malformed packet %x: %v", b.Frame(), err)
@@ -48,12 +48,12 @@ func coreFramesBody(tb testing.TB) func(t *testing.T, which uint8, fromHost, fro
 			cr.batch[i] = nil
 		}
 		cr.drain(cr.client)
-		if cr.host.role != roleHost {
+		if cr.host.role != RoleHost {
 			t.Fatal("the host lost its role")
 		}
 		if cr.client.closing.Load() {
 			// A kick ends the client: a new one joins for the next input.
-			c.leave(cr.client)
+			c.Leave(cr.client)
 			*cr = *newCoreRoomFramed(t, c, "fuzz-"+itoa(int(which%4))+"-"+itoa(int(cr.client.id)), framings[which%4][0], framings[which%4][1])
 		}
 	}

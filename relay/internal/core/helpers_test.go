@@ -1,0 +1,79 @@
+package core
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+
+	"github.com/purrfly/purrfly/internal/lockrank"
+	"github.com/purrfly/purrfly/relay/internal/buf"
+	"github.com/purrfly/purrfly/wire"
+)
+
+func TestMain(m *testing.M) {
+	lockrank.EnableForTests()
+	goleak.VerifyTestMain(m)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("RELAY_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func sendOne(target wire.ConnID, payload string) []byte {
+	return wire.AppendSendOne(nil, target, []byte(payload))
+}
+
+func equal(a []byte, b string) bool { return bytes.Equal(a, []byte(b)) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// counterValue reads a Prometheus counter or gauge.
+func counterValue(c prometheus.Metric) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	if m.Counter != nil {
+		return m.Counter.GetValue()
+	}
+	return m.Gauge.GetValue()
+}
+
+// unframeUDP is what the UDP transport does to a message of a peer in
+// PurrNet's UDP framing before the core routes it (its delivery method
+// taken out, wire.UDPMethod), for the core's tests of UDP-framed peers.
+func unframeUDP(c *Core, cn *Conn, b *buf.Buf) bool {
+	var from wire.Sender
+	switch {
+	case cn.Closing():
+		return true
+	case cn.Role() == RoleClient:
+		from = wire.FromClient
+	case cn.Role() == RoleHost:
+		from = wire.FromHost
+	case cn.Role() == RolePipe:
+		from = wire.FromPipe
+	default:
+		return true
+	}
+	d, at, err := wire.UDPMethod(from, b.Frame())
+	if err != nil {
+		buf.Put(b)
+		c.DropMalformed(err)
+		return false
+	}
+	if at >= 0 {
+		b.Method = d
+		b.CutAt(at)
+	}
+	return true
+}
