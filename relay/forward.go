@@ -2,22 +2,16 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
 )
-
-// linkGrace bounds how long a forwarded connection waits for its link's
-// close handshake with the holder before dropping the link outright.
-const linkGrace = flushTimeout + time.Second
 
 // forward decides, from a connection's first (authentication) message,
 // whether it belongs to a room another machine holds, and if so carries
@@ -32,17 +26,22 @@ const linkGrace = flushTimeout + time.Second
 // handover.go) and link dials (ForwardTimeout) bound it. udp says the
 // peer speaks PurrNet's UDP framing, which the link then carries.
 func (m *mesh) forward(c *core.Conn, first *buf.Buf, udp bool) bool {
-	up := m.openLink(first.Frame(), udp)
-	if up == nil {
+	l := m.openLink(first.Frame(), udp)
+	if l == nil {
 		return false
 	}
-	m.runLink(c, up, first, udp)
+	m.m.active.Inc()
+	m.sessions.Add(1)
+	m.ws.RunLink(c, l, first, udp, func() {
+		m.m.active.Dec()
+		m.sessions.Done()
+	})
 	return true
 }
 
 // openLink finds the holder of the room first names and opens a link to
 // it, or returns nil (see forward).
-func (m *mesh) openLink(first []byte, udp bool) *uplink {
+func (m *mesh) openLink(first []byte, udp bool) *wstransport.Link {
 	a, err := wire.ParseAuth(first)
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
@@ -91,7 +90,7 @@ func (m *mesh) openLink(first []byte, udp bool) *uplink {
 
 // dialLink opens the link to the holder at loc (wire.PathForward), for a
 // connection in PurrNet's UDP framing when udp.
-func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, udp bool) (*uplink, error) {
+func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, udp bool) (*wstransport.Link, error) {
 	target := linkURL(loc.Endpoint)
 	if target == "" {
 		return nil, fmt.Errorf("holder endpoint %q is not an http(s) URL", loc.Endpoint)
@@ -103,13 +102,12 @@ func (m *mesh) dialLink(ctx context.Context, loc wire.RoomLocation, udp bool) (*
 		h.Set(wire.HeaderLinkFraming, wire.LinkFramingUDP)
 	}
 	start := m.clock.Now()
-	up, err := dialUplink(ctx, m.dial, target, h)
+	l, err := wstransport.DialLink(ctx, m.dial, target, h)
 	if err != nil {
 		return nil, fmt.Errorf("failed to dial the holder: %w", err)
 	}
 	m.m.dialSeconds.Observe(m.clock.Now().Sub(start).Seconds())
-	up.ws.SetReadLimit(wire.MaxMessageSize + buf.Headroom)
-	return up, nil
+	return l, nil
 }
 
 // linkURL is the PathForward WebSocket URL of a holder's endpoint.
@@ -123,101 +121,17 @@ func linkURL(endpoint string) string {
 	return ""
 }
 
-// runLink carries connection c (of any transport) over link up to the
-// machine holding its room, starting with the authentication message
-// first. It is the forwarding path, DERP-mesh style: nothing is written
-// inline by a reader.
-//
-//	c's reader --core.handle (roleForwarded)--> link queue --> link writer --> holder
-//	holder --> link reader --enqueue--> c's queue --> c's writer --> peer
-//
-// Both queues are ordinary conn queues with their bounds and slow-receiver
-// rules. The holder serves the link as an ordinary connection, so the
-// peer sees the holder's own frames, notices and close status: a close
-// frame from the holder is passed on with its reason after the frames
-// queued before it (kicked, host left, [4] then authentication failed,
-// shutdown); a link that drops without a close frame (the holder died)
-// drops the peer at once, as a direct connection to a dead machine would
-// drop. A peer that leaves closes the link normally (core.leave), so the
-// holder sees it leave; a holder that does not answer that close within
-// linkGrace has its link's socket closed by the edge (uplink.drop),
-// whatever coder/websocket's own timers say. A UDP peer's link speaks
-// PurrNet's UDP framing (wire.HeaderLinkFraming): the holder prefixes each
-// frame with its delivery method, which the link reader strips.
-//
-// Goroutines: the link's writer and reader; the writer, once it ends,
-// drops the socket and waits for the reader. The session counts until
-// then.
-func (m *mesh) runLink(c *core.Conn, up *uplink, first *buf.Buf, udp bool) {
-	t := newWSTransport(m.core, m.clock, up.ws, up.lc, up.drop, linkGrace)
-	link := m.core.NewLink(t)
-	c.ForwardTo(link)
-	m.m.active.Inc()
-	m.sessions.Add(1)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		m.linkReader(up.ws, c, link, udp)
-	}()
-	go func() {
-		writerDone := make(chan struct{})
-		m.writer(t, link, writerDone)
-		<-writerDone
-		up.drop() // the close handshake is over or given up: the reader ends at once
-		<-readerDone
-		m.m.active.Dec()
-		m.sessions.Done()
-	}()
-	link.Enqueue(first, core.DirMeshOut)
-}
-
-// linkReader reads the holder's frames into c's queue until the link
-// ends, then closes c the way the holder closed the link, and stops the
-// link's writer. On a link in UDP framing each frame comes behind its
-// delivery method, which it is sent to the peer with.
-func (m *mesh) linkReader(up *websocket.Conn, c *core.Conn, link *core.Conn, udp bool) {
-	defer link.Close(core.ReasonPeerClosed)
-	for {
-		typ, rd, err := up.Reader(context.Background())
-		if err == nil && typ != websocket.MessageBinary {
-			err = errors.New("the holder sent a text message")
-		}
-		var b *buf.Buf
-		if err == nil {
-			b, err = buf.ReadInto(rd, 0, wire.MaxMessageSize+buf.Headroom+1)
-		}
-		if err == nil && udp {
-			if b.Len() < 1 || !wire.Delivery(b.B[b.Off]).Valid() {
-				err = errors.New("the holder sent a frame without a delivery method")
-				buf.Put(b)
-			} else {
-				b.Method = wire.Delivery(b.B[b.Off])
-				b.Off++
-			}
-		}
-		if err != nil {
-			var ce websocket.CloseError
-			if errors.As(err, &ce) {
-				c.CloseUpstream(reasonOfClose(ce.Code, ce.Reason))
-			} else {
-				c.Close(core.ReasonUpstreamLost)
-			}
-			return
-		}
-		c.Enqueue(b, core.DirMeshIn)
-	}
-}
-
 // handleForward is wire.PathForward on the HTTP port: a link from another
 // machine of the app, carrying one client connection of a room held here.
 // It is served as an ordinary connection that is never routed or
 // forwarded again.
 func (s *Server) handleForward(w http.ResponseWriter, r *http.Request) error {
-	if !isUpgrade(r) {
-		return errUpgradeRequired
+	if !wstransport.IsUpgrade(r) {
+		return wstransport.ErrUpgradeRequired
 	}
 	if s.mesh != nil {
 		s.mesh.m.accepted.Inc()
 	}
-	return s.acceptWS(w, r, true, r.Header.Get(wire.HeaderLinkFraming) == wire.LinkFramingUDP)
+	return s.ws.Accept(w, r, wstransport.Peer{Forwarded: true,
+		UDP: r.Header.Get(wire.HeaderLinkFraming) == wire.LinkFramingUDP, Ended: s.wsEnded(r)})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -62,7 +63,7 @@ func (s *Server) mainHandler() http.Handler {
 		return nil
 	}))
 	mux.Handle("/", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
-		if r.URL.Path == "/" && isUpgrade(r) {
+		if r.URL.Path == "/" && wstransport.IsUpgrade(r) {
 			return s.serveWS(w, r)
 		}
 		return wire.ErrNotFound

@@ -15,7 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -127,7 +127,7 @@ func isReset(err error) bool {
 
 // TestLinkDroppedWithinGraceWhenHolderIgnoresClose: a forwarded client
 // leaves; its link's close handshake goes to a holder that never answers
-// it. The edge closes the link's socket itself once linkGrace has passed,
+// it. The edge closes the link's socket itself once wstransport.LinkGrace has passed,
 // instead of waiting for coder/websocket's own timers, and the client's
 // connection is gone from the edge. The holder also sees that the edge's
 // frames are masked client frames.
@@ -176,30 +176,11 @@ func TestLinkDroppedWithinGraceWhenHolderIgnoresClose(t *testing.T) {
 		t.Fatal("the link's socket was not closed")
 	}
 	d := ev.eof.Sub(ev.closed)
-	if d > linkGrace+time.Second {
-		t.Fatalf("the link was dropped %v after its close frame, want within linkGrace (%v)", d, linkGrace)
+	if d > wstransport.LinkGrace+time.Second {
+		t.Fatalf("the link was dropped %v after its close frame, want within wstransport.LinkGrace (%v)", d, wstransport.LinkGrace)
 	}
 	t.Logf("the link was dropped %v after its close frame", d)
 	waitFor(t, "the edge to let go of the link", func() bool {
 		return edge.Stats().Connections == 0 && counterValue(edge.mesh.m.active) == 0
 	})
-}
-
-// TestCloseReasonsRoundTrip: a forwarded peer learns exactly the reason
-// the holder closed its link with (its code and text), and an unknown
-// 1012 from a holder still means "come back" (shutdown).
-func TestCloseReasonsRoundTrip(t *testing.T) {
-	for _, r := range []core.Reason{core.ReasonAuthFailed, core.ReasonUnsupported, core.ReasonTooBig, core.ReasonKicked,
-		core.ReasonHostLeft, core.ReasonShutdown, core.ReasonRoomGone, core.ReasonSlowReceiver, core.ReasonMigrated, core.ReasonRejoin} {
-		code, text := wsCode(r)
-		if got := reasonOfClose(code, text); got != r {
-			t.Errorf("%v closed as %d %q comes back as %v", r, code, text, got)
-		}
-	}
-	if got := reasonOfClose(websocket.StatusServiceRestart, "something else"); got != core.ReasonShutdown {
-		t.Errorf("an unknown 1012 comes back as %v, want %v", got, core.ReasonShutdown)
-	}
-	if got := reasonOfClose(websocket.StatusNormalClosure, "bye"); got == core.ReasonShutdown || got == core.ReasonKicked || got == core.ReasonHostLeft {
-		t.Errorf("an unknown 1000 comes back as %v", got)
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,17 +13,8 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/relay/internal/core"
-	"github.com/purrfly/purrfly/relay/internal/wsframe"
+	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
-)
-
-// Keepalive of a link to a holder machine: a holder that vanishes without
-// closing its sockets (a host failure rather than a process exit) is found
-// out after about linkKeepIdle + linkKeepCount*linkKeepInterval.
-const (
-	linkKeepIdle     = 5 * time.Second
-	linkKeepInterval = 2 * time.Second
-	linkKeepCount    = 3
 )
 
 // maxLocateWait bounds one room-location request: a hinted upgrade waits
@@ -41,13 +31,12 @@ const maxLocateWait = 2 * time.Second
 // two things it calls back into (the sessions the Server waits for, the
 // WebSocket writer).
 type mesh struct {
-	core     *core.Core      // static: the relay's routing core (rooms, links, adoption)
-	reg      *registrar      // static: nil when standalone (then no handovers)
-	clock    clock.Clock     // static: the relay's clock
-	log      *slog.Logger    // static
-	sessions *sync.WaitGroup // static: the Server's; a link is a session until its reader and writer end
-	// writer is the Server's WebSocket writer (ws.go), a link's only writer. Static.
-	writer func(t *wsTransport, c *core.Conn, done chan<- struct{})
+	core     *core.Core             // static: the relay's routing core (rooms, links, adoption)
+	reg      *registrar             // static: nil when standalone (then no handovers)
+	clock    clock.Clock            // static: the relay's clock
+	log      *slog.Logger           // static
+	sessions *sync.WaitGroup        // static: the Server's; a link is a session until its reader and writer end
+	ws       *wstransport.Transport // static: runs the links (their writer, their reader)
 
 	// Static: from Options, complete at New.
 	bootID, machineID, secret      string
@@ -129,13 +118,6 @@ func newMesh(s *Server) (*mesh, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialer := &net.Dialer{
-		Timeout: o.ForwardTimeout,
-		Control: linkSocketControl,
-		KeepAliveConfig: net.KeepAliveConfig{
-			Enable: true, Idle: linkKeepIdle, Interval: linkKeepInterval, Count: linkKeepCount,
-		},
-	}
 	lookupClient := &http.Client{
 		Timeout:   o.RequestTimeout,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 8, MaxConnsPerHost: maxLocateInflight, IdleConnTimeout: 90 * time.Second},
@@ -146,7 +128,7 @@ func newMesh(s *Server) (*mesh, error) {
 		clock:          s.clock,
 		log:            s.log,
 		sessions:       &s.sessions,
-		writer:         s.wsWriter,
+		ws:             s.ws,
 		bootID:         o.BootID,
 		machineID:      o.MachineID,
 		secret:         o.Secret,
@@ -167,11 +149,7 @@ func newMesh(s *Server) (*mesh, error) {
 			cache:   make(map[string]locEntry),
 			slots:   make(chan struct{}, maxLocateInflight),
 		},
-		// Links are hijacked by the WebSocket library: the transport never
-		// pools them, so it needs no idle limits. Their sockets are
-		// masked wsframe.Writers, where the link's writer writes its frames
-		// in batches (linkconn.go).
-		dial: &http.Client{Transport: &http.Transport{DialContext: wsframe.DialContext(dialer), ForceAttemptHTTP2: false}},
+		dial: wstransport.LinkClient(o.ForwardTimeout),
 	}, nil
 }
 

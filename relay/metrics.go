@@ -6,18 +6,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// serverMetrics holds the server's collectors (the core, the mesh and the
-// UDP transport register their own), on the Options.Metrics registerer.
+// serverMetrics holds the server's collectors (the core, the transports
+// and the mesh register their own), on the Options.Metrics registerer.
 type serverMetrics struct {
-	allocations     *prometheus.CounterVec // {result}
-	migrations      *prometheus.CounterVec // {op,result}
-	refusedUpgrades prometheus.Counter     // WebSocket upgrades past the bound on unauthenticated connections
-	balancerReqs    *prometheus.CounterVec // {op,result}
-	publications    *prometheus.CounterVec // {status}
-	removals        *prometheus.CounterVec // {status}
-	outbox          prometheus.Gauge
-	// batches counts the writers' batches (one system call per 32 KiB).
-	batches prometheus.Counter
+	allocations  *prometheus.CounterVec // {result}
+	migrations   *prometheus.CounterVec // {op,result}
+	balancerReqs *prometheus.CounterVec // {op,result}
+	publications *prometheus.CounterVec // {status}
+	removals     *prometheus.CounterVec // {status}
+	outbox       prometheus.Gauge
 }
 
 func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
@@ -30,10 +27,6 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		Name: "purrfly_relay_migration_requests_total",
 		Help: "Host migration calls, by operation and result (ok, or the error code).",
 	}, []string{"op", "result"})
-	m.refusedUpgrades = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "purrfly_relay_refused_upgrades_total",
-		Help: "WebSocket upgrades refused: too many connections waiting to authenticate (in all or from one source).",
-	})
 	m.balancerReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "purrfly_relay_balancer_requests_total",
 		Help: "Requests to the balancer, by operation and result.",
@@ -50,12 +43,8 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		Name: "purrfly_relay_unregister_outbox_entries",
 		Help: "Removed rooms not yet confirmed by the balancer.",
 	})
-	m.batches = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "purrfly_relay_write_batches_total",
-		Help: "Batches of queued frames written by connection writers (WebSocket: one system call per 32 KiB).",
-	})
-	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.refusedUpgrades,
-		m.balancerReqs, m.publications, m.removals, m.outbox, m.batches} {
+	for _, c := range []prometheus.Collector{m.allocations, m.migrations,
+		m.balancerReqs, m.publications, m.removals, m.outbox} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay metrics: %w", err)
 		}

@@ -76,12 +76,12 @@ func TestIdleConnectionLeavesTheHandler(t *testing.T) {
 		readers, writers, handlers = 0, 0, 0
 		for _, g := range stacks {
 			switch {
-			case strings.Contains(g, "relay.(*Server).wsReadLoop"):
+			case strings.Contains(g, "wstransport.(*Transport).readLoop"):
 				readers++
 				if strings.Contains(g, "net/http.(*conn).serve") {
 					handlers++
 				}
-			case strings.Contains(g, "relay.(*Server).wsWriter"):
+			case strings.Contains(g, "wstransport.(*Transport).writer"):
 				writers++
 			}
 		}

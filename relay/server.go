@@ -16,7 +16,9 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -35,15 +37,15 @@ type Server struct {
 	m        *serverMetrics
 	gatherer prometheus.Gatherer
 	core     *core.Core
-	reg      *registrar    // nil when standalone
-	mesh     *mesh         // nil unless Options.MultiMachine
-	udp      *udpTransport // nil when UDP is off; set by Start
-	retire   retirement    // internally locked (retire.go)
-	retireM  retireMetrics // static
-	reach    reachability  // reachable.go
+	ws       *wstransport.Transport // static: accepts and runs WebSocket connections and links
+	reg      *registrar             // nil when standalone
+	mesh     *mesh                  // nil unless Options.MultiMachine
+	udp      *udpTransport          // nil when UDP is off; set by Start
+	retire   retirement             // internally locked (retire.go)
+	retireM  retireMetrics          // static
+	reach    reachability           // reachable.go
 
 	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
-	closeGrace      time.Duration // static: a graceful WebSocket close drops the socket if not over by then (tests shorten it)
 	cleanupInterval time.Duration // static
 
 	// Set by Start before anything is served; static afterwards.
@@ -101,8 +103,18 @@ func New(opts Options) (*Server, error) {
 	}
 	s.retire.done = make(chan struct{})
 	s.reach.url = o.ReachableURL
-	s.closeGrace = closeGrace
 	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
+	wc := wstransport.Config{
+		Core: s.core, Clock: o.Clock, Log: s.log, Metrics: o.Metrics,
+		AuthTimeout: o.AuthTimeout, Pending: s.pending, ClientIPHeader: o.ClientIPHeader,
+		Admit: s.admitSession,
+	}
+	if o.MultiMachine {
+		wc.Forward = func(c *core.Conn, first *buf.Buf, udp bool) bool { return s.mesh.forward(c, first, udp) }
+	}
+	if s.ws, err = wstransport.New(wc); err != nil {
+		return nil, err
+	}
 	if o.BalancerURL != "" {
 		s.reg = newRegistrar(s)
 		s.reg.state = s.registrationState

@@ -8,6 +8,7 @@ import (
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/relay/internal/udpframe"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -72,7 +73,7 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 // UDP framing, and confirms the peer once authenticated.
 func (uc *udpConn) handle(b *buf.Buf) {
 	authing := uc.c.Role() == core.RoleNone
-	if !unframeUDP(uc.u.s.core, uc.c, b) {
+	if !udpframe.Unframe(uc.u.s.core, uc.c, b) {
 		return
 	}
 	uc.u.s.core.Handle(uc.c, b)
@@ -212,39 +213,4 @@ func reasonOfPeer(why litenet.Reason) core.Reason {
 func (m *mesh) mayForward(first []byte) bool {
 	a, err := wire.ParseAuth(first)
 	return err == nil && !a.Pipe && !m.local(a.RoomName)
-}
-
-// unframeUDP takes the delivery method out of a message of cn in PurrNet's
-// UDP framing (wire.UDPMethod: where it is depends on who sent it) before
-// the core routes it: the message is then in its WebSocket form, sent with
-// that method. It reports whether b is still to be routed (a packet with
-// no valid method is dropped and counted). The authentication carries no
-// method, nor does anything of a closing peer (the core drops it as the
-// sender's) or of a peer forwarded to its room's holder, which reads the
-// framing itself.
-func unframeUDP(c *core.Core, cn *core.Conn, b *buf.Buf) bool {
-	var from wire.Sender
-	switch {
-	case cn.Closing():
-		return true
-	case cn.Role() == core.RoleClient:
-		from = wire.FromClient
-	case cn.Role() == core.RoleHost:
-		from = wire.FromHost
-	case cn.Role() == core.RolePipe:
-		from = wire.FromPipe
-	default:
-		return true
-	}
-	d, at, err := wire.UDPMethod(from, b.Frame())
-	if err != nil {
-		buf.Put(b)
-		c.DropMalformed(err)
-		return false
-	}
-	if at >= 0 {
-		b.Method = d
-		b.CutAt(at)
-	}
-	return true
 }

@@ -1,4 +1,4 @@
-package relay
+package wstransport
 
 import (
 	"context"
@@ -34,17 +34,16 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	}
 	const grace = 300 * time.Millisecond
 	fake := clock.NewFake(time.Unix(2_000_000, 0))
-	s := startRelay(t, Options{Clock: fake, SlowReceiverTimeout: time.Hour}, // only the close grace may end it
-		func(s *Server) { s.closeGrace = grace })
-	hs, cs := mustAllocate(t, s, "room")
-	host := join(t, s, "room", hs)
-	stuck := dialSmallWindow(t, s.WSURL()) // reads its [3], then never again
+	s := newRig(t, rigConfig{clock: fake, slow: time.Hour, closeGrace: grace}) // only the close grace may end it
+	hs, cs := s.allocate("room")
+	host := s.join("room", hs)
+	stuck := dialSmallWindow(t, s.url()) // reads its [3], then never again
 	if got := stuck.auth("room", cs); got != wire.Authenticated {
 		t.Fatalf("auth: reply %d", got)
 	}
 	id := host.expectToHost(wire.ToHostConnected).IDs[0]
 	c := s.core.Conn(id)
-	tr := c.Transport().(*wsTransport)
+	tr := c.Transport().(*conn)
 	sc, err := tr.fc.Conn.(syscall.Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
@@ -75,11 +74,11 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	})
 	// The writer is blocked and the peer sends nothing: only the grace
 	// can let the connection go.
-	if n := s.Stats().Connections; n != 2 {
+	if n := s.core.NumConns(); n != 2 {
 		t.Fatalf("%d connections before the close grace passed, want the kicked one still held", n)
 	}
 	fake.Advance(grace)
-	testutil.Eventually(t, time.Minute, "the kicked connection to be released", func() bool { return s.Stats().Connections == 1 })
+	testutil.Eventually(t, time.Minute, "the kicked connection to be released", func() bool { return s.core.NumConns() == 1 })
 	// The host is unaffected.
 	host.send([]byte{wire.HostKeepAlive})
 }

@@ -1,4 +1,4 @@
-package relay
+package wstransport
 
 import (
 	"bufio"
@@ -39,7 +39,7 @@ import (
 // peers.
 type directRig struct {
 	t      *testing.T
-	s      *Server
+	s      *rig
 	host   *peer
 	secret string // the room's client secret
 }
@@ -49,9 +49,9 @@ func newDirectRig(t *testing.T) *directRig {
 	if !canCapSocketBuffers || !wsframe.DirectWrites() {
 		t.Skip("needs capped socket buffers and raw writes")
 	}
-	s := startRelay(t, Options{SlowReceiverTimeout: time.Hour}) // only the tests close conns
-	hs, cs := mustAllocate(t, s, "direct")
-	return &directRig{t: t, s: s, host: join(t, s, "direct", hs), secret: cs}
+	s := newRig(t, rigConfig{slow: time.Hour}) // only the tests close conns
+	hs, cs := s.allocate("direct")
+	return &directRig{t: t, s: s, host: s.join("direct", hs), secret: cs}
 }
 
 // rawClient is a client that speaks WebSocket by hand.
@@ -72,7 +72,7 @@ func (r *directRig) join(window int) *rawClient {
 	if window > 0 {
 		d.Control = func(_, _ string, c syscall.RawConn) error { return capSocketBuffer(c, soRcvBuf, window) }
 	}
-	nc, err := d.Dial("tcp", strings.TrimPrefix(r.s.WSURL(), "ws://"))
+	nc, err := d.Dial("tcp", strings.TrimPrefix(r.s.url(), "ws://"))
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -93,7 +93,7 @@ func (r *directRig) join(window int) *rawClient {
 		t.Fatalf("auth reply %v %v", f, err)
 	}
 	rc.c = r.s.core.Conn(r.connected())
-	rc.fc = rc.c.Transport().(*wsTransport).fc
+	rc.fc = rc.c.Transport().(*conn).fc
 	if window > 0 {
 		sc, err := rc.fc.Conn.(syscall.Conn).SyscallConn()
 		if err != nil {
@@ -241,7 +241,7 @@ func goroutineIn(frames ...string) bool {
 }
 
 func (r *directRig) direct(res core.DirectResult) float64 {
-	return metricValue(r.t, r.s, "purrfly_relay_direct_writes_total", "result", core.DirectResultNames[res])
+	return r.s.metric("purrfly_relay_direct_writes_total", "result", core.DirectResultNames[res])
 }
 
 // TestDirectWritePartial: a frame longer than the socket can take is
@@ -313,7 +313,7 @@ func TestDirectWriteAgain(t *testing.T) {
 		seq++
 	}
 	waitFor(t, "the writer to wait on the full socket", func() bool {
-		return goroutineIn("relay.(*Server).wsWriter(", "internal/poll.(*pollDesc).waitWrite(")
+		return goroutineIn("wstransport.(*Transport).writer(", "internal/poll.(*pollDesc).waitWrite(")
 	})
 	rc.ping("while full")
 	rc.readFrames(seq, "while full")
@@ -403,7 +403,7 @@ func (rc *rawClient) readToEnd() func() (int, websocket.StatusCode, error) {
 func (rc *rawClient) writerEnded(what string) {
 	rc.t.Helper()
 	select {
-	case <-rc.c.Transport().(*wsTransport).ended:
+	case <-rc.c.Transport().(*conn).ended:
 	case <-time.After(10 * time.Second): // wall clock: a bound on a real writer's end
 		rc.t.Fatalf("%s: the writer did not end", what)
 	}
@@ -487,10 +487,10 @@ func TestDirectWritesOfTwoSenders(t *testing.T) {
 // receiver's writer, which batches it.
 func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 	r := newDirectRig(t)
-	cl := join(t, r.s, "direct", r.secret)
+	cl := r.s.join("direct", r.secret)
 	id := r.connected()
 	(&rawClient{t: t, c: r.s.core.Conn(id)}).waitIdle()
-	batches := counterValue(r.s.m.batches)
+	batches := r.s.metric("purrfly_relay_write_batches_total", "", "")
 	for i := range 20 {
 		r.host.send(sendOne(id, fmt.Sprint("one at a time ", i)))
 		if got := cl.recv(); !equal(got, fmt.Sprint("one at a time ", i)) {
@@ -499,7 +499,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 	}
 	// (The count follows the write.)
 	waitFor(t, "20 frames written by their reader", func() bool { return r.direct(core.DirectWhole) == 20 })
-	if n := counterValue(r.s.m.batches); n != batches {
+	if n := r.s.metric("purrfly_relay_write_batches_total", "", ""); n != batches {
 		t.Fatalf("the writers wrote %v batches of frames sent one at a time", n-batches)
 	}
 	// A raw host would be needed to put a burst in one TCP segment; a
@@ -602,7 +602,7 @@ func TestDirectForwardingAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := newWSTransport(c, clock.Real{}, nil, wsframe.NewWriter(relayEnd, false), nil, 0)
+	tr := newConn(c, clock.Real{}, nil, wsframe.NewWriter(relayEnd, false), nil, 0)
 	host, client := c.NewConn(nil), c.NewConn(tr) // the client on the socket
 	deliver := func(from *core.Conn, msg []byte) {
 		b := buf.Get(buf.Headroom + len(msg))
@@ -628,7 +628,7 @@ func TestDirectForwardingAllocatesNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("SEND_ONE written by its reader: %v allocations per packet", n)
 	}
-	whole := metricIn(t, reg, "purrfly_relay_direct_writes_total", "result", "whole")
+	whole := (&rig{tb: t, reg: reg}).metric("purrfly_relay_direct_writes_total", "result", "whole")
 	if whole < 1000 {
 		t.Errorf("%v packets written by their reader, want most of 1001", whole)
 	}

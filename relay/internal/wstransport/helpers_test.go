@@ -1,0 +1,246 @@
+package wstransport
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/lockrank"
+	"github.com/purrfly/purrfly/internal/testutil"
+	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/wire"
+)
+
+func TestMain(m *testing.M) {
+	lockrank.EnableForTests()
+	goleak.VerifyTestMain(m)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("RELAY_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// rig is a routing core and this transport behind a loopback HTTP server
+// that upgrades every request: a relay without its server around it.
+type rig struct {
+	tb       testing.TB
+	core     *core.Core
+	reg      *prometheus.Registry
+	srv      *httptest.Server
+	sessions sync.WaitGroup
+}
+
+// rigConfig adjusts what a rig is built with.
+type rigConfig struct {
+	clock      clock.Clock
+	closeGrace time.Duration
+	slow       time.Duration // the core's slow-receiver timeout
+}
+
+// newRig starts a rig; it ends with the test, once every connection is
+// gone and the core is consistent.
+func newRig(tb testing.TB, rc rigConfig) *rig {
+	tb.Helper()
+	r := &rig{tb: tb, reg: prometheus.NewRegistry()}
+	var err error
+	r.core, err = core.New(core.Config{Clock: rc.clock, Log: testLogger(), Metrics: r.reg, SlowReceiverTimeout: rc.slow})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	t, err := New(Config{
+		Core: r.core, Clock: rc.clock, Log: testLogger(), Metrics: r.reg, AuthTimeout: 10 * time.Second,
+		CloseGrace: rc.closeGrace, Pending: limit.NewCounts(64, 4096),
+		Admit: func() bool { r.sessions.Add(1); return true },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.srv = httptest.NewServer(wire.Common(wire.Handler(func(w http.ResponseWriter, req *http.Request) error {
+		return t.Accept(w, req, Peer{Ended: r.sessions.Done})
+	})))
+	tb.Cleanup(func() {
+		testutil.Eventually(tb, 5*time.Second, "every connection gone", func() bool { return r.core.NumConns() == 0 })
+		if err := r.core.ConsistencyCheck(); err != nil {
+			tb.Errorf("consistency: %v", err)
+		}
+		r.sessions.Wait()
+		r.srv.Close()
+		r.core.Wait()
+	})
+	return r
+}
+
+// url is the rig's WebSocket URL.
+func (r *rig) url() string { return "ws" + strings.TrimPrefix(r.srv.URL, "http") }
+
+// allocate creates room name and returns its host and client secrets.
+func (r *rig) allocate(name string) (hostSecret, clientSecret string) {
+	r.tb.Helper()
+	a, err := r.core.Allocate(name, "alloc-"+name)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	return a.HostSecret, a.Pub.ClientSecret
+}
+
+// metric is the value of the rig's metric name with label=value.
+func (r *rig) metric(name, label, value string) float64 {
+	r.tb.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 || len(m.GetLabel()) > 0 && m.GetLabel()[0].GetName() == label && m.GetLabel()[0].GetValue() == value {
+				if m.Counter != nil {
+					return m.Counter.GetValue()
+				}
+				return m.Gauge.GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// peer is a minimal PurrNet-speaking WebSocket test peer.
+type peer struct {
+	tb testing.TB
+	ws *websocket.Conn
+}
+
+func dial(tb testing.TB, url string) *peer {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		tb.Fatalf("dial %s: %v", url, err)
+	}
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	ws.SetReadLimit(1 << 20)
+	tb.Cleanup(func() { _ = ws.CloseNow() })
+	return &peer{tb: tb, ws: ws}
+}
+
+func (p *peer) send(b []byte) {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		p.tb.Fatalf("send: %v", err)
+	}
+}
+
+func (p *peer) recv() []byte {
+	p.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	typ, b, err := p.ws.Read(ctx)
+	if err != nil {
+		p.tb.Fatalf("recv: %v", err)
+	}
+	if typ != websocket.MessageBinary {
+		p.tb.Fatalf("recv: got a text message")
+	}
+	return b
+}
+
+func (p *peer) auth(room, secret string) byte {
+	p.tb.Helper()
+	p.send(wire.Auth{RoomName: room, ClientSecret: secret}.Marshal())
+	b := p.recv()
+	if len(b) != 1 {
+		p.tb.Fatalf("auth reply %v, want one byte", b)
+	}
+	return b[0]
+}
+
+// join connects to the rig and authenticates, failing the test unless
+// accepted.
+func (r *rig) join(room, secret string) *peer {
+	r.tb.Helper()
+	p := dial(r.tb, r.url())
+	if got := p.auth(room, secret); got != wire.Authenticated {
+		r.tb.Fatalf("auth to %q: reply %d", room, got)
+	}
+	return p
+}
+
+// expectToHost reads one relay -> host packet of the given type.
+func (p *peer) expectToHost(typ byte) wire.ToHostPacket {
+	p.tb.Helper()
+	b := p.recv()
+	pk, err := wire.ParseToHostPacket(b)
+	if err != nil || pk.Type != typ {
+		p.tb.Fatalf("got %v (%v), want host packet type %d", b, err, typ)
+	}
+	return pk
+}
+
+func sendOne(target wire.ConnID, payload string) []byte {
+	return wire.AppendSendOne(nil, target, []byte(payload))
+}
+
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	testutil.Eventually(tb, 5*time.Second, what, cond)
+}
+
+// tcpPair returns both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			c = nil
+		}
+		accepted <- c
+	}()
+	client, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	select {
+	case server = <-accepted:
+	case <-time.After(5 * time.Second):
+	}
+	if server == nil {
+		client.Close()
+		t.Fatal("Accept failed")
+	}
+	t.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client, server
+}
+
+func equal(a []byte, b string) bool { return string(a) == b }
