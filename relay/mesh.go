@@ -216,3 +216,10 @@ func (m *mesh) route(sid wire.SessionID, r *http.Request) wire.RouteResult {
 	m.m.routes.WithLabelValues("serve").Inc()
 	return wire.RouteResult{Serve: true}
 }
+
+// mayForward reports whether a first message names a room this machine
+// does not hold (so routing it may need the network).
+func (m *mesh) mayForward(first []byte) bool {
+	a, err := wire.ParseAuth(first)
+	return err == nil && !a.Pipe && !m.local(a.RoomName)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/relay/internal/udptransport"
 	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -37,13 +38,13 @@ type Server struct {
 	m        *serverMetrics
 	gatherer prometheus.Gatherer
 	core     *core.Core
-	ws       *wstransport.Transport // static: accepts and runs WebSocket connections and links
-	reg      *registrar             // nil when standalone
-	mesh     *mesh                  // nil unless Options.MultiMachine
-	udp      *udpTransport          // nil when UDP is off; set by Start
-	retire   retirement             // internally locked (retire.go)
-	retireM  retireMetrics          // static
-	reach    reachability           // reachable.go
+	ws       *wstransport.Transport  // static: accepts and runs WebSocket connections and links
+	reg      *registrar              // nil when standalone
+	mesh     *mesh                   // nil unless Options.MultiMachine
+	udp      *udptransport.Transport // nil when UDP is off; set by Start
+	retire   retirement              // internally locked (retire.go)
+	retireM  retireMetrics           // static
+	reach    reachability            // reachable.go
 
 	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
 	cleanupInterval time.Duration // static
@@ -158,7 +159,7 @@ func (s *Server) Start() error {
 		s.mesh.start(s.ctx, self)
 	}
 	if s.opts.UDPPortV2 >= 0 {
-		if err := s.startUDP(); err != nil {
+		if err := s.listenUDP(); err != nil {
 			s.cancel(err)
 			s.httpLn.Close()
 			if s.wsLn != nil {
@@ -247,7 +248,7 @@ func (s *Server) completeAddresses(self advertised) {
 	s.opts.PublicHost, s.opts.Endpoint, s.advertisedWSPort = self.publicHost, self.endpoint, self.wsPort
 	s.advertisedUDPPortV2 = DefaultUDPPortV2
 	if s.udp != nil {
-		s.advertisedUDPPortV2 = int(s.udp.addr().Port())
+		s.advertisedUDPPortV2 = int(s.udp.Addr().Port())
 	}
 	if s.opts.PublicUDPPortV2 != 0 {
 		s.advertisedUDPPortV2 = s.opts.PublicUDPPortV2
@@ -284,7 +285,7 @@ func (s *Server) cleanupLoop() {
 			s.mesh.given.sweep(s.clock.Now())
 		}
 		if s.udp != nil {
-			s.udp.nat.sweep()
+			s.udp.Sweep()
 		}
 	})
 }
@@ -335,7 +336,7 @@ func (s *Server) udpAddrLocked() string {
 	if s.udp == nil {
 		return ""
 	}
-	return s.udp.addr().String()
+	return s.udp.Addr().String()
 }
 
 // BootID is this process's boot id.
@@ -453,7 +454,7 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 		cancel()
 	}
 	if s.udp != nil {
-		s.udp.ep.Load().Close()
+		s.udp.Close()
 	}
 	s.cancel(errors.New("relay closed"))
 	s.bg.Wait()
@@ -488,7 +489,28 @@ func (s *Server) waitSessions(ctx context.Context, graceful bool) {
 	s.log.Warn("closing connections that did not finish their close handshake")
 	s.raw.closeAll()
 	if s.udp != nil {
-		s.udp.ep.Load().Close() // every UDP peer ends at once
+		s.udp.Close() // every UDP peer ends at once
 	}
 	<-done
+}
+
+// listenUDP binds the LiteNetLib socket (UDPHost:UDPPortV2) and makes its
+// transport the core's NAT introducer.
+func (s *Server) listenUDP() error {
+	cfg := udptransport.Config{
+		Core: s.core, Clock: s.clock, Log: s.log, Metrics: s.opts.Metrics,
+		Host: s.opts.UDPHost, Port: s.opts.UDPPortV2, Timeout: s.opts.UDPTimeout, AuthTimeout: s.opts.AuthTimeout,
+		Flush: s.opts.UDPFlush, Sockets: s.opts.UDPSockets,
+		Admit: s.admitSession, Sessions: &s.sessions,
+	}
+	if s.mesh != nil {
+		cfg.MayForward, cfg.Forward = s.mesh.mayForward, s.mesh.forward
+	}
+	u, err := udptransport.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	s.udp = u
+	s.core.SetNAT(u)
+	return nil
 }

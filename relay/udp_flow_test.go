@@ -10,10 +10,11 @@ import (
 	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
+	"github.com/purrfly/purrfly/relay/internal/udptransport"
 	"github.com/purrfly/purrfly/wire"
 )
 
-// More frames than a UDP peer's backlog (udpBacklog) queued for it at once,
+// More frames than a UDP peer's backlog (udptransport.Backlog) queued for it at once,
 // then silence: every one reaches it. The flush that stopped at the
 // backlog is called again once LiteNetLib's queue empties.
 func TestUDPBurstPastBacklogDrains(t *testing.T) {
@@ -22,7 +23,7 @@ func TestUDPBurstPastBacklogDrains(t *testing.T) {
 	h := udpHost(t, s, "burst", hs, false)
 	cl := udpClient(t, s, "burst", cs, false)
 	cc := s.core.Conn(nextOfType(t, h, wire.ToHostConnected).IDs[0])
-	const n = 3 * udpBacklog
+	const n = 3 * udptransport.Backlog
 	// All of it queued within the flush delay (UDPFlush, 10 ms): the
 	// flush that follows finds more than the backlog takes.
 	for i := range n {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
-	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
@@ -220,15 +219,19 @@ func TestUDPAuthTimeoutAndShutdown(t *testing.T) {
 // probe is a litenet Handler that only reports how the peer ended.
 type probe struct{ done chan litenet.Reason }
 
-func (p *probe) Connected(*litenet.Peer) bool                  { return true }
+func (p *probe) Connected(*litenet.Peer) bool { return true }
+
 func (p *probe) Receive(*litenet.Peer, litenet.Method, []byte) {}
-func (p *probe) Flush(*litenet.Peer) bool                      { return false }
+
+func (p *probe) Flush(*litenet.Peer) bool { return false }
+
 func (p *probe) Disconnected(_ *litenet.Peer, why litenet.Reason) {
 	select {
 	case p.done <- why:
 	default:
 	}
 }
+
 func (p *probe) Nat(netip.AddrPort, litenet.NatPacket) {}
 
 // rawUDP is a hand-made LiteNetLib peer on a plain socket, for measuring
@@ -421,27 +424,5 @@ func TestUDPFramesAtTheirMethodsLimit(t *testing.T) {
 	}
 	if got := drops(t, s, core.DropTooLargeForUDP); got != 0 {
 		t.Fatalf("too_large_for_udp drops %v, want 0", got)
-	}
-}
-
-// TestNATTokensAreBounded: the table of NAT introduction tokens holds up
-// to natMaxTokens live ones; past that, expired ones make room and, when
-// none has expired, a new pair is simply not introduced (it stays relayed).
-func TestNATTokensAreBounded(t *testing.T) {
-	var nt natTable
-	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-	nt.init(clk)
-	h, c := netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2")
-	for i := range natMaxTokens {
-		nt.expect(itoa(i), h, c)
-	}
-	nt.expect("one-more", h, c)
-	if _, ok := nt.tokens["one-more"]; ok || len(nt.tokens) != natMaxTokens {
-		t.Fatalf("%d tokens (the extra one kept: %v), want the bound of %d live ones", len(nt.tokens), ok, natMaxTokens)
-	}
-	clk.Advance(natTokenTTL + time.Second)
-	nt.expect("after-expiry", h, c)
-	if _, ok := nt.tokens["after-expiry"]; !ok || len(nt.tokens) != 1 {
-		t.Fatalf("after every token expired: %d tokens, new one kept %v", len(nt.tokens), ok)
 	}
 }

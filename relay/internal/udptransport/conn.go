@@ -1,28 +1,27 @@
-package relay
+package udptransport
 
 import (
 	"errors"
-	"sync"
 
 	"github.com/purrfly/purrfly/internal/delivery"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/udpframe"
-	"github.com/purrfly/purrfly/wire"
 )
 
-// udpConn is one LiteNetLib peer as a conn's transport. u, p and c are
+// conn is one LiteNetLib peer as a core connection's transport. t, p and c are
 // static after Connected. litenet serialises Receive and Disconnected per
 // peer, which makes the socket reader this conn's reader; while a routed
 // authentication runs (authing), its goroutine is the reader instead, and
 // what arrives meanwhile waits in early.
-type udpConn struct {
-	u *udpTransport
+type conn struct {
+	t *Transport
 	p *litenet.Peer
 	c *core.Conn
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex
 	started bool           // guarded by mu: the first message came
 	authing bool           // guarded by mu: the auth goroutine is the reader
 	early   []*buf.Buf     // guarded by mu: frames received while authing, in order
@@ -30,38 +29,38 @@ type udpConn struct {
 	why     litenet.Reason // guarded by mu: why, for left
 }
 
-// wake: the core queued frames; the flush pulls them.
-func (uc *udpConn) Wake() { uc.p.Wake() }
+// Wake: the core queued frames; the flush pulls them.
+func (uc *conn) Wake() { uc.p.Wake() }
 
-// closed: graceful reasons send what is queued (and wait for the acks)
+// Closed: graceful reasons send what is queued (and wait for the acks)
 // before LiteNetLib's Disconnect; abrupt ones disconnect at once.
-func (uc *udpConn) Closed(reason core.Reason) { uc.p.Close(reason.Flush()) }
+func (uc *conn) Closed(reason core.Reason) { uc.p.Close(reason.Flush()) }
 
 // deliver routes one message of the peer. The first one (the
 // authentication) is routed on a goroutine of its own when it may name a
 // room held by another machine.
-func (uc *udpConn) deliver(b *buf.Buf) {
+func (uc *conn) deliver(b *buf.Buf) {
 	uc.mu.Lock()
 	if uc.authing {
-		if len(uc.early) >= udpEarlyMax {
+		if len(uc.early) >= earlyMax {
 			uc.mu.Unlock()
 			buf.Put(b)
-			uc.u.s.core.Drop(core.DropSenderClosed)
+			uc.t.cfg.Core.Drop(core.DropSenderClosed)
 			uc.c.Close(core.ReasonQueueOverflow)
 			return
 		}
 		uc.early = append(uc.early, b)
 		uc.mu.Unlock()
-		uc.u.m.early.Inc()
+		uc.t.m.early.Inc()
 		return
 	}
 	first := !uc.started
 	uc.started = true
-	mesh := uc.u.s.mesh
-	if first && mesh != nil && !uc.c.Closing() && mesh.mayForward(b.Frame()) {
+	may := uc.t.cfg.MayForward
+	if first && may != nil && !uc.c.Closing() && may(b.Frame()) {
 		uc.authing = true
 		uc.mu.Unlock()
-		uc.u.s.sessions.Add(1)
+		uc.t.cfg.Sessions.Add(1)
 		go uc.authRouted(b)
 		return
 	}
@@ -71,12 +70,12 @@ func (uc *udpConn) deliver(b *buf.Buf) {
 
 // handle gives b to the core, its delivery method taken out of PurrNet's
 // UDP framing, and confirms the peer once authenticated.
-func (uc *udpConn) handle(b *buf.Buf) {
+func (uc *conn) handle(b *buf.Buf) {
 	authing := uc.c.Role() == core.RoleNone
-	if !udpframe.Unframe(uc.u.s.core, uc.c, b) {
+	if !udpframe.Unframe(uc.t.cfg.Core, uc.c, b) {
 		return
 	}
-	uc.u.s.core.Handle(uc.c, b)
+	uc.t.cfg.Core.Handle(uc.c, b)
 	if authing && uc.c.Role() != core.RoleNone {
 		uc.p.Confirm()
 	}
@@ -85,9 +84,9 @@ func (uc *udpConn) handle(b *buf.Buf) {
 // authRouted routes a first message that may belong to another machine
 // (forward.go), then everything that arrived meanwhile, in order, and
 // hands the reading back to the socket reader.
-func (uc *udpConn) authRouted(first *buf.Buf) {
-	defer uc.u.s.sessions.Done()
-	if uc.u.s.mesh.forward(uc.c, first, true) {
+func (uc *conn) authRouted(first *buf.Buf) {
+	defer uc.t.cfg.Sessions.Done()
+	if uc.t.cfg.Forward(uc.c, first, true) {
 		uc.p.Confirm()
 	} else {
 		uc.handle(first)
@@ -109,19 +108,19 @@ func (uc *udpConn) authRouted(first *buf.Buf) {
 		uc.mu.Unlock()
 		if uc.c.Closing() {
 			buf.Put(b)
-			uc.u.s.core.Drop(core.DropSenderClosed)
+			uc.t.cfg.Core.Drop(core.DropSenderClosed)
 			continue
 		}
 		uc.handle(b)
 	}
 }
 
-// flush sends what the core queued for the peer, within udpBacklog, and
+// flush sends what the core queued for the peer, within Backlog, and
 // reports whether frames were left behind. It runs in litenet's flush
 // (Handler.Flush).
-func (uc *udpConn) flush() bool {
+func (uc *conn) flush() bool {
 	var arr [core.MaxBatch]*buf.Buf
-	for uc.p.Backlog() < udpBacklog {
+	for uc.p.Backlog() < Backlog {
 		batch := uc.c.TakeBatch(arr[:0])
 		if len(batch) == 0 {
 			return false
@@ -145,28 +144,28 @@ func maxUDPSingle(m litenet.Method) int {
 }
 
 // send queues one frame on the peer with its delivery method.
-func (uc *udpConn) send(b *buf.Buf) {
+func (uc *conn) send(b *buf.Buf) {
 	m := delivery.Method(b.Method)
 	data := b.Frame()
 	if !m.Fragments() && len(data) > maxUDPSingle(m) {
 		if !m.Reliable() {
-			uc.u.s.core.Drop(core.DropTooLargeForUDP)
+			uc.t.cfg.Core.Drop(core.DropTooLargeForUDP)
 			return
 		}
 		m = litenet.ReliableOrdered // PurrLay's rule for a reliable frame too long for its method
-		uc.u.m.upgraded.Inc()
+		uc.t.m.upgraded.Inc()
 	}
 	if err := uc.p.Send(m, data); err != nil {
 		if errors.Is(err, litenet.ErrClosed) {
-			uc.u.s.core.Drop(core.DropReceiverClosed)
+			uc.t.cfg.Core.Drop(core.DropReceiverClosed)
 		} else {
-			uc.u.s.core.Drop(core.DropTooLargeForUDP)
+			uc.t.cfg.Core.Drop(core.DropTooLargeForUDP)
 		}
 	}
 }
 
 // gone: litenet says the peer left (or was dropped).
-func (uc *udpConn) gone(why litenet.Reason) {
+func (uc *conn) gone(why litenet.Reason) {
 	uc.mu.Lock()
 	if uc.authing {
 		uc.left, uc.why = true, why
@@ -179,9 +178,9 @@ func (uc *udpConn) gone(why litenet.Reason) {
 
 // end is the end of the conn: it leaves the core once and frees what is
 // queued. Only the conn's reader calls it.
-func (uc *udpConn) end(why litenet.Reason) {
+func (uc *conn) end(why litenet.Reason) {
 	uc.c.Close(reasonOfPeer(why)) // before leaving, as ws.go's end does
-	uc.u.s.core.Leave(uc.c)
+	uc.t.cfg.Core.Leave(uc.c)
 	uc.c.ReleaseQueue()
 	uc.mu.Lock()
 	early := uc.early
@@ -190,7 +189,7 @@ func (uc *udpConn) end(why litenet.Reason) {
 	for _, b := range early {
 		buf.Put(b)
 	}
-	uc.u.s.sessions.Done()
+	uc.t.cfg.Sessions.Done()
 }
 
 // reasonOfPeer maps why LiteNetLib lost a peer to the core's reason.
@@ -208,9 +207,5 @@ func reasonOfPeer(why litenet.Reason) core.Reason {
 	return core.ReasonPeerClosed
 }
 
-// mayForward reports whether a first message names a room this machine
-// does not hold (so routing it may need the network).
-func (m *mesh) mayForward(first []byte) bool {
-	a, err := wire.ParseAuth(first)
-	return err == nil && !a.Pipe && !m.local(a.RoomName)
-}
+// initLock gives the connection's mutex its lock-rank class.
+func (uc *conn) initLock() { uc.mu.Class = lockrank.UDPConn }

@@ -1,18 +1,17 @@
-package relay
+package udptransport
 
 import (
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/litenet"
 )
 
-// NAT introduction (docs/UDP.md, NAT punch flow). When a host and a client
-// of a room both ask for it and both are UDP peers of this machine, the
-// core sends both [6][token] (core.introduceLocked) and registers the
-// token here with the two peers' addresses. Each then sends LiteNetLib
+// NAT introduction. When a host and a client of a room both ask for it and
+// both are UDP peers of this machine, the core sends both [6][token] and
+// registers the token here with the two peers' addresses. Each then sends LiteNetLib
 // NatIntroduceRequests with the token from the same socket as its relay
 // connection, every 0.5 s for up to 6 s; a request from the other side's
 // address pairs them, and the relay answers each with the other's
@@ -39,13 +38,14 @@ type natEntry struct {
 
 // natTable holds the issued tokens.
 type natTable struct {
-	clk    clock.Clock
-	mu     sync.Mutex
+	clk    clock.Clock // static
+	mu     lockrank.Mutex
 	tokens map[string]*natEntry // guarded by mu
 }
 
 func (t *natTable) init(c clock.Clock) {
 	t.clk = c
+	t.mu.Class = lockrank.NATTable
 	t.tokens = make(map[string]*natEntry)
 }
 

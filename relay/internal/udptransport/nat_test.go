@@ -1,8 +1,9 @@
-package relay
+package udptransport
 
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -174,4 +175,26 @@ func TestNATHalfAtTTLStillPairs(t *testing.T) {
 	r.clk.Advance(natTokenTTL)
 	r.ask(r.cliA, natClientIn)
 	r.expectIntroduced(t, natClientIn, natHostIn)
+}
+
+// TestNATTokensAreBounded: the table of NAT introduction tokens holds up
+// to natMaxTokens live ones; past that, expired ones make room and, when
+// none has expired, a new pair is simply not introduced (it stays relayed).
+func TestNATTokensAreBounded(t *testing.T) {
+	var nt natTable
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	nt.init(clk)
+	h, c := netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2")
+	for i := range natMaxTokens {
+		nt.expect(strconv.Itoa(i), h, c)
+	}
+	nt.expect("one-more", h, c)
+	if _, ok := nt.tokens["one-more"]; ok || len(nt.tokens) != natMaxTokens {
+		t.Fatalf("%d tokens (the extra one kept: %v), want the bound of %d live ones", len(nt.tokens), ok, natMaxTokens)
+	}
+	clk.Advance(natTokenTTL + time.Second)
+	nt.expect("after-expiry", h, c)
+	if _, ok := nt.tokens["after-expiry"]; !ok || len(nt.tokens) != 1 {
+		t.Fatalf("after every token expired: %d tokens, new one kept %v", len(nt.tokens), ok)
+	}
 }
