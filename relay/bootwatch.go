@@ -8,10 +8,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -34,7 +34,7 @@ type bootWatch struct {
 	wait   time.Duration
 	beat   func() // static once the registrar is built (run is started after)
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex
 	known  string        // guarded by mu: the boot the registrar last registered with
 	learnd chan struct{} // guarded by mu: closed and replaced whenever known is set
 }
@@ -59,6 +59,7 @@ func newBootWatch(s *Server) *bootWatch {
 		clock:  s.clock,
 		log:    s.log.With("component", "bootwatch"),
 		wait:   bootWatchWait,
+		mu:     lockrank.Mutex{Class: lockrank.BootWatch},
 		learnd: make(chan struct{}),
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -21,7 +21,7 @@ const (
 // givenRooms remembers the rooms this machine handed over recently, by
 // name. All fields guarded by mu.
 type givenRooms struct {
-	mu sync.Mutex
+	mu lockrank.Mutex
 	m  map[string]givenRoom
 }
 

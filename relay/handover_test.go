@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -354,7 +355,7 @@ func askHandover(t *testing.T, s *Server, method, body string, secret bool) (*ht
 // it gave away (to answer a retried handover the same), sweeps the expired
 // ones when full, and forgets everything rather than grow past the bound.
 func TestGivenRoomsTableIsBounded(t *testing.T) {
-	var g givenRooms
+	g := givenRooms{mu: lockrank.Mutex{Class: lockrank.Given}}
 	now := time.Unix(1_800_000_000, 0)
 	for i := range maxGiven {
 		g.remember("asker", wire.HandoverResponse{Name: fmt.Sprint("r", i)}, now)

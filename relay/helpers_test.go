@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
@@ -26,6 +28,7 @@ import (
 const testSecret = "TEST-SECRET"
 
 func TestMain(m *testing.M) {
+	lockrank.EnableForTests()
 	goleak.VerifyTestMain(m)
 }
 
@@ -293,4 +296,12 @@ func disconnects(tb testing.TB, s *Server, reason core.Reason) float64 {
 func drops(tb testing.TB, s *Server, reason string) float64 {
 	tb.Helper()
 	return metricValue(tb, s, "purrfly_relay_dropped_packets_total", "reason", reason)
+}
+
+// TestLockOrderIsChecked: this package's tests run with the lock-rank
+// checker on (internal/lockrank), benchmarks aside.
+func TestLockOrderIsChecked(t *testing.T) {
+	if flag.Lookup("test.bench").Value.String() == "" && !lockrank.Enabled() {
+		t.Fatal("the lock-rank checker is off")
+	}
 }

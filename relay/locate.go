@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -47,7 +47,7 @@ type locator struct {
 	sf    singleflight.Group
 	slots chan struct{} // static: bounds lookups in flight (maxLocateInflight)
 
-	mu    sync.Mutex
+	mu    lockrank.Mutex
 	cache map[string]locEntry // guarded by mu
 }
 

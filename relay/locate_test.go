@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -31,6 +32,7 @@ func TestLocateBoundsLookupsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &locator{
+		mu:   lockrank.Mutex{Class: lockrank.Locator},
 		base: bal.URL, secret: testSecret, client: bal.Client(), clock: clock.Real{},
 		ttl: time.Second, timeout: 2 * time.Second, ctx: context.Background(), m: m,
 		cache: map[string]locEntry{}, slots: make(chan struct{}, 1),
@@ -61,6 +63,7 @@ func TestLocateCacheIsBounded(t *testing.T) {
 	}
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	l := &locator{
+		mu:   lockrank.Mutex{Class: lockrank.Locator},
 		base: bal.URL, secret: testSecret, client: bal.Client(), clock: clk,
 		ttl: time.Minute, timeout: 2 * time.Second, ctx: context.Background(), m: m,
 		cache: map[string]locEntry{}, slots: make(chan struct{}, 1),

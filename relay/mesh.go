@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
@@ -123,6 +124,7 @@ func newMesh(s *Server) (*mesh, error) {
 		Transport: &http.Transport{MaxIdleConnsPerHost: 8, MaxConnsPerHost: maxLocateInflight, IdleConnTimeout: 90 * time.Second},
 	}
 	return &mesh{
+		given:          givenRooms{mu: lockrank.Mutex{Class: lockrank.Given}},
 		core:           s.core,
 		reg:            s.reg,
 		clock:          s.clock,
@@ -138,6 +140,7 @@ func newMesh(s *Server) (*mesh, error) {
 		ctx:            context.Background(), // replaced by start
 		m:              m,
 		loc: &locator{
+			mu:      lockrank.Mutex{Class: lockrank.Locator},
 			base:    strings.TrimRight(o.BalancerURL, "/"),
 			secret:  o.Secret,
 			client:  lookupClient,

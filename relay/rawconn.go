@@ -4,7 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"sync"
+
+	"github.com/purrfly/purrfly/internal/lockrank"
 )
 
 // rawConnKey carries the accepted net.Conn in a request's context so that
@@ -19,7 +20,7 @@ func withRawConn(ctx context.Context, c net.Conn) context.Context {
 // http.Server forgets), so that a close that hangs on a peer that neither
 // reads nor answers can be ended by closing the socket.
 type rawConns struct {
-	mu sync.Mutex
+	mu lockrank.Mutex
 	m  map[net.Conn]struct{} // guarded by mu
 }
 

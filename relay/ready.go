@@ -3,9 +3,9 @@ package relay
 import (
 	"errors"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -28,7 +28,7 @@ const balancerMinExpiry = 90 * time.Second
 type readiness struct {
 	life time.Duration // static: how long a registration lasts at the balancer
 
-	mu   sync.Mutex
+	mu   lockrank.Mutex
 	okAt time.Time // guarded by mu: the last heartbeat the balancer accepted; zero: none yet this boot
 	why  string    // guarded by mu: why the last heartbeat failed; empty after a success
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -47,7 +48,7 @@ type registrar struct {
 	// watch follows the balancer's boot (bootwatch.go); static.
 	watch *bootWatch
 
-	mu     sync.Mutex
+	mu     lockrank.Mutex
 	dirty  map[*core.Room]struct{}   // guarded by mu: rooms whose count changed
 	outbox map[wire.Removal]struct{} // guarded by mu: removals not yet confirmed
 
@@ -79,9 +80,10 @@ func newRegistrar(s *Server) *registrar {
 		jobs:     make(chan func(context.Context)),
 		dirty:    make(map[*core.Room]struct{}),
 		outbox:   make(map[wire.Removal]struct{}),
+		mu:       lockrank.Mutex{Class: lockrank.Registrar},
 		// The balancer's expiry at its defaults: three intervals in whole
 		// seconds (as the heartbeat reports them), 90 s at the least.
-		ready: &readiness{life: max(3*time.Duration(heartbeatSeconds(s.opts.HeartbeatInterval))*time.Second, balancerMinExpiry)},
+		ready: &readiness{mu: lockrank.Mutex{Class: lockrank.Readiness}, life: max(3*time.Duration(heartbeatSeconds(s.opts.HeartbeatInterval))*time.Second, balancerMinExpiry)},
 		watch: newBootWatch(s),
 	}
 	g.watch.beat = g.beatNow

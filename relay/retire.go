@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -48,7 +48,7 @@ import (
 type retirement struct {
 	done chan struct{} // closed once, when the process should exit
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex
 	by      time.Time // guarded by mu: the latest stop; zero while not retiring
 	loop    bool      // guarded by mu: retireLoop started
 	closed  bool      // guarded by mu: done is closed

@@ -16,6 +16,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/udptransport"
@@ -61,7 +62,7 @@ type Server struct {
 	sessions sync.WaitGroup // WebSocket connections (each waits for its writer)
 	raw      rawConns       // accepted TCP conns, force-closed if a close hangs
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex
 	started bool // guarded by mu
 	closed  bool // guarded by mu: no new WebSocket sessions
 	ended   bool // guarded by mu: Shutdown or Close ran
@@ -78,6 +79,9 @@ func New(opts Options) (*Server, error) {
 		log:             o.Logger.With("component", "relay"),
 		clock:           o.Clock,
 		cleanupInterval: min(DefaultCleanupInterval, o.EmptyRoomTimeout),
+		mu:              lockrank.Mutex{Class: lockrank.Server},
+		raw:             rawConns{mu: lockrank.Mutex{Class: lockrank.RawConns}},
+		retire:          retirement{mu: lockrank.Mutex{Class: lockrank.Retirement}, done: make(chan struct{})},
 	}
 	s.gatherer = prometheus.DefaultGatherer
 	if g, ok := o.Metrics.(prometheus.Gatherer); ok {
@@ -102,7 +106,6 @@ func New(opts Options) (*Server, error) {
 	if s.retireM, err = newRetireMetrics(o.Metrics); err != nil {
 		return nil, err
 	}
-	s.retire.done = make(chan struct{})
 	s.reach.url = o.ReachableURL
 	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	wc := wstransport.Config{

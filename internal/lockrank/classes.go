@@ -13,6 +13,7 @@ const (
 	FrameReader
 	RoomTable
 	Room
+	Server
 	Conn
 	ConnTable
 	FrameSocket
@@ -23,7 +24,8 @@ const (
 	Locator
 	Readiness
 	RawConns
-	Server
+	Retirement
+	BootWatch
 	LitePeer
 	LiteDirty
 	LitePending
@@ -44,6 +46,7 @@ var classes = [numClasses]struct {
 	FrameReader:   {"wsframe Reader.mu", 40},
 	RoomTable:     {"core room table shard", 50},
 	Room:          {"core room.mu", 60},
+	Server:        {"relay Server.mu", 90},
 	Conn:          {"core Conn.mu", leaf},
 	ConnTable:     {"core connection table shard", leaf},
 	FrameSocket:   {"wsframe Writer.own", leaf},
@@ -54,7 +57,8 @@ var classes = [numClasses]struct {
 	Locator:       {"relay locator.mu", leaf},
 	Readiness:     {"relay readiness.mu", leaf},
 	RawConns:      {"relay rawConns.mu", leaf},
-	Server:        {"relay Server.mu", leaf},
+	Retirement:    {"relay retirement.mu", leaf},
+	BootWatch:     {"relay bootWatch.mu", leaf},
 	LitePeer:      {"litenet Peer.mu", leaf},
 	LiteDirty:     {"litenet socket.dirtyMu", leaf},
 	LitePending:   {"litenet pendingTable.mu", leaf},

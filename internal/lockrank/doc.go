@@ -14,6 +14,7 @@
 //	 40   wsframe Reader.mu                  reading an accepted WebSocket's frames (the reader, or the writer's close handshake)
 //	 50   core room table shard              one shard of the name -> room map
 //	 60   core room.mu                       one room: phase, host, clients, secrets, migration state
+//	 90   relay Server.mu                    the server's life-cycle flags (a retire call takes retirement.mu under it)
 //	100   core Conn.mu                       one connection's queue, write side and close reason
 //	100   core connection table shard        one shard of the id -> connection maps (every connection, the pipes)
 //	100   wsframe Writer.own                 one socket's writes: whole frames, one owner at a time (handed off with a frame's rest)
@@ -24,7 +25,8 @@
 //	100   relay locator.mu                   the room location cache
 //	100   relay readiness.mu                 what the last heartbeat learnt
 //	100   relay rawConns.mu                  the accepted TCP connections
-//	100   relay Server.mu                    the server's life-cycle flags
+//	100   relay retirement.mu                a retiring relay's latest stop and how its retirement ended
+//	100   relay bootWatch.mu                 the balancer boot the registrar last registered with
 //	100   litenet Peer.mu                    a peer's connection state: channels, timers, queues
 //	100   litenet socket.dirtyMu             a socket's woken peers
 //	100   litenet pendingTable.mu            the connections not confirmed yet

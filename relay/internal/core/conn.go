@@ -2,10 +2,10 @@ package core
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -214,7 +214,7 @@ type Conn struct {
 	// write in parallel and batch.
 	direct bool
 
-	mu        sync.Mutex
+	mu        lockrank.Mutex
 	wr        writeState // guarded by mu: who owns the socket's data frames (dw only)
 	batching  bool       // guarded by mu: frames to c come in bursts: leave them to the writer (see send)
 	q         []*buf.Buf // guarded by mu: frames waiting for the writer, FIFO

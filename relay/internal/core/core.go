@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/internal/randid"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core/phase"
@@ -136,9 +137,9 @@ func New(cfg Config) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.rooms.init(roomShard)
-	c.pipes.init(connShard)
-	c.conns.init(connShard)
+	c.rooms.init(roomShard, lockrank.RoomTable)
+	c.pipes.init(connShard, lockrank.ConnTable)
+	c.conns.init(connShard, lockrank.ConnTable)
 	return c, nil
 }
 
@@ -180,7 +181,7 @@ func (c *Core) bareConn(t Transport) *Conn {
 	if t == nil {
 		t = nopTransport{}
 	}
-	cn := &Conn{core: c, t: t}
+	cn := &Conn{core: c, t: t, mu: lockrank.Mutex{Class: lockrank.Conn}}
 	if d, ok := t.(interface{ DirectWriter() DirectWriter }); ok {
 		if cn.dw = d.DirectWriter(); cn.dw != nil {
 			cn.dwMax = cn.dw.MaxDirect()
@@ -676,6 +677,7 @@ func (c *Core) Allocate(name, allocID string) (Allocation, error) {
 	}
 	secret := randomHex(16)
 	r := &Room{
+		mu:           lockrank.Mutex{Class: lockrank.Room},
 		name:         name,
 		incarnation:  randomHex(12),
 		epoch:        randomHex(16),

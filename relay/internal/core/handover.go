@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -28,6 +29,7 @@ func (c *Core) Adopt(h wire.HandoverResponse, from wire.Incarnation) *Room {
 		inc = randomHex(12) // a holder from before host migration
 	}
 	r := &Room{
+		mu:           lockrank.Mutex{Class: lockrank.Room},
 		name:         h.Name,
 		incarnation:  inc,
 		epoch:        randomHex(16),

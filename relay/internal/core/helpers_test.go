@@ -2,9 +2,11 @@ package core
 
 import (
 	"bytes"
+	"flag"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,4 +78,36 @@ func unframeUDP(c *Core, cn *Conn, b *buf.Buf) bool {
 		b.CutAt(at)
 	}
 	return true
+}
+
+// TestLockOrderIsChecked: this package's tests run with the lock-rank
+// checker on (internal/lockrank), benchmarks aside.
+func TestLockOrderIsChecked(t *testing.T) {
+	if flag.Lookup("test.bench").Value.String() == "" && !lockrank.Enabled() {
+		t.Fatal("the lock-rank checker is off")
+	}
+}
+
+// TestLockOrderInversionFires takes the core's own locks the wrong way
+// round on purpose: a room's lock, then the room table's shard (which an
+// allocation takes first). The checker stops the second before it is
+// taken and names both.
+func TestLockOrderInversionFires(t *testing.T) {
+	if !lockrank.Enabled() {
+		t.Skip("the checker is off (benchmarks)")
+	}
+	c := testCore(t, nil)
+	if _, err := c.Allocate("inverted", "id"); err != nil {
+		t.Fatal(err)
+	}
+	r := c.rooms.get("inverted")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer func() {
+		msg, _ := recover().(string)
+		if !strings.Contains(msg, lockrank.RoomTable.String()) || !strings.Contains(msg, lockrank.Room.String()) {
+			t.Fatalf("taking the room table under a room's lock: %q, want the checker's refusal", msg)
+		}
+	}()
+	c.rooms.get("inverted")
 }

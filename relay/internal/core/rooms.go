@@ -2,10 +2,10 @@ package core
 
 import (
 	"hash/maphash"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/core/phase"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -16,7 +16,7 @@ type Room struct {
 	name        string // static
 	incarnation string // static: opaque, new for every allocation (and reuse of the name)
 
-	mu           sync.Mutex
+	mu           lockrank.Mutex
 	epoch        string                // guarded by mu; fixed for the incarnation
 	revision     uint64                // guarded by mu; bumped on every count change and on removal
 	hostSecret   string                // guarded by mu; the current host credential (rotated by claims)
@@ -82,22 +82,23 @@ var shardSeed = maphash.MakeSeed()
 type shardMap[K comparable, V comparable] struct {
 	hash   func(K) uint64 // static after init
 	shards [numShards]struct {
-		mu sync.RWMutex
+		mu lockrank.RWMutex
 		m  map[K]V // guarded by mu
 	}
 	n atomic.Int64 // entries in the map
 }
 
-func (t *shardMap[K, V]) init(hash func(K) uint64) {
+func (t *shardMap[K, V]) init(hash func(K) uint64, class lockrank.Class) {
 	t.hash = hash
 	for i := range t.shards {
+		t.shards[i].mu.Class = class
 		t.shards[i].m = make(map[K]V)
 	}
 }
 
 // shard is k's shard: its lock, and its map (read or change it only under
 // that lock).
-func (t *shardMap[K, V]) shard(k K) (*sync.RWMutex, map[K]V) {
+func (t *shardMap[K, V]) shard(k K) (*lockrank.RWMutex, map[K]V) {
 	s := &t.shards[t.hash(k)%numShards]
 	return &s.mu, s.m
 }

@@ -1,10 +1,13 @@
 package udpframe
 
 import (
+	"flag"
+	"os"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
@@ -83,5 +86,18 @@ func TestPrefixed(t *testing.T) {
 		if Prefixed(message(p)) {
 			t.Fatalf("% x taken as prefixed", p)
 		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	lockrank.EnableForTests()
+	os.Exit(m.Run())
+}
+
+// TestLockOrderIsChecked: this package's tests run with the lock-rank
+// checker on (internal/lockrank), benchmarks aside.
+func TestLockOrderIsChecked(t *testing.T) {
+	if flag.Lookup("test.bench").Value.String() == "" && !lockrank.Enabled() {
+		t.Fatal("the lock-rank checker is off")
 	}
 }

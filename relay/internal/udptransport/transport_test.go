@@ -1,6 +1,7 @@
 package udptransport
 
 import (
+	"flag"
 	"sync"
 	"testing"
 	"time"
@@ -36,5 +37,13 @@ func TestUDPPingInterval(t *testing.T) {
 	cfg := u.ep.Load().Config()
 	if cfg.PingInterval != 900*time.Millisecond || cfg.DisconnectTimeout != 7*time.Second {
 		t.Fatalf("ping every %v, disconnect after %v; want 900ms and 7s", cfg.PingInterval, cfg.DisconnectTimeout)
+	}
+}
+
+// TestLockOrderIsChecked: this package's tests run with the lock-rank
+// checker on (internal/lockrank), benchmarks aside.
+func TestLockOrderIsChecked(t *testing.T) {
+	if flag.Lookup("test.bench").Value.String() == "" && !lockrank.Enabled() {
+		t.Fatal("the lock-rank checker is off")
 	}
 }

@@ -2,6 +2,7 @@ package wsframe
 
 import (
 	"context"
+	"flag"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -67,4 +68,12 @@ func dialLink(ctx context.Context, client *http.Client, url string) (*link, erro
 		return nil, err
 	}
 	return &link{ws: ws, lc: Upgraded(nc)}, nil
+}
+
+// TestLockOrderIsChecked: this package's tests run with the lock-rank
+// checker on (internal/lockrank), benchmarks aside.
+func TestLockOrderIsChecked(t *testing.T) {
+	if flag.Lookup("test.bench").Value.String() == "" && !lockrank.Enabled() {
+		t.Fatal("the lock-rank checker is off")
+	}
 }

@@ -2,6 +2,7 @@ package wstransport
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"net"
 	"net/http"
@@ -244,3 +245,11 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 }
 
 func equal(a []byte, b string) bool { return string(a) == b }
+
+// TestLockOrderIsChecked: this package's tests run with the lock-rank
+// checker on (internal/lockrank), benchmarks aside.
+func TestLockOrderIsChecked(t *testing.T) {
+	if flag.Lookup("test.bench").Value.String() == "" && !lockrank.Enabled() {
+		t.Fatal("the lock-rank checker is off")
+	}
+}
