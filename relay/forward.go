@@ -25,8 +25,8 @@ import (
 // routed: room lookups (at most 2 s each), a handover (about 5 s at most,
 // handover.go) and link dials (ForwardTimeout) bound it. udp says the
 // peer speaks PurrNet's UDP framing, which the link then carries.
-func (m *mesh) forward(c *core.Conn, first *buf.Buf, udp bool) bool {
-	l := m.openLink(first.Frame(), udp)
+func (m *mesh) forward(ctx context.Context, c *core.Conn, first *buf.Buf, udp bool) bool {
+	l := m.openLink(ctx, first.Frame(), udp)
 	if l == nil {
 		return false
 	}
@@ -41,7 +41,7 @@ func (m *mesh) forward(c *core.Conn, first *buf.Buf, udp bool) bool {
 
 // openLink finds the holder of the room first names and opens a link to
 // it, or returns nil (see forward).
-func (m *mesh) openLink(first []byte, udp bool) *wstransport.Link {
+func (m *mesh) openLink(ctx context.Context, first []byte, udp bool) *wstransport.Link {
 	a, err := wire.ParseAuth(first)
 	if err != nil || a.Pipe || m.local(a.RoomName) {
 		return nil
@@ -52,7 +52,7 @@ func (m *mesh) openLink(first []byte, udp bool) *wstransport.Link {
 	// is forgotten and looked up once more before giving up.
 	var deadline time.Time
 	for attempt := 0; ; attempt++ {
-		loc, found, err := m.loc.locate(a.RoomName)
+		loc, found, err := m.loc.locate(ctx, a.RoomName)
 		switch {
 		case err != nil:
 			m.m.forwards.WithLabelValues("unreachable").Inc()
@@ -64,15 +64,15 @@ func (m *mesh) openLink(first []byte, udp bool) *wstransport.Link {
 		case loc.BootID == m.bootID || loc.Endpoint == "" || loc.Endpoint == strings.TrimRight(m.self.endpoint, "/"):
 			m.m.forwards.WithLabelValues("self").Inc()
 			return nil
-		case attempt == 0 && m.claim(loc, a):
+		case attempt == 0 && m.claim(ctx, loc, a):
 			// The room follows its host (handover.go): served here.
 			return nil
 		}
 		if deadline.IsZero() {
 			deadline = time.Now().Add(m.forwardTimeout) // wall clock: it is the dial context's deadline
 		}
-		ctx, cancel := context.WithDeadline(m.ctx, deadline)
-		up, err := m.dialLink(ctx, loc, udp) // the context only bounds the handshake
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		up, err := m.dialLink(dctx, loc, udp) // the context only bounds the handshake
 		cancel()
 		if err == nil {
 			m.m.forwards.WithLabelValues("ok").Inc()

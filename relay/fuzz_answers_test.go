@@ -79,7 +79,7 @@ func FuzzPeerAnswers(f *testing.F) {
 				}
 			}
 		case 1:
-			h, err := s.mesh.askHandover(holder, wire.Auth{RoomName: "room-1", ClientSecret: "h"})
+			h, err := s.mesh.askHandover(ctx, holder, wire.Auth{RoomName: "room-1", ClientSecret: "h"})
 			if err == nil && (st != 200 || h.Name != "room-1" || h.HostSecret == "" || h.ClientSecret == "" || h.From.Epoch == "") {
 				t.Fatalf("handover took %d %s as %+v", st, b, h)
 			}

@@ -33,7 +33,7 @@ const (
 // Only empty rooms on machines of this app (same public host and port) are
 // asked for, a draining or retiring machine asks for none (it takes no new rooms), and
 // nobody asks unless the balancer said it applies moved publications.
-func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
+func (m *mesh) claim(ctx context.Context, loc wire.RoomLocation, a wire.Auth) bool {
 	if loc.Connections > 0 || !m.sameApp(loc) || m.core.TakesNoRooms() || m.reg == nil || !m.reg.handover.Load() {
 		return false
 	}
@@ -41,7 +41,7 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	var h wire.HandoverResponse
 	var err error
 	for range handoverAttempts {
-		if h, err = m.askHandover(loc, a); !errors.Is(err, errHandoverTransport) {
+		if h, err = m.askHandover(ctx, loc, a); !errors.Is(err, errHandoverTransport) {
 			break
 		}
 	}
@@ -65,8 +65,8 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 	// before anyone the host invites can look the room up). A network
 	// failure here is repaired by the registrar's own publication of the
 	// room; a refusal means another incarnation owns the name.
-	ctx, cancel := context.WithTimeout(m.ctx, min(m.requestTimeout, handoverPublishTimeout))
-	st, err := m.reg.publishNow(ctx, r)
+	pctx, cancel := context.WithTimeout(ctx, min(m.requestTimeout, handoverPublishTimeout))
+	st, err := m.reg.publishNow(pctx, r)
 	cancel()
 	switch {
 	case err == nil && (st == wire.PubConflict || st == wire.PubFenced):
@@ -94,9 +94,9 @@ func (m *mesh) claim(loc wire.RoomLocation, a wire.Auth) bool {
 var errHandoverTransport = errors.New("handover answer lost")
 
 // askHandover is one PathHandover call to the holder.
-func (m *mesh) askHandover(loc wire.RoomLocation, a wire.Auth) (wire.HandoverResponse, error) {
+func (m *mesh) askHandover(ctx context.Context, loc wire.RoomLocation, a wire.Auth) (wire.HandoverResponse, error) {
 	var h wire.HandoverResponse
-	ctx, cancel := context.WithTimeout(m.ctx, handoverAttemptTimeout)
+	ctx, cancel := context.WithTimeout(ctx, handoverAttemptTimeout)
 	defer cancel()
 	b, err := wire.Call{Method: http.MethodPost, URL: loc.Endpoint + wire.PathHandover, Secret: m.secret,
 		Body:      wire.HandoverRequest{Name: a.RoomName, Secret: a.ClientSecret, BootID: m.bootID},

@@ -35,14 +35,13 @@ var errLocateUnavailable = errors.New("room location unavailable")
 // lookups of one room share one request. It never holds its lock across
 // I/O.
 type locator struct {
-	base    string          // static: balancer base URL, no trailing slash
-	secret  string          // static
-	client  *http.Client    // static
-	clock   clock.Clock     // static
-	ttl     time.Duration   // static
-	timeout time.Duration   // static: per request
-	ctx     context.Context // set by mesh.start (the relay's life), before anything is served
-	m       *meshMetrics    // static
+	base    string        // static: balancer base URL, no trailing slash
+	secret  string        // static
+	client  *http.Client  // static
+	clock   clock.Clock   // static
+	ttl     time.Duration // static
+	timeout time.Duration // static: per request
+	m       *meshMetrics  // static
 
 	sf    singleflight.Group
 	slots chan struct{} // static: bounds lookups in flight (maxLocateInflight)
@@ -57,12 +56,12 @@ type locEntry struct {
 	until time.Time
 }
 
-// locate returns where room lives: found is false when the balancer says
+// locate returns where room lives (ctx is the relay's life): found is false when the balancer says
 // no live room has that name. An error means the balancer could not be
 // asked (it wraps errLocateUnavailable). A lookup is bounded by the
 // locator's timeout and shared by every concurrent caller for the room (on
 // the caller's goroutine: no goroutine outlives it).
-func (l *locator) locate(room string) (loc wire.RoomLocation, found bool, err error) {
+func (l *locator) locate(ctx context.Context, room string) (loc wire.RoomLocation, found bool, err error) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	e, ok := l.cache[room]
@@ -71,7 +70,7 @@ func (l *locator) locate(room string) (loc wire.RoomLocation, found bool, err er
 		l.m.lookups.WithLabelValues("cached").Inc()
 		return e.loc, e.found, nil
 	}
-	v, err, _ := l.sf.Do(room, func() (any, error) { return l.fetch(room) })
+	v, err, _ := l.sf.Do(room, func() (any, error) { return l.fetch(ctx, room) })
 	if err != nil {
 		return wire.RoomLocation{}, false, err
 	}
@@ -94,7 +93,7 @@ const maxLocateInflight = 32
 
 // fetch asks the balancer once and caches the answer. It is bounded by the
 // locator's timeout, by the relay's life and by maxLocateInflight.
-func (l *locator) fetch(room string) (locEntry, error) {
+func (l *locator) fetch(ctx context.Context, room string) (locEntry, error) {
 	if l.slots != nil {
 		select {
 		case l.slots <- struct{}{}:
@@ -104,7 +103,7 @@ func (l *locator) fetch(room string) (locEntry, error) {
 			return locEntry{}, fmt.Errorf("%w: too many lookups in flight", errLocateUnavailable)
 		}
 	}
-	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	start := l.clock.Now()
 	e, err := l.get(ctx, room)

@@ -34,14 +34,14 @@ func TestLocateBoundsLookupsInFlight(t *testing.T) {
 	l := &locator{
 		mu:   lockrank.Mutex{Class: lockrank.Locator},
 		base: bal.URL, secret: testSecret, client: bal.Client(), clock: clock.Real{},
-		ttl: time.Second, timeout: 2 * time.Second, ctx: context.Background(), m: m,
+		ttl: time.Second, timeout: 2 * time.Second, m: m,
 		cache: map[string]locEntry{}, slots: make(chan struct{}, 1),
 	}
-	if _, found, err := l.locate("a"); err != nil || found {
+	if _, found, err := l.locate(context.Background(), "a"); err != nil || found {
 		t.Fatalf("locate with a free slot = found %v, %v; want not found from the balancer", found, err)
 	}
 	l.slots <- struct{}{} // every slot taken by lookups in flight
-	if _, _, err := l.locate("b"); !errors.Is(err, errLocateUnavailable) {
+	if _, _, err := l.locate(context.Background(), "b"); !errors.Is(err, errLocateUnavailable) {
 		t.Fatalf("locate with no free slot = %v, want errLocateUnavailable", err)
 	}
 	if n := asked.Load(); n != 1 {
@@ -65,19 +65,19 @@ func TestLocateCacheIsBounded(t *testing.T) {
 	l := &locator{
 		mu:   lockrank.Mutex{Class: lockrank.Locator},
 		base: bal.URL, secret: testSecret, client: bal.Client(), clock: clk,
-		ttl: time.Minute, timeout: 2 * time.Second, ctx: context.Background(), m: m,
+		ttl: time.Minute, timeout: 2 * time.Second, m: m,
 		cache: map[string]locEntry{}, slots: make(chan struct{}, 1),
 	}
 	for i := range maxLocateCache - 1 {
 		l.cache[fmt.Sprint("r", i)] = locEntry{until: clk.Now().Add(time.Hour)}
 	}
-	if _, _, err := l.locate("last"); err != nil {
+	if _, _, err := l.locate(context.Background(), "last"); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(l.cache); n != maxLocateCache {
 		t.Fatalf("%d entries cached, want all %d", n, maxLocateCache)
 	}
-	if _, _, err := l.locate("past-the-bound"); err != nil {
+	if _, _, err := l.locate(context.Background(), "past-the-bound"); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(l.cache); n != 1 {

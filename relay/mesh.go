@@ -46,8 +46,7 @@ type mesh struct {
 
 	// Set by start, which Server.Start calls before it binds the UDP
 	// socket or serves anything; static afterwards.
-	ctx  context.Context // the relay's life (Background until then)
-	self advertised      // how clients and the other machines reach this one
+	self advertised // how clients and the other machines reach this one
 
 	loc  *locator     // static pointer; the cache has its own lock
 	dial *http.Client // static: opens links to holder machines (PathForward)
@@ -137,7 +136,6 @@ func newMesh(s *Server) (*mesh, error) {
 		router:         o.Router,
 		forwardTimeout: o.ForwardTimeout,
 		requestTimeout: o.RequestTimeout,
-		ctx:            context.Background(), // replaced by start
 		m:              m,
 		loc: &locator{
 			mu:      lockrank.Mutex{Class: lockrank.Locator},
@@ -147,7 +145,6 @@ func newMesh(s *Server) (*mesh, error) {
 			clock:   s.clock,
 			ttl:     o.LocateTTL,
 			timeout: min(o.RequestTimeout, o.ForwardTimeout, maxLocateWait),
-			ctx:     context.Background(), // replaced by start
 			m:       m,
 			cache:   make(map[string]locEntry),
 			slots:   make(chan struct{}, maxLocateInflight),
@@ -159,10 +156,7 @@ func newMesh(s *Server) (*mesh, error) {
 // start binds the mesh to the started relay: its life and its advertised
 // addresses. Server.Start calls it once, before anything can reach the
 // mesh (the UDP socket is bound and the listeners served after it).
-func (m *mesh) start(ctx context.Context, self advertised) {
-	m.ctx, m.self = ctx, self
-	m.loc.ctx = ctx
-}
+func (m *mesh) start(self advertised) { m.self = self }
 
 // close releases idle lookup connections (after every session ended).
 func (m *mesh) close() {
@@ -195,7 +189,7 @@ func (m *mesh) sameApp(loc wire.RoomLocation) bool {
 //     forward;
 //   - the balancer does not know the room, or cannot be asked: the
 //     configured Router decides (rendezvous hashing on Fly), else serve.
-func (m *mesh) route(sid wire.SessionID, r *http.Request) wire.RouteResult {
+func (m *mesh) route(ctx context.Context, sid wire.SessionID, r *http.Request) wire.RouteResult {
 	if sid == "" || m.local(string(sid)) {
 		m.m.routes.WithLabelValues("local").Inc()
 		return wire.RouteResult{Serve: true}
@@ -204,7 +198,7 @@ func (m *mesh) route(sid wire.SessionID, r *http.Request) wire.RouteResult {
 		m.m.routes.WithLabelValues("serve").Inc()
 		return wire.RouteResult{Serve: true}
 	}
-	loc, found, err := m.loc.locate(string(sid))
+	loc, found, err := m.loc.locate(ctx, string(sid))
 	switch {
 	case err != nil || !found:
 		m.m.routes.WithLabelValues("fallback").Inc()

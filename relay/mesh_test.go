@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -366,7 +367,7 @@ func TestMeshRelocatesAfterAFailedDial(t *testing.T) {
 	holder := startMachine(t, b, "holder")
 	hs, cs := allocateOn(t, holder, "room")
 	b.place("room", gone)
-	if loc, found, err := edge.mesh.loc.locate("room"); err != nil || !found || loc.BootID != gone.BootID() {
+	if loc, found, err := edge.mesh.loc.locate(context.Background(), "room"); err != nil || !found || loc.BootID != gone.BootID() {
 		t.Fatalf("priming the edge's cache: %+v %v %v", loc, found, err)
 	}
 	if err := gone.Close(); err != nil {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,7 +110,8 @@ func (s *Server) Retire(by time.Time) (wire.RetireStatus, error) {
 	r.mu.Unlock()
 	s.core.SetRetiring()
 	if start {
-		s.bg.Go(s.retireLoop)
+		ctx := s.ctx
+		s.bg.Go(func() { s.retireLoop(ctx) })
 	}
 	s.mu.Unlock()
 	if first {
@@ -154,7 +156,7 @@ func (s *Server) handleRetire(w http.ResponseWriter, r *http.Request) error {
 // retireLoop runs while the relay retires: every retireTick it releases
 // the rooms whose recovery window is over, then ends the retirement when
 // nothing is left (refusing new sessions first) or RetireBy has passed.
-func (s *Server) retireLoop() {
+func (s *Server) retireLoop(ctx context.Context) {
 	t := s.clock.NewTicker(retireTick)
 	defer t.Stop()
 	for {
@@ -162,7 +164,7 @@ func (s *Server) retireLoop() {
 			return
 		}
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C():
 		}

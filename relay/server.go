@@ -114,7 +114,7 @@ func New(opts Options) (*Server, error) {
 		Admit: s.admitSession,
 	}
 	if o.MultiMachine {
-		wc.Forward = func(c *core.Conn, first *buf.Buf, udp bool) bool { return s.mesh.forward(c, first, udp) }
+		wc.Forward = func(c *core.Conn, first *buf.Buf, udp bool) bool { return s.mesh.forward(s.ctx, c, first, udp) }
 	}
 	if s.ws, err = wstransport.New(wc); err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *Server) Start() error {
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	self := s.advertisedAddrs()
 	if s.mesh != nil {
-		s.mesh.start(s.ctx, self)
+		s.mesh.start(self)
 	}
 	if s.opts.UDPPortV2 >= 0 {
 		if err := s.listenUDP(); err != nil {
@@ -507,7 +507,8 @@ func (s *Server) listenUDP() error {
 		Admit: s.admitSession, Sessions: &s.sessions,
 	}
 	if s.mesh != nil {
-		cfg.MayForward, cfg.Forward = s.mesh.mayForward, s.mesh.forward
+		cfg.MayForward = s.mesh.mayForward
+		cfg.Forward = func(c *core.Conn, first *buf.Buf, udp bool) bool { return s.mesh.forward(s.ctx, c, first, udp) }
 	}
 	u, err := udptransport.Listen(cfg)
 	if err != nil {

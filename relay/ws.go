@@ -46,7 +46,7 @@ func (s *Server) wsEnded(r *http.Request) func() {
 // of a multi-machine relay, else Options.Router.
 func (s *Server) wsRouter() Router {
 	if s.mesh != nil {
-		return s.mesh.route
+		return func(sid wire.SessionID, r *http.Request) wire.RouteResult { return s.mesh.route(s.ctx, sid, r) }
 	}
 	return s.opts.Router
 }
