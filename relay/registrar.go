@@ -99,7 +99,7 @@ func (g *registrar) beatNow() {
 	}
 }
 
-// roomChanged implements notifier.
+// RoomChanged implements notifier.
 func (g *registrar) RoomChanged(r *core.Room) {
 	g.mu.Lock()
 	g.dirty[r] = struct{}{}
@@ -107,7 +107,7 @@ func (g *registrar) RoomChanged(r *core.Room) {
 	g.signal()
 }
 
-// roomRemoved implements notifier.
+// RoomRemoved implements notifier.
 func (g *registrar) RoomRemoved(rem wire.Removal) {
 	g.mu.Lock()
 	g.outbox[rem] = struct{}{}

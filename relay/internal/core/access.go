@@ -24,7 +24,7 @@ func (c *Conn) Closing() bool { return c.closing.Load() }
 
 // SetDirect says whether the message the reader routes next is the last
 // it has read (nothing more buffered), so that the frame it routes may be
-// written by the reader itself (conn.send). Only the reader calls it.
+// written by the reader itself (Conn.Send). Only the reader calls it.
 func (c *Conn) SetDirect(direct bool) { c.direct = direct }
 
 // Transport is the connection's transport (static).

@@ -6,7 +6,7 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// adopt creates a handed-over room here: a new incarnation with the old
+// Adopt creates a handed-over room here: a new incarnation with the old
 // one's credentials and allocation id (so a replay of its allocation still
 // answers the same host secret), published as moved from the old one. It
 // returns nil when a live room of that name is already here.
@@ -55,7 +55,7 @@ func (c *Core) Adopt(h wire.HandoverResponse, from wire.Incarnation) *Room {
 	return r
 }
 
-// endRoom removes r and closes everyone in it for reason (its removal goes
+// EndRoom removes r and closes everyone in it for reason (its removal goes
 // to the outbox): a handed-over room whose publication the balancer
 // refused, so that a room is never live on two machines.
 func (c *Core) EndRoom(r *Room, reason Reason) {
@@ -80,7 +80,7 @@ func (c *Core) endRoomIf(r *Room, reason Reason, cond func() bool) bool {
 	return true
 }
 
-// handOver ends room name for a handover when secret is its host secret
+// HandOver ends room name for a handover when secret is its host secret
 // and nobody is connected to it, and returns its credentials (From.BootID
 // is the caller's to fill). The incarnation's removal goes to the outbox
 // as any other.

@@ -20,7 +20,7 @@ const (
 	DropTruncated      = "truncated_packet" // SEND_ONE/KICK/pipe shorter than its header
 	DropUnknown        = "unknown_packet"   // unknown host packet type
 	DropSenderClosed   = "sender_closed"    // a packet read after its sender was told to go
-	// dropTooLargeForHost: a client packet over wire.MaxMessageSize-5 bytes,
+	// DropTooLargeForHost: a client packet over wire.MaxMessageSize-5 bytes,
 	// whose [2][sender:4][payload] frame would pass the 65,535 bytes the
 	// host's socket takes (PurrNet drops the host's connection beyond).
 	DropTooLargeForHost = "too_large_for_host"
@@ -54,7 +54,7 @@ type metrics struct {
 	disconnect [numReasons]prometheus.Counter
 
 	// direct counts the frames senders wrote themselves by result
-	// (conn.send).
+	// (Conn.Send).
 	direct [numDirectResults]prometheus.Counter
 
 	authOK, authFailed prometheus.Counter

@@ -92,7 +92,7 @@ type migGrant struct {
 	expires time.Time
 }
 
-// route is the balancer's snapshot of a room's route.
+// Route is the balancer's snapshot of a room's route.
 type Route struct {
 	Epoch    string
 	Revision uint64
@@ -140,7 +140,7 @@ func (r *Room) stateLocked() wire.MigrationState {
 	return s
 }
 
-// migrationCurrent answers /migration/current: metadata for a holder of
+// MigrationCurrent answers /migration/current: metadata for a holder of
 // the client or the host credential.
 func (c *Core) MigrationCurrent(req wire.MigrationRequest, rt Route) (wire.MigrationState, error) {
 	r, _, err := c.migrationRoom(req.Name, rt)
@@ -166,7 +166,7 @@ func (r *Room) checkTupleLocked(req wire.MigrationRequest) error {
 	return nil
 }
 
-// authorize answers /migration/authorize: the live host creates a
+// Authorize answers /migration/authorize: the live host creates a
 // one-time grant for one claim. The exact retry of an unexpired grant
 // answers the same grant and expiry; anything else replaces it.
 func (c *Core) Authorize(req wire.MigrationRequest, rt Route) (wire.MigrationGrant, error) {
@@ -198,7 +198,7 @@ func (c *Core) Authorize(req wire.MigrationRequest, rt Route) (wire.MigrationGra
 	}, nil
 }
 
-// claim answers /migration/claim (see the package comment above and the
+// Claim answers /migration/claim (see the package comment above and the
 // seed): the client credential and the exact tuple; a grant while the
 // host is live. It returns the answer without the connection fields.
 func (c *Core) Claim(req wire.MigrationRequest, rt Route) (wire.MigrationClaim, error) {
@@ -262,7 +262,7 @@ func (r *Room) claimAnswerLocked(rec claimRecord, replayed bool) wire.MigrationC
 	return wire.MigrationClaim{MigrationState: r.stateLocked(), Secret: r.hostSecret, ClaimID: rec.id, Replayed: replayed}
 }
 
-// activate answers /migration/activate: the claimed host, ready, opens the
+// Activate answers /migration/activate: the claimed host, ready, opens the
 // room. Idempotent; a stale activation cannot revive an older generation.
 func (c *Core) Activate(req wire.MigrationRequest, rt Route) (wire.MigrationActivation, error) {
 	r, _, err := c.migrationRoom(req.Name, rt)

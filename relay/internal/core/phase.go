@@ -12,7 +12,7 @@ import (
 // These are the room's side of it: what goes with each transition (the
 // host's socket, the spent credential) and the questions asked of the
 // phase. A transition refused here is a bug: the core logs it and counts
-// it (core.refusedPhase), and ConsistencyCheck reports it, so every test
+// it (Core.refusedPhase), and ConsistencyCheck reports it, so every test
 // that checks a relay's consistency fails on one.
 
 // phaseLocked is the room's phase, read through the machine (the lease
@@ -103,7 +103,7 @@ func (r *Room) claimedLocked(lease time.Duration) bool { return r.moved(r.life.C
 func (r *Room) activatedLocked() bool { return r.moved(r.life.Activated()) }
 
 // removeLocked ends the incarnation and returns its outbox entry. The
-// caller then drops it from the table (core.dropRoom) after unlocking.
+// caller then drops it from the table (Core.dropRoom) after unlocking.
 func (r *Room) removeLocked() wire.Removal {
 	r.moved(r.life.Remove())
 	r.revision++
