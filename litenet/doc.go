@@ -1,5 +1,5 @@
 // Package litenet is a LiteNetLib 2.x peer written from the protocol
-// (docs/UDP.md section A3) and checked against a real session's datagrams
+// (docs/UDP.md, section 3) and checked against a real session's datagrams
 // (docs/LITENETLIB-VECTORS.md, testdata/session-2.1.2.pcap): the server
 // side of what a stock 2.x client speaks, and the client side for
 // purrfly's own tests, smoke checks and load. It knows nothing of rooms
@@ -72,8 +72,12 @@
 //   - socket.flushMu guards the socket's batch, wheel and emitter; socket
 //     dirtyMu the list of woken peers.
 //
-// Lock order: rmu -> mu; flushMu -> (Handler.Flush) -> mu; no lock is taken
-// while mu is held except the pools'.
+// These locks are in one lock order with the relay's, the table in the
+// doc of package internal/lockrank, whose checker this package's tests
+// run: socket.flushMu and Peer.rmu rank first (the Handler runs under one
+// of them and takes the relay's locks), Peer.rmu before Peer.mu; Peer.mu,
+// socket.dirtyMu, the pending table and the peer table's shards are
+// leaves, under which no ranked lock is taken.
 //
 // # Bounds (Config)
 //

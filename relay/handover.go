@@ -12,6 +12,45 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
+// The room follows its host (wire.PathHandover). This file is the asking
+// side; handover_give.go is the holder's.
+//
+// PurrNet's own client connects without a session hint, so Fly's proxy
+// puts a host on any machine of the app, usually not the one the balancer
+// created its room on. Forwarding the host would tie the game to two
+// machines: stopping either (a scale-down, a deploy) would end it. So when
+// the first message of a connection names a room another machine of the
+// app holds and nobody is in (the balancer's location carries the count),
+// the edge first asks that holder to hand the room over. The holder agrees
+// only for the room's host secret while the room still awaits its
+// allocation's host (the core's HandOver: generation 0, nobody connected).
+// It ends its incarnation (the removal goes to its outbox) and answers the
+// credentials; the edge creates a new incarnation with them, publishes it
+// naming the old one (Publication.MovedFrom, a compare-and-set at the
+// balancer) and then serves the host directly.
+//
+// Every other answer (a client's secret, a room in use or hosted once, a
+// holder that predates handovers, a failure) leaves the room where it is
+// and the connection is forwarded as before. A host is therefore still
+// forwarded when clients were in its room first, when it comes back to a
+// vacant room, when the edge is draining, when the balancer does not
+// support handovers (wire.RegisterResponse.Handover), when the holder
+// belongs to another app, or when the holder cannot be asked.
+//
+// Failures. The holder gives a room up before its answer travels: if the
+// answer is lost, the asker asks again (once, on a transport error) and
+// the holder answers the same asker the same credentials for a while
+// (handover_give.go), so the room is not lost between the two machines. If
+// the balancer refuses the moved publication (another incarnation of the
+// name won meanwhile: an allocation replay, a takeover), the adopted room
+// ends here, whoever is in it (the host gets [4], or 1012 if the refusal
+// only comes with a later publication of the registrar), so a room the
+// balancer does not route to is not kept alive on a second machine. Two
+// narrow windows remain, both before the host is in: a client that
+// arrives between the old holder's answer and the publication, or through
+// a machine that looked the room up in the second before (its cache),
+// reaches the old holder and gets [4], as for a room that just ended.
+
 // maxHandoverAnswer bounds the holder's answer.
 const maxHandoverAnswer = 16 << 10
 

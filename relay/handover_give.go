@@ -10,6 +10,8 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
+// The holder's side of a handover (handover.go has the design).
+
 // givenRetention is how long a holder answers a repeated request of the
 // same asker with the credentials it already gave (the first answer was
 // lost in transport); maxGiven bounds what it remembers.

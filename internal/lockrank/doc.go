@@ -13,12 +13,12 @@
 //	 30   udptransport conn.mu               a UDP peer's routed-authentication state (the first message, what waits behind it)
 //	 40   wsframe Reader.mu                  reading an accepted WebSocket's frames (the reader, or the writer's close handshake)
 //	 50   core room table shard              one shard of the name -> room map
-//	 60   core room.mu                       one room: phase, host, clients, secrets, migration state
+//	 60   core Room.mu                       one room: phase, host, clients, secrets, migration state
 //	 90   relay Server.mu                    the server's life-cycle flags (a retire call takes retirement.mu under it)
 //	100   core Conn.mu                       one connection's queue, write side and close reason
 //	100   core connection table shard        one shard of the id -> connection maps (every connection, the pipes)
 //	100   wsframe Writer.own                 one socket's writes: whole frames, one owner at a time (handed off with a frame's rest)
-//	100   wstransport transport.mu           a WebSocket's close grace timer
+//	100   wstransport conn.mu                a WebSocket's close grace timer
 //	100   relay registrar.mu                 the dirty rooms and the unregister outbox
 //	100   udptransport natTable.mu           the NAT introduction tokens
 //	100   relay givenRooms.mu                the rooms handed over lately
@@ -34,12 +34,14 @@
 //
 // The arrows this allows and the code takes: litenet calls the relay's
 // Handler under Peer.rmu (the relay routes a UDP peer's message, which
-// takes room locks, connection locks and other peers' Peer.mu), and
-// Handler.Flush under socket.flushMu (the relay drains a connection's
-// queue into its peer); a room's lock is held while frames are queued on
-// its connections and while they are closed (a WebSocket's transport.mu, a
+// takes the peer's conn.mu, room locks, connection locks and other peers'
+// Peer.mu), and Handler.Flush under socket.flushMu (the relay drains a
+// connection's queue into its peer); the frame reader writes its pongs and
+// close frames under its mu; a room's lock is held while frames are queued
+// on its connections and while they are closed (a WebSocket's conn.mu, a
 // UDP peer's Peer.mu and socket.dirtyMu), while the registrar is told of a
-// change, and while a NAT token is issued. No lock of this table is held
+// change, and while a NAT token is issued; an allocation holds a room
+// table shard while it replaces a room. No lock of this table is held
 // across I/O except the two that exist for it: Writer.own (a socket's
 // write) and socket.flushMu (a socket's batch write).
 //

@@ -13,6 +13,9 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
+// Routing rules of the core that no transport test pins down exactly,
+// each exercised at the core as a transport's reader would.
+
 func newTestCore(t *testing.T) *Core {
 	t.Helper()
 	return testCore(t, clock.Real{})

@@ -9,6 +9,12 @@ import (
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
+// Each test here pins one edge of a connection's queue bounds (queue.go):
+// the bounds are inclusive (a queue may hold exactly hardQueueFrames
+// frames or hardQueueBytes of buffers), the slow-receiver clock starts
+// only above the soft bound, closes at exactly the slow timeout, and stops
+// once the writer has brought the queue back to the soft bound.
+
 // Payloads whose frames land in the smallest buffer class (512 bytes) and
 // in the 16,384-byte class.
 var (

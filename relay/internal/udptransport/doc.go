@@ -27,4 +27,21 @@
 // arrival order. A peer that does not authenticate within the
 // authentication timeout is dropped (litenet's PendingTimeout; the
 // transport confirms a peer once it has a role).
+//
+// # Ownership
+//
+//   - Transport: its configuration is static after Listen; the endpoint
+//     is set once litenet.Listen returns (its readers may call the Handler
+//     before); the NAT tokens are guarded by natTable.mu.
+//   - conn: its transport, peer and core connection are static after
+//     Connected. litenet serialises a peer's Connected, Receive and
+//     Disconnected (under litenet's Peer.rmu), which makes the socket
+//     reader the connection's reader; while a routed first message runs,
+//     its goroutine is the reader instead, and conn.mu guards the hand-over
+//     (started, authing, early, left).
+//
+// Both locks are in the relay's lock order (the table in the doc of
+// package internal/lockrank): conn.mu under litenet's Peer.rmu and above
+// the core's room table (a first message looks its room up under it),
+// natTable.mu a leaf under a room's lock.
 package udptransport

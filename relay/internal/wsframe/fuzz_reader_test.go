@@ -197,6 +197,10 @@ func (w *pipeHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return w.conn, bufio.NewReadWriter(bufio.NewReader(w.conn), bufio.NewWriter(w.conn)), nil
 }
 
+// How accepted connections were read before the relay read their frames
+// itself (Reader): through coder/websocket. FuzzFrameReader holds the
+// Reader to it.
+
 // wsRead reads one binary message into a pooled buffer (which the caller
 // owns), or returns why the connection ends.
 func wsRead(ctx context.Context, ws *websocket.Conn) (*buf.Buf, End) {
