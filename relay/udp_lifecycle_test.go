@@ -16,8 +16,8 @@ import (
 // A relay that is closing (finish set s.closed; the UDP endpoint is
 // closed only after waitSessions) refuses a new UDP peer in Connected.
 // litenet then closes the peer with p.Close(false), which calls p.Wake:
-// the flusher calls Handler.Flush on it, and udpTransport.Flush asserts
-// p.Tag.(*udpConn) on a nil Tag: the relay process panics.
+// the flusher calls Handler.Flush on it, and the UDP transport's Flush asserts
+// p.Tag.(*conn) (udptransport) on a nil Tag: the relay process panics.
 func TestUDPPeerRefusedWhileClosing(t *testing.T) {
 	s := startRelay(t, Options{})
 	s.mu.Lock()

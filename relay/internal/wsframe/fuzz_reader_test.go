@@ -18,7 +18,7 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// FuzzFrameReader: the relay's own frame reader (wsread.go) against
+// FuzzFrameReader: the relay's own frame reader (Reader) against
 // coder/websocket's, which read accepted connections before it. For any
 // bytes a peer sends after the upgrade, both read the same binary
 // messages, in order, and end the same way: at a text message, at a
