@@ -28,9 +28,9 @@ const maxLocateWait = 2 * time.Second
 // nil when Options.MultiMachine is off.
 //
 // It holds what it uses of the relay, not the Server: the routing core,
-// the registrar (handovers publish through it), a few options, and the
-// two things it calls back into (the sessions the Server waits for, the
-// WebSocket writer).
+// the registrar (handovers publish through it), a few options, the
+// sessions the Server waits for, and the WebSocket transport that runs
+// its links.
 type mesh struct {
 	core     *core.Core             // static: the relay's routing core (rooms, links, adoption)
 	reg      *registrar             // static: nil when standalone (then no handovers)

@@ -139,8 +139,8 @@ type Options struct {
 	// message, WebSocket or UDP (AUTH_TIMEOUT_SECONDS, default 10 s).
 	AuthTimeout time.Duration
 	// SlowReceiverTimeout is how long a connection's backlog may stay above
-	// the soft bound before it is disconnected (slow_receiver; default 2 s,
-	// conn.go).
+	// the soft bound before it is disconnected (slow_receiver; default 2 s;
+	// the queue bounds are the routing core's).
 	SlowReceiverTimeout time.Duration
 	// HTTP bounds the waits of the HTTP and WebSocket ports (a WebSocket
 	// connection, once upgraded, is bound by the authentication timeout

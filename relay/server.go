@@ -33,21 +33,21 @@ type Stats struct {
 // Server is one relay process. Construct it with New, then Start; end it
 // with Shutdown (drain) or Close (now).
 type Server struct {
-	opts     Options // static after New (PublicHost and Endpoint completed by Start)
-	log      *slog.Logger
-	clock    clock.Clock
-	m        *serverMetrics
-	gatherer prometheus.Gatherer
-	core     *core.Core
+	opts     Options                 // static after New (PublicHost and Endpoint completed by Start)
+	log      *slog.Logger            // static
+	clock    clock.Clock             // static
+	m        *serverMetrics          // static
+	gatherer prometheus.Gatherer     // static: what /metrics serves
+	core     *core.Core              // static
 	ws       *wstransport.Transport  // static: accepts and runs WebSocket connections and links
 	reg      *registrar              // nil when standalone
 	mesh     *mesh                   // nil unless Options.MultiMachine
 	udp      *udptransport.Transport // nil when UDP is off; set by Start
-	retire   retirement              // internally locked (retire.go)
+	retire   retirement              // its own lock (retire.go)
 	retireM  retireMetrics           // static
-	reach    reachability            // reachable.go
+	reach    reachability            // url static, reached set once by the probe (reachable.go)
 
-	pending         *limit.Counts // static: WebSocket connections between upgrade and authentication, per source
+	pending         *limit.Counts // static: WebSocket upgrades not authenticated yet, per source (the transport counts them)
 	cleanupInterval time.Duration // static
 
 	// Set by Start before anything is served; static afterwards.
@@ -58,13 +58,13 @@ type Server struct {
 	ctx                 context.Context
 	cancel              context.CancelCauseFunc
 
-	bg       sync.WaitGroup // serve loops, cleanup tick, registrar
-	sessions sync.WaitGroup // WebSocket connections (each waits for its writer)
+	bg       sync.WaitGroup // serve loops, cleanup tick, registrar, reachability probe, retire loop
+	sessions sync.WaitGroup // sessions: WebSocket connections, UDP peers and their routed first messages, links toward holders
 	raw      rawConns       // accepted TCP conns, force-closed if a close hangs
 
 	mu      lockrank.Mutex
 	started bool // guarded by mu
-	closed  bool // guarded by mu: no new WebSocket sessions
+	closed  bool // guarded by mu: no new sessions (admitSession)
 	ended   bool // guarded by mu: Shutdown or Close ran
 }
 
