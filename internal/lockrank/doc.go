@@ -53,9 +53,10 @@
 //
 // Mutex and RWMutex wrap sync's with a Class (a row of the table). With the
 // checker off, the production state, each call costs one predictable
-// branch on a package variable and allocates nothing; the wrapper is one
-// call more than sync's, which the compiler inlines and cannot inline
-// here (sync's Unlock alone is 76 of the inliner's budget of 80).
+// branch on a package variable and allocates nothing: Lock and Unlock (and
+// RLock and RUnlock) do sync's own fast path, inlined (fast.go says how,
+// and which tests hold sync's layout to it); what goes on to sync (a
+// contended lock, an RWMutex's writer, TryLock) pays one call more.
 // BenchmarkLock and BenchmarkSyncMutex compare the two. A test binary turns
 // it on in its TestMain (EnableForTests; off while benchmarking): every
 // lock then records itself in a fixed table of the goroutine's held locks

@@ -3,6 +3,7 @@ package lockrank
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -27,8 +28,17 @@ type Mutex struct {
 }
 
 // Lock locks m; with the checker on it first checks m's rank against the
-// locks this goroutine holds.
+// locks this goroutine holds. With it off, an unlocked m is taken by
+// sync's own fast path, inlined here (fast.go).
 func (m *Mutex) Lock() {
+	if !enabled && !raceEnabled && atomic.CompareAndSwapInt32(m.state(), 0, mutexLocked) {
+		return
+	}
+	m.lock()
+}
+
+// lock is Lock through sync, checked when the checker is on.
+func (m *Mutex) lock() {
 	if enabled {
 		acquire(m.Class, unsafe.Pointer(m), true)
 	}
@@ -49,8 +59,17 @@ func (m *Mutex) TryLock() bool {
 }
 
 // Unlock unlocks m, which this goroutine must hold (locked, or adopted
-// after a hand-off).
+// after a hand-off). With the checker off, an m nobody waits for is
+// released by sync's own fast path, inlined here (fast.go).
 func (m *Mutex) Unlock() {
+	if !enabled && !raceEnabled && atomic.CompareAndSwapInt32(m.state(), mutexLocked, 0) {
+		return
+	}
+	m.unlock()
+}
+
+// unlock is Unlock through sync, checked when the checker is on.
+func (m *Mutex) unlock() {
 	if enabled {
 		release(m.Class, unsafe.Pointer(m))
 	}
@@ -97,16 +116,35 @@ func (m *RWMutex) Unlock() {
 	m.mu.Unlock()
 }
 
-// RLock locks m for reading.
+// RLock locks m for reading. With the checker off, the first reader of
+// an m no writer holds or waits for is let in by sync's own fast path,
+// inlined here (fast.go).
 func (m *RWMutex) RLock() {
+	if !enabled && !raceEnabled && atomic.CompareAndSwapInt32(m.readers(), 0, 1) {
+		return
+	}
+	m.rlock()
+}
+
+// rlock is RLock through sync, checked when the checker is on.
+func (m *RWMutex) rlock() {
 	if enabled {
 		acquire(m.Class, unsafe.Pointer(m), true)
 	}
 	m.mu.RLock()
 }
 
-// RUnlock undoes RLock.
+// RUnlock undoes RLock. With the checker off, the last reader of an m no
+// writer waits for leaves by sync's own fast path, inlined here (fast.go).
 func (m *RWMutex) RUnlock() {
+	if !enabled && !raceEnabled && atomic.CompareAndSwapInt32(m.readers(), 1, 0) {
+		return
+	}
+	m.runlock()
+}
+
+// runlock is RUnlock through sync, checked when the checker is on.
+func (m *RWMutex) runlock() {
 	if enabled {
 		release(m.Class, unsafe.Pointer(m))
 	}

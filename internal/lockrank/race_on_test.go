@@ -1,5 +1,0 @@
-//go:build race
-
-package lockrank
-
-const raceEnabled = true
