@@ -214,7 +214,7 @@ func readBatches(w http.ResponseWriter, r *http.Request, want [][]byte, n int) e
 
 func TestMaskBytes(t *testing.T) {
 	key := [4]byte{0x12, 0x34, 0x56, 0x78}
-	for n := range 70 {
+	for n := range 140 {
 		src := make([]byte, n)
 		for i := range src {
 			src[i] = byte(i*31 + 5)

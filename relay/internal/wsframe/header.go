@@ -72,12 +72,20 @@ func appendMaskedHeader(out []byte, n int) ([]byte, [4]byte) {
 
 // maskBytes writes src XORed with key (byte i with key[i%4]) to dst, which
 // must be at least as long as src; dst and src may be the same slice. It
-// works 8 bytes at a time.
+// works 32 bytes at a time, then 8: a loop of one word per turn ran a
+// quarter slower or not depending on where the linker placed it.
 func maskBytes(dst, src []byte, key [4]byte) {
 	k := uint64(binary.LittleEndian.Uint32(key[:]))
 	k |= k << 32
 	dst = dst[:len(src)]
 	i := 0
+	for ; len(src)-i >= 32; i += 32 {
+		s, d := src[i:i+32:i+32], dst[i:i+32:i+32]
+		binary.LittleEndian.PutUint64(d[0:], binary.LittleEndian.Uint64(s[0:])^k)
+		binary.LittleEndian.PutUint64(d[8:], binary.LittleEndian.Uint64(s[8:])^k)
+		binary.LittleEndian.PutUint64(d[16:], binary.LittleEndian.Uint64(s[16:])^k)
+		binary.LittleEndian.PutUint64(d[24:], binary.LittleEndian.Uint64(s[24:])^k)
+	}
 	for ; len(src)-i >= 8; i += 8 {
 		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
 	}
