@@ -26,39 +26,21 @@
 //
 // # State and ownership
 //
-//   - Server: options, clock, logger, HTTP client, metrics, state,
-//     relayClient, the limits and the admin keys are static after New;
-//     mu guards the listener's life (server, listener, cancel); draining is
-//     atomic.
-//   - registry (registry.go): the current registration (relayEntry) of
-//     every relay endpoint: boot id, immutable routing metadata, labels and
-//     capacity, a balancer-owned liveness version bumped by every
-//     heartbeat, the last heartbeat, draining marks, and the aggregates of
-//     the routes that point at it (rooms, connections, waiting and vacant
-//     rooms, kept atomic; their names in a nameIndex, relayrooms.go), all
-//     written under those rooms' leases by roomEntry.setLive. Its maps (by
-//     endpoint, by boot, replaced boots, admin drains, proof gates,
-//     endpoints gone) are guarded by its RWMutex, held only for map and
-//     field work.
-//   - roomTable (rooms.go): room names to roomEntry, in 64 shards whose
-//     locks are held only for map operations. An entry's live route is an
-//     immutable roomRecord behind an atomic pointer (owning registration,
-//     epoch, revision, connections, client credential, allocation id,
-//     vacant, the source address whose allocation made it), written under
-//     the entry's lease and read by anyone; its pending allocation is
-//     guarded by the lease; an entry that holds neither leaves the table.
-//     Beside the shards: the index of every live route by name
-//     (nameindex.go), the live rooms per source address (sources.go) and
-//     the count of pending allocations, kept in step by setLive and
-//     setPending under the lease.
-//   - tombstones (tombstones.go): released incarnations and names, one
-//     table under one bound, behind its own lock.
-//   - memGate (memory.go): the memory budget, static after New, and the
-//     last live heap read, atomic.
-//   - eventHub, statsHistory, authThrottle, the refused-SECRET log and the
-//     rate limits are internally locked and safe for concurrent use; the
-//     hub's log of route changes has a lock of its own, taken under room
-//     leases.
+// Each type's comment says what guards each of its fields; in short:
+//
+//   - Server: static after New but for the listener's life (mu) and
+//     draining (atomic).
+//   - registry (registry.go): the current registration of every relay
+//     endpoint and the aggregates of its routes, under its RWMutex held
+//     only for map and field work; the aggregates are atomic, written under
+//     the rooms' leases.
+//   - roomTable (rooms.go): room names to roomEntry in 64 shards locked
+//     only for map operations. A live route is an immutable roomRecord
+//     behind an atomic pointer, written under the entry's lease and read by
+//     anyone; the name index (nameindex.go), the per-source counts
+//     (sources.go) and the pending count are kept in step under the lease.
+//   - tombstones, memGate, eventHub, statsHistory, authThrottle and the
+//     rate limits are internally locked and safe for concurrent use.
 //
 // # Leases and gates
 //
@@ -80,22 +62,15 @@
 // # Registration and health
 //
 // A heartbeat of an endpoint's current boot is refreshed at once; a new
-// endpoint or a different boot is admitted only once GET {endpoint}/ping
-// reports that boot, and then replaces the registration (state.register).
-// Routing metadata is immutable within a boot (metadata_changed); boots a
-// registration replaced are refused as stale_boot; at most Options.MaxRelays
-// endpoints are registered (too_many_relays). A health round probes every
-// relay's /ping and removes one that failed HealthFailures probes in a row,
-// answered with another boot, or stopped heartbeating, unless a heartbeat
-// arrived meanwhile (state.checkRelays). A heartbeat saying Retiring (a
-// deploy replaced the relay) marks the boot retiring for the rest of its
-// registration, whatever later heartbeats omit; one saying Unreachable
-// (players cannot reach it yet) lists it starting until one says
-// otherwise; neither takes a room. GET wire.PathBalancerBoot
-// (bootwatch.go) is the relays' long poll on this balancer's boot,
-// answered at once to a caller that does not know it and when the
-// balancer stops, which also closes connections that never sent a
-// request (conns.go) rather than wait 5 s for them.
+// endpoint or boot is admitted only once GET {endpoint}/ping reports that
+// boot (state.register). Routing metadata is immutable within a boot;
+// replaced boots are stale_boot; at most Options.MaxRelays endpoints are
+// registered. A health round removes a relay that failed HealthFailures
+// probes in a row, answered with another boot, or stopped heartbeating
+// (state.checkRelays). A relay that says Retiring (a deploy replaced it)
+// stays retiring for the rest of its registration; one that says
+// Unreachable is listed starting; neither takes a room. Relays long-poll
+// wire.PathBalancerBoot (bootwatch.go) to learn of a new balancer at once.
 //
 // # Publications, removals and tombstones
 //
@@ -112,24 +87,14 @@
 // # Tombstones
 //
 // Released incarnations live in one table for the balancer (tombstones.go):
-// an entry is a 64-bit hash of (name, boot, epoch) under a seed drawn per
-// process, with its release time (the boot is in the key because epochs are
-// only new within one boot), and a second entry marks the name released (a
-// DELETE of it answers 200, closed false). Nothing else of a released room
-// is kept: its entry leaves the room table. Entries leave in the order they
-// were written: at TombstoneRetention (a read compares the time itself, so
-// an expired tombstone no longer fences before the cleanup tick drops it),
-// or earlier once MaxTombstones newer ones exist. So an incarnation
-// released at t is fenced until t + TombstoneRetention or until
-// MaxTombstones tombstones newer than its own have been written, whichever
-// comes first: with R rooms released a second (two tombstones each), for
-// min(TombstoneRetention, MaxTombstones / 2R). Past that, a very late
-// publication of it can be accepted if no newer route holds the name. Early
-// drops are counted, and GET /v1/stats says how far back the fence holds
-// now. A hash collision would fence a new incarnation whose key matched a
-// held one: with n tombstones held, a chance of n/2^64 per publication.
-// Pending allocations are bounded too (maxPendingAllocations): past the
-// bound an indeterminate outcome is answered but not remembered.
+// a 64-bit keyed hash of (name, boot, epoch) and its release time, plus a
+// mark that the name was released (a DELETE of it answers 200, closed
+// false); the room's entry leaves the room table. An incarnation is fenced
+// until TombstoneRetention has passed or MaxTombstones newer tombstones
+// have been written, whichever comes first; GET /v1/stats says how far
+// back the fence holds now. Pending allocations are bounded too
+// (maxPendingAllocations): past the bound an indeterminate outcome is
+// answered but not remembered.
 //
 // # Allocation and placement
 //
@@ -147,24 +112,11 @@
 // registered host in the capability; a relay must not wait for its own
 // publication of the room inside this call.
 //
-// Before any of that, an allocation that may make a room (not the exact
-// replay of the live route or pending allocation, not another id for a
-// live room) is admitted (state_admit.go): refused 503 balancer_full while
-// memory is short (Memory below), and 429 too_many_rooms when its source
-// address holds MaxRoomsPerSource live rooms, those being allocated
-// included (sources.go; admin and Go callers have no source).
-//
-// # Memory
-//
-// Every table but the rooms is bounded on its own (tombstones, pending
-// allocations, per-source counts, event logs and queues, pages), so rooms
-// are what fill the balancer's memory and a new room is what it refuses
-// (memory.go). The budget is Options.MemoryBudget, else GOMEMLIMIT, else
-// the cgroup's limit, else the machine's memory; an allocation that may
-// make a room is refused while the heap the last collection found live is
-// past 80% of a GOMEMLIMIT budget (the collector keeps the heap within
-// GOMEMLIMIT), 40% of another (without it the heap may grow to twice the
-// live heap). Relays' publications are never refused.
+// Before any of that, an allocation that may make a room is admitted
+// (state_admit.go): 503 balancer_full while the live heap is past its share
+// of the memory budget (memory.go; every other table is bounded on its own,
+// so a new room is what memory refuses, never a relay's publication), 429
+// too_many_rooms when its source holds MaxRoomsPerSource live rooms.
 //
 // # Multi-machine relay apps
 //
@@ -178,54 +130,21 @@
 // # Host migration
 //
 // The four migration calls are forwarded to the relay holding the room
-// (migration.go): the route snapshot in internal headers, mutating calls
-// under the room's lease, current read optimistically and checked again,
-// a lost answer to a change 503 migration_outcome_indeterminate, a
-// malformed success a sanitized 502, the relay's own migration errors
-// passed through (docs/MIGRATION.md).
+// (migration.go), changes under the room's lease; a lost answer to a change
+// is 503 migration_outcome_indeterminate (docs/MIGRATION.md).
 //
 // # Admin API (/v1)
 //
 // The operator's read model and controls; README.md documents every route
 // and wire/fleet.go holds the shapes. Every route is guarded by v1
-// (adminroute.go): CORS for the configured origins only, a body cap, the
-// failed-auth throttle of the source checked before the key, then the
-// admin key (or the shared SECRET on the deploy tool's three routes);
-// POST and DELETE calls are audit-logged with the key's fingerprint. The
-// list routes carry a weak ETag over views without heartbeat timestamps
-// (etag.go).
+// (adminroute.go): CORS for the configured origins, a body cap, the source's
+// failed-auth throttle before the key, then the admin key (or the SECRET
+// on the deploy tool's routes); changes are audit-logged with the key's
+// fingerprint. List routes carry a weak ETag (etag.go).
 //
-// A room list costs its page, not the fleet (state_pages.go): an
-// unfiltered page seeks the room table's name index and walks it, a page
-// filtered by relay merges the matching relays' indexes, its total is
-// their counts, and its ETag hashes what the body says without encoding
-// it (a 304 costs the walk). A route of a registration no longer current
-// stays indexed until the cleanup tick and is passed over, as is a room of
-// another phase; a page passes over at most pageSkipBudget of them and
-// answers what it has, with next where it stopped. /list's page is a
-// position in the index.
-//
-// GET /v1/events (events.go, eventdiff.go, events_stream.go) costs what
-// it sends: while a stream is open, setLive logs every room whose route
-// changed (its route before the first change and after the last), and a
-// diff turns the log into room events against a view of the relays alone
-// (instances, stats, the registrations current), reading a departed
-// relay's unchanged rooms from its own index. The log and every stream's
-// queue are bounded; past them streams are closed, and their consumers
-// re-read the lists. Diffs are paced on the injected clock.
-//
-// # Files
-//
-// server.go (life cycle), conns.go, bootwatch.go, options.go, routes.go (mux and public reads),
-// allocate.go, placement.go, internal.go (relay routes), internalauth.go
-// (paced logs of relay calls with a wrong SECRET), state.go,
-// state_relays.go, state_rooms.go, state_allocate.go, state_admit.go,
-// state_views.go, state_pages.go, state_check.go, registry.go,
-// relayrooms.go, rooms.go, nameindex.go, sources.go, tombstones.go,
-// memory.go, bounds.go, health.go, relaycall.go, locate.go, migration.go,
-// admin.go (the deploy tool's routes), adminauth.go, adminroute.go,
-// adminsource.go, adminthrottle.go, admincors.go, etag.go, labels.go,
-// history.go, v1_instances.go, v1_rooms.go, v1_reserve.go, v1_close.go,
-// events.go, eventdiff.go, events_stream.go, metrics.go,
-// metrics_bounds.go.
+// A room list costs its page, not the fleet (state_pages.go), and GET
+// /v1/events costs what it sends (events.go): route changes are logged
+// only while a stream is open, diffs are paced on the injected clock, and
+// a stream that falls past its bounded queue is closed for its consumer to
+// re-read the lists.
 package balancer
