@@ -98,10 +98,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.relays = &relayClient{client: o.HTTPClient, secret: o.Secret, timeout: o.RelayTimeout, clock: o.Clock, m: s.metrics}
-	s.st = newState(o, s.relays)
-	s.events = newEventHub(o.MaxEventStreams, s.st.fleetView, nil)
-	s.st.rooms.changed = s.events
-	s.events.onDrop = s.metrics.eventDrops.Inc
+	s.st = newState(o, s.relays, s.metrics.eventDrops.Inc)
+	s.events = s.st.events
 	s.handler = s.routes()
 	return s, nil
 }

@@ -29,13 +29,21 @@ type state struct {
 	rooms *roomTable  // internally locked (shard locks, room leases)
 	tombs *tombstones // internally locked; written under the room's lease
 	mem   *memGate    // safe for concurrent use
+	// events is told of every route change by rooms and reads the fleet
+	// view from this state; internally locked.
+	events *eventHub
 }
 
-func newState(o Options, relays *relayClient) *state {
+// newState builds the state and its event hub, which it tells of route
+// changes; onEventDrop (may be nil) counts the streams the hub drops.
+func newState(o Options, relays *relayClient, onEventDrop func()) *state {
 	reg := newRegistry()
 	reg.max = o.MaxRelays
-	return &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable(newSourceRooms(o.MaxRoomsPerSource)),
+	st := &state{opts: o, clock: o.Clock, log: o.Logger, relays: relays, reg: reg, rooms: newRoomTable(newSourceRooms(o.MaxRoomsPerSource)),
 		tombs: newTombstones(o.MaxTombstones, o.TombstoneRetention), mem: newMemGate(o)}
+	st.events = newEventHub(o.MaxEventStreams, st.fleetView, onEventDrop)
+	st.rooms.changed = st.events
+	return st
 }
 
 // fence tombstones e's incarnation (boot, epoch) now. Lease held.
