@@ -10,7 +10,7 @@ import (
 // Property is a packet's type: bits 0 to 4 of its first byte.
 type Property uint8
 
-// The packet properties of LiteNetLib 2.x (docs/UDP.md, A3).
+// The packet properties of LiteNetLib 2.x (docs/UDP.md, section 3).
 const (
 	PropUnreliable Property = iota
 	PropChanneled
