@@ -28,10 +28,11 @@ const (
 // apiServer is the Machines API: the subset of https://api.machines.dev that
 // fly-go's flaps client calls, with Fly's JSON shapes.
 type apiServer struct {
-	s   *Sim
-	srv *http.Server
-	ln  net.Listener
-	url string
+	s     *Sim
+	srv   *http.Server
+	ln    net.Listener
+	url   string
+	limit *rateLimits // nil: no rate limits (Platform.RateLimit)
 }
 
 func startAPI(s *Sim, addr string) (*apiServer, error) {
@@ -39,7 +40,7 @@ func startAPI(s *Sim, addr string) (*apiServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to bind the Machines API on %s: %w", addr, err)
 	}
-	a := &apiServer{s: s, ln: ln, url: "http://" + ln.Addr().String()}
+	a := &apiServer{s: s, ln: ln, url: "http://" + ln.Addr().String(), limit: newRateLimits(s)}
 	a.srv = &http.Server{
 		Handler:           a.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -104,6 +105,13 @@ func (a *apiServer) routes() http.Handler {
 		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 			defer func() { a.s.met.apiRequests.WithLabelValues(action, strconv.Itoa(sw.code)).Inc() }()
+			if err := a.permitted(r); err != nil {
+				writeFlyError(sw, err)
+				return
+			}
+			if !a.limit.allow(sw, r, action) {
+				return
+			}
 			a.s.serveWithFaults(sw, r, action, func(w http.ResponseWriter, r *http.Request) {
 				if err := f(w, r); err != nil {
 					writeFlyError(w, err)
@@ -142,6 +150,10 @@ func (a *apiServer) routes() http.Handler {
 	h("POST /v1/apps/{app}/machines/{id}/lease", "acquire_lease", a.acquireLease)
 	h("DELETE /v1/apps/{app}/machines/{id}/lease", "release_lease", a.releaseLease)
 	mux.Handle("POST /flysim/v1/faults", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if scopeOf(r) != "" {
+			writeFlyError(w, errf(http.StatusForbidden, "unauthorized"))
+			return
+		}
 		var raw json.RawMessage
 		if err := decodeBody(r, &raw); err != nil {
 			writeFlyError(w, err)
@@ -174,10 +186,12 @@ func (a *apiServer) routes() http.Handler {
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("fly-request-id", newULID(time.Now()))
-		if !a.authorized(r) {
+		scope, ok := a.authorized(r)
+		if !ok {
 			writeFlyError(w, errf(http.StatusUnauthorized, "unauthorized"))
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, scope))
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, maxAPIBody)
 		}
@@ -200,9 +214,11 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // authorized accepts "Bearer <token>" and "FlyV1 <token>" (flaps sends either,
-// depending on the token's kind). The comparison hashes both sides first so
-// neither content nor length leaks through timing.
-func (a *apiServer) authorized(r *http.Request) bool {
+// depending on the token's kind): the organisation's token (scope "") or,
+// with Platform.DeployTokens, an app's deploy token (scope: that app). The
+// comparisons hash both sides first so neither content nor length leaks
+// through timing.
+func (a *apiServer) authorized(r *http.Request) (scope string, ok bool) {
 	h := r.Header.Get("Authorization")
 	tok := ""
 	for _, scheme := range []string{"Bearer ", "FlyV1 "} {
@@ -210,8 +226,48 @@ func (a *apiServer) authorized(r *http.Request) bool {
 			tok = strings.TrimSpace(h[len(scheme):])
 		}
 	}
-	x, y := sha256.Sum256([]byte(tok)), sha256.Sum256([]byte(a.s.cfg.Token))
-	return tok != "" && subtle.ConstantTimeCompare(x[:], y[:]) == 1
+	if tok == "" {
+		return "", false
+	}
+	x := sha256.Sum256([]byte(tok))
+	same := func(want string) bool {
+		y := sha256.Sum256([]byte(want))
+		return subtle.ConstantTimeCompare(x[:], y[:]) == 1
+	}
+	if same(a.s.cfg.Token) {
+		return "", true
+	}
+	if a.s.cfg.Platform.DeployTokens {
+		for _, ac := range a.s.cfg.Apps {
+			if same(a.s.cfg.deployToken(ac.Name)) {
+				return ac.Name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// scopeKey carries a request's token scope (authorized) in its context.
+type scopeKey struct{}
+
+// scopeOf is the app r's token is scoped to ("" the organisation).
+func scopeOf(r *http.Request) string {
+	s, _ := r.Context().Value(scopeKey{}).(string)
+	return s
+}
+
+// permitted refuses, as Fly does with 403, what r's token may not reach:
+// an app-scoped token anything but its app's routes, and every token the
+// routes of an app another organisation holds (Platform.TakenAppNames).
+func (a *apiServer) permitted(r *http.Request) error {
+	app := r.PathValue("app")
+	if scope := scopeOf(r); scope != "" && app != scope {
+		return errf(http.StatusForbidden, "unauthorized")
+	}
+	if app != "" && a.s.cfg.Platform.taken(app) {
+		return errf(http.StatusForbidden, "unauthorized")
+	}
+	return nil
 }
 
 // appOf finds the app named in the path (a reserved app only once created).
@@ -236,7 +292,7 @@ func (a *apiServer) machineOf(r *http.Request) (*machine, error) {
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
 	m := ap.machines[r.PathValue("id")]
-	if m == nil {
+	if m == nil || !m.knownLocked(&a.s.cfg.Platform, a.s.clk.Now()) {
 		return nil, errf(http.StatusNotFound, "machine not found")
 	}
 	return m, nil
@@ -244,7 +300,7 @@ func (a *apiServer) machineOf(r *http.Request) (*machine, error) {
 
 func (a *apiServer) viewLocked(m *machine) *fly.Machine {
 	img, _ := a.s.cfg.lookupImage(m.config.Image)
-	return m.viewLocked(img)
+	return m.viewLocked(img, &a.s.cfg.Platform)
 }
 
 // listMachines lists the app's machines, destroyed ones left out unless
@@ -271,10 +327,14 @@ func (a *apiServer) listMachines(w http.ResponseWriter, r *http.Request) error {
 	delete(want, "include_deleted")
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
+	now := a.s.clk.Now()
 	out := []*fly.Machine{}
 	for _, m := range ap.order {
 		if m.state == StateDestroyed && !want[StateDestroyed] && !deleted {
 			continue
+		}
+		if !m.listedLocked(&a.s.cfg.Platform, now) {
+			continue // not in the lists yet (eventual consistency)
 		}
 		if len(want) > 0 && !want[m.state] {
 			continue

@@ -79,6 +79,12 @@ func (a *apiServer) createApp(w http.ResponseWriter, r *http.Request) error {
 	if err := a.checkOrg(in.Org); err != nil {
 		return err
 	}
+	if a.s.cfg.Platform.taken(in.Name) {
+		// Fly app names are global: another organisation holds this one.
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{
+			"error": "Validation failed: Name has already been taken", "status": "name_taken"})
+		return nil
+	}
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

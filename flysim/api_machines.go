@@ -86,7 +86,7 @@ func (a *apiServer) createMachine(w http.ResponseWriter, r *http.Request) error 
 	if !regionRE.MatchString(region) {
 		return errf(http.StatusBadRequest, "invalid region %q", region)
 	}
-	m, err := a.s.createMachine(ap, "", in.Name, region, copyConfig(in.Config), "user")
+	m, err := a.s.createMachine(ap, "", in.Name, region, copyConfig(in.Config), sourceUser)
 	if err != nil {
 		return errf(http.StatusServiceUnavailable, "failed to create machine: %v", err)
 	}
@@ -126,6 +126,7 @@ func (a *apiServer) updateMachine(w http.ResponseWriter, r *http.Request) error 
 	}
 	now := s.clk.Now()
 	m.config = copyConfig(in.Config)
+	s.cfg.Platform.fillDefaults(m.config)
 	if in.Name != "" {
 		m.name = in.Name
 	}
@@ -137,7 +138,11 @@ func (a *apiServer) updateMachine(w http.ResponseWriter, r *http.Request) error 
 	case !in.SkipLaunch:
 		o = &op{kind: opRestart}
 		if running {
-			m.setStateLocked(StateStopping, now)
+			stopping := StateStopping
+			if s.cfg.Platform.MidUpdateStates {
+				stopping = StateReplacing // Fly: a configuration change in progress
+			}
+			m.setStateLocked(stopping, now)
 		} else {
 			m.setStateLocked(StateStarting, now)
 		}
@@ -172,7 +177,7 @@ func (a *apiServer) destroyMachine(w http.ResponseWriter, r *http.Request) error
 	if err := s.checkNonceLocked(m, r); err != nil {
 		return err
 	}
-	if !force && m.state != StateStopped && m.state != StateCreated {
+	if !force && m.state != StateStopped && m.state != StateCreated && m.state != StateFailed {
 		return errf(http.StatusPreconditionFailed, "unable to destroy machine, not currently stopped")
 	}
 	if err := s.enqueue(m, op{kind: opDestroy}); err != nil {

@@ -57,6 +57,9 @@ type Config struct {
 	// Links are fault-injectable TCP paths between apps (link.go): a machine
 	// given {link:NAME} instead of {url:APP} reaches the target through it.
 	Links []*LinkConfig `toml:"links"`
+	// Platform is how unkind the emulated Fly is (platform.go); the zero
+	// Platform is a kind one.
+	Platform Platform `toml:"platform"`
 }
 
 // Image is what a machine on this image runs.
@@ -258,6 +261,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.validateLinks(); err != nil {
+		return err
+	}
+	if err := c.Platform.validate(c.Org); err != nil {
 		return err
 	}
 	return c.validateUDPAddrs()

@@ -71,6 +71,18 @@
 // would use on Fly, runs in its own process group and, on Linux, dies with
 // the Sim. Its output is appended to a log file per machine in LogDir.
 //
+// # Platform
+//
+// Config.Platform (platform.go) says how unkind the emulated Fly is, one
+// field per behaviour a deploy tool meets on Fly: lists and gets that lag
+// a create (api.go), no version beside instance_id (machine.go), the
+// on-failure restart default and the config defaults Fly fills in
+// (restart.go, lifecycle.go), proxy routing on service checks and held
+// requests (routing.go), rate limits with 429 (ratelimit.go), a new app's
+// name that resolves late (dnsgate.go), replacing and failed states, app
+// names another organisation holds and app-scoped tokens (api.go,
+// api_apps.go). The zero Platform is kind; DefaultPlatform is Fly's.
+//
 // # Faults
 //
 // A deploy tool must survive Fly's failures: Sim.InjectFault (or POST

@@ -84,28 +84,44 @@ func FuzzParseSeconds(f *testing.F) {
 
 // FuzzAuthorization: the Machines API's Authorization header, "Bearer T"
 // or "FlyV1 T" (the scheme in any case). Both forms of the configured
-// token pass; whatever passes names a scheme and carries the token.
+// token pass, and of an app's deploy token, scoped to that app; whatever
+// passes names a scheme and carries the token of its scope.
 func FuzzAuthorization(f *testing.F) {
 	for _, s := range []string{"Bearer flysim-token", "FlyV1 flysim-token", "bearer  flysim-token ", "Bearer", "Basic flysim-token",
-		"FlyV1 fm2_x,Bearer flysim-token", "Bearer FlyV1 flysim-token", ""} {
+		"FlyV1 fm2_x,Bearer flysim-token", "Bearer FlyV1 flysim-token", "", "Bearer flysim-token-deploy-web", "Bearer flysim-token-deploy-"} {
 		f.Add(s)
 	}
-	a := &apiServer{s: &Sim{cfg: &Config{Token: DefaultToken}}}
-	auth := func(h string) bool {
+	cfg := &Config{Token: DefaultToken, Apps: []*AppConfig{{Name: "web"}}, Platform: Platform{DeployTokens: true}}
+	a := &apiServer{s: &Sim{cfg: cfg}}
+	auth := func(h string) (string, bool) {
 		r := &http.Request{Header: http.Header{}}
 		r.Header.Set("Authorization", h)
 		return a.authorized(r)
 	}
-	if !auth("Bearer "+DefaultToken) || !auth("FlyV1 "+DefaultToken) || auth("") {
+	if _, ok := auth("Bearer " + DefaultToken); !ok {
 		f.Fatal("the token's own forms")
 	}
+	if _, ok := auth("FlyV1 " + DefaultToken); !ok {
+		f.Fatal("the token's own forms")
+	}
+	if scope, ok := auth("Bearer " + cfg.deployToken("web")); !ok || scope != "web" {
+		f.Fatalf("the deploy token of web: scope %q, %v", scope, ok)
+	}
+	if _, ok := auth(""); ok {
+		f.Fatal("no token passed")
+	}
 	f.Fuzz(func(t *testing.T, h string) {
-		if !auth(h) {
+		scope, ok := auth(h)
+		if !ok {
 			return
 		}
+		want := DefaultToken
+		if scope != "" {
+			want = cfg.deployToken(scope)
+		}
 		lower := strings.ToLower(h)
-		if !strings.HasPrefix(lower, "bearer ") && !strings.HasPrefix(lower, "flyv1 ") || !strings.Contains(h, DefaultToken) {
-			t.Fatalf("authorized %q", h)
+		if !strings.HasPrefix(lower, "bearer ") && !strings.HasPrefix(lower, "flyv1 ") || !strings.Contains(h, want) {
+			t.Fatalf("authorized %q (scope %q)", h, scope)
 		}
 	})
 }

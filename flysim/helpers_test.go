@@ -194,7 +194,7 @@ func pingEventually(tb testing.TB, s *Sim, app, id string, what string, cond fun
 func routable(s *Sim, app, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.apps[app].machines[id].routableLocked()
+	return s.apps[app].machines[id].routableLocked(&s.cfg.Platform)
 }
 
 // apiDo sends a raw request to the Machines API (for what flaps cannot show:

@@ -34,6 +34,10 @@ const opQueue = 16
 
 var errBusy = errors.New("too many pending operations on this machine")
 
+// sourceUser is the event source of a machine created through the Machines
+// API (the config's own are "flysim").
+const sourceUser = "user"
+
 // createMachine records a new machine (state created) and starts its run
 // goroutine. The caller enqueues a start if it wants one.
 func (s *Sim) createMachine(a *app, id, name, region string, cfg *fly.MachineConfig, source string) (*machine, error) {
@@ -49,6 +53,7 @@ func (s *Sim) createMachine(a *app, id, name, region string, cfg *fly.MachineCon
 	} else if s.findMachineLocked(id) != nil {
 		return nil, fmt.Errorf("machine id %s already exists", id)
 	}
+	s.cfg.Platform.fillDefaults(cfg)
 	probe := &machine{app: a, config: cfg} // where this config will listen
 	ip, err := s.allocIPLocked(probe.internalPortLocked(), probe.udpPortsLocked())
 	if err != nil {
@@ -59,7 +64,7 @@ func (s *Sim) createMachine(a *app, id, name, region string, cfg *fly.MachineCon
 		name = a.cfg.Name + "-" + id[:6]
 	}
 	m := &machine{
-		app: a, id: id, ip: ip, createdAt: now, ops: make(chan op, opQueue),
+		app: a, id: id, ip: ip, createdAt: now, ops: make(chan op, opQueue), byAPI: source == sourceUser,
 		name: name, region: region, state: StateCreated,
 		version: newULID(now), instanceID: newULID(now), config: cfg,
 		updatedAt: now, changed: make(chan struct{}),
@@ -95,7 +100,7 @@ func (s *Sim) enqueue(m *machine, o op) error {
 // enqueueStart marks m starting and asks for a start.
 func (s *Sim) enqueueStart(m *machine) {
 	s.mu.Lock()
-	if m.state == StateCreated || m.state == StateStopped {
+	if m.state == StateCreated || m.state == StateStopped || m.state == StateFailed {
 		m.setStateLocked(StateStarting, s.clk.Now())
 	}
 	s.mu.Unlock()
@@ -126,7 +131,7 @@ func (s *Sim) run(m *machine) {
 			timeout = defTimeout
 		}
 		killed := p.stop(sig, timeout)
-		s.recordExit(m, p, requested, killed)
+		s.recordExit(m, p, requested, killed, 0)
 		p = nil
 	}
 	// An automatic restart (restart.go) waits on restartT; retries counts
@@ -150,8 +155,12 @@ func (s *Sim) run(m *machine) {
 			s.log.Warn("machine failed to start", "app", m.app.cfg.Name, "machine", m.id, "err", err)
 			s.mu.Lock()
 			now := s.clk.Now()
-			m.state = StateStopped
-			m.eventLocked(now, "exit", StateStopped, "flyd", &fly.MachineRequest{ExitEvent: &fly.MachineExitEvent{ExitCode: 127, ExitedAt: now}})
+			state := StateStopped
+			if s.cfg.Platform.MidUpdateStates {
+				state = StateFailed // Fly: "could not start successfully"
+			}
+			m.state = state
+			m.eventLocked(now, "exit", state, "flyd", &fly.MachineRequest{ExitEvent: &fly.MachineExitEvent{ExitCode: 127, ExitedAt: now}})
 			s.mu.Unlock()
 			return
 		}
@@ -173,16 +182,21 @@ func (s *Sim) run(m *machine) {
 			return
 		case <-exited:
 			// The process ended on its own: the machine is now stopped,
-			// unless its restart policy starts it again (restart.go).
+			// unless its restart policy starts it again (restart.go); its
+			// exit event says which, and how many restarts it took, as
+			// Fly's do.
 			endChecks()
-			s.recordExit(m, p, false, false)
 			code, sig := p.exitStatus()
-			p = nil
-			if d, ok := s.restartDelay(m, code, sig, retries); ok {
+			d, restart := s.restartDelay(m, code, sig, retries)
+			if restart {
 				retries++
+				s.recordExit(m, p, false, false, retries)
 				s.settle(m, StateStarting)
 				restartT = time.NewTimer(d)
+			} else {
+				s.recordExit(m, p, false, false, 0)
 			}
+			p = nil
 		case <-restartC:
 			restartT = nil
 			s.log.Info("machine restarted by its restart policy", "app", m.app.cfg.Name, "machine", m.id, "retries", retries)
@@ -251,8 +265,9 @@ func (s *Sim) stopConfig(m *machine) (syscall.Signal, time.Duration) {
 
 // recordExit turns a finished process into an exit event and, unless the
 // exit is part of a restart (the caller then settles the state), a stopped
-// machine.
-func (s *Sim) recordExit(m *machine, p *process, requested, killed bool) {
+// machine. restarts, when not 0, says the restart policy starts it again,
+// for the restarts-th time since its last requested start.
+func (s *Sim) recordExit(m *machine, p *process, requested, killed bool, restarts int) {
 	code, sig := p.exitStatus()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -263,8 +278,8 @@ func (s *Sim) recordExit(m *machine, p *process, requested, killed bool) {
 	if m.state != StateDestroyed {
 		m.state = StateStopped
 	}
-	m.eventLocked(now, "exit", StateStopped, "flyd", &fly.MachineRequest{ExitEvent: &fly.MachineExitEvent{
-		ExitCode: code, Signal: sig, RequestedStop: requested, ExitedAt: now,
+	m.eventLocked(now, "exit", StateStopped, "flyd", &fly.MachineRequest{RestartCount: restarts, ExitEvent: &fly.MachineExitEvent{
+		ExitCode: code, Signal: sig, RequestedStop: requested, Restarting: restarts > 0, ExitedAt: now,
 	}})
 	s.met.machineExits.WithLabelValues(m.app.cfg.Name, strconv.FormatBool(requested)).Inc()
 	s.log.Info("machine process exited", "app", m.app.cfg.Name, "machine", m.id,

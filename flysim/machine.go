@@ -19,6 +19,9 @@ const (
 	StateStopping  = "stopping"
 	StateStopped   = "stopped"
 	StateDestroyed = "destroyed"
+	// Transient and failure states a platform with MidUpdateStates shows.
+	StateReplacing = "replacing" // an update's old process stopping
+	StateFailed    = "failed"    // its process could not be started
 )
 
 // maxEvents bounds a machine's event list (newest first, as Fly lists them).
@@ -61,6 +64,9 @@ type machine struct {
 	ip        string
 	createdAt time.Time
 	ops       chan op
+	// byAPI: created through the Machines API, not from the config, so
+	// the platform's eventual consistency applies (ListLag, CreateNotFound).
+	byAPI bool
 
 	// Guarded by Sim.mu.
 	name       string
@@ -100,18 +106,40 @@ func (m *machine) eventLocked(now time.Time, typ, status, source string, req *fl
 	m.touchLocked(now)
 }
 
-// routableLocked reports whether the proxy may balance onto m: started,
-// not cordoned, every check passing.
-func (m *machine) routableLocked() bool {
+// routableLocked reports whether the proxy of platform p may balance onto
+// m: started, not cordoned, every check that routes passing (p's
+// ProxyChecks: service checks only, or every check).
+func (m *machine) routableLocked(p *Platform) bool {
 	if m.state != StateStarted || m.cordoned {
 		return false
 	}
-	for _, c := range m.checks {
+	for name, c := range m.checks {
+		if _, topLevel := m.config.Checks[name]; topLevel && p.ProxyChecks == ProxyChecksService {
+			continue // top-level checks observe; they do not route
+		}
 		if c.Status != fly.Passing {
 			return false
 		}
 	}
 	return true
+}
+
+// listedLocked reports whether a machine list at now shows m yet
+// (Platform.ListLag).
+func (m *machine) listedLocked(p *Platform, now time.Time) bool {
+	return !m.byAPI || !now.Before(m.createdAt.Add(p.ListLag.Duration))
+}
+
+// knownLocked reports whether a call naming m at now finds it yet
+// (Platform.CreateNotFound).
+func (m *machine) knownLocked(p *Platform, now time.Time) bool {
+	return !m.byAPI || !now.Before(m.createdAt.Add(p.CreateNotFound.Duration))
+}
+
+// healthyLocked reports whether m is started and every one of its checks
+// passes.
+func (m *machine) healthyLocked() bool {
+	return m.routableLocked(&Platform{ProxyChecks: ProxyChecksAll})
 }
 
 // internalPortLocked is where the proxy reaches m: the internal_port of the
@@ -166,15 +194,22 @@ func (m *machine) udpPortsLocked() []int {
 
 func isUDP(sv fly.MachineService) bool { return strings.EqualFold(sv.Protocol, "udp") }
 
-// viewLocked renders m as the Machines API does.
-func (m *machine) viewLocked(img *Image) *fly.Machine {
+// viewLocked renders m as the Machines API of platform p does.
+func (m *machine) viewLocked(img *Image, p *Platform) *fly.Machine {
+	version := m.version
+	switch p.MachineVersion {
+	case MachineVersionAbsent:
+		version = ""
+	case MachineVersionInstanceID:
+		version = m.instanceID
+	}
 	out := &fly.Machine{
 		ID:         m.id,
 		Name:       m.name,
 		State:      m.state,
 		Region:     m.region,
 		InstanceID: m.instanceID,
-		Version:    m.version,
+		Version:    version,
 		PrivateIP:  m.ip,
 		CreatedAt:  m.createdAt.UTC().Format(time.RFC3339),
 		UpdatedAt:  m.updatedAt.UTC().Format(time.RFC3339),

@@ -45,6 +45,7 @@ func startProxy(s *Sim, a *app) (*proxy, error) {
 		return nil, fmt.Errorf("failed to bind the proxy of %s on %s: %w", a.cfg.Name, a.cfg.Proxy, err)
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln = &dnsGate{Listener: ln, s: s, a: a}
 	p := &proxy{
 		s: s, app: a, url: "http://" + ln.Addr().String(), port: port,
 		tunnels: map[*tunnel]struct{}{},

@@ -22,9 +22,8 @@ const (
 // to (code, sig as exitStatus reports them), whether the machine's restart
 // policy starts it again and after how long. retries is the number of
 // automatic restarts since the last requested start. A config without a
-// restart policy behaves as "no" (Fly's default is on-failure; keeping
-// "no" keeps a machine that exits visible as stopped, as flysim always
-// showed it).
+// restart policy gets the platform's default (Platform.DefaultRestart:
+// on-failure on Fly, none in a kind Sim, which then behaves as "no").
 func (s *Sim) restartDelay(m *machine, code, sig, retries int) (time.Duration, bool) {
 	s.mu.Lock()
 	var r *fly.MachineRestart
@@ -32,6 +31,9 @@ func (s *Sim) restartDelay(m *machine, code, sig, retries int) (time.Duration, b
 		r = m.config.Restart
 	}
 	s.mu.Unlock()
+	if r == nil {
+		r = s.cfg.Platform.defaultRestart()
+	}
 	if r == nil {
 		return 0, false
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Request headers a client may set to steer the proxy.
@@ -27,7 +28,34 @@ func (m *machine) targetLocked() target {
 // count: fly-force-region restricts them, fly-prefer-instance-id and
 // fly-prefer-region are honoured when possible, and by default machines in
 // the proxy's own (edge) region are preferred. Ties are broken at random.
+// With none to route to, the request is held up to Platform.ProxyHold for
+// one to become healthy, then answered 503.
 func (p *proxy) pick(r *http.Request) (target, error) {
+	t, wait, err := p.pickOnce(r)
+	if wait == nil || p.s.cfg.Platform.ProxyHold.Duration <= 0 {
+		return t, err
+	}
+	hold := time.NewTimer(p.s.cfg.Platform.ProxyHold.Duration)
+	defer hold.Stop()
+	for {
+		select {
+		case <-wait:
+		case <-hold.C:
+			t, _, err := p.pickOnce(r)
+			return t, err
+		case <-r.Context().Done():
+			return target{}, err
+		}
+		if t, wait, err = p.pickOnce(r); wait == nil {
+			return t, err
+		}
+	}
+}
+
+// pickOnce is one look at the app's machines. When nothing can be routed
+// to and another look may find something, it also answers the channel
+// that closes at the app's next change.
+func (p *proxy) pickOnce(r *http.Request) (target, <-chan struct{}, error) {
 	s := p.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -35,21 +63,21 @@ func (p *proxy) pick(r *http.Request) (target, error) {
 	if id := strings.TrimSpace(r.Header.Get(headerForceInstance)); id != "" {
 		m := a.machines[id]
 		if m == nil || m.state != StateStarted {
-			return target{}, errf(http.StatusServiceUnavailable, "instance %s of app %s is not started", id, a.cfg.Name)
+			return target{}, nil, errf(http.StatusServiceUnavailable, "instance %s of app %s is not started", id, a.cfg.Name)
 		}
-		return m.targetLocked(), nil
+		return m.targetLocked(), nil, nil
 	}
-	cands := routableLocked(a)
+	cands := s.routableLocked(a)
 	if fr := regionList(r.Header.Get(headerForceRegion)); len(fr) > 0 {
 		cands = inRegions(cands, fr)
 	}
 	if len(cands) == 0 {
-		return target{}, errf(http.StatusServiceUnavailable, "no started machine of app %s passes its checks", a.cfg.Name)
+		return target{}, a.changed, errf(http.StatusServiceUnavailable, "no started machine of app %s passes its checks", a.cfg.Name)
 	}
 	if id := strings.TrimSpace(r.Header.Get(headerPreferInstance)); id != "" {
 		for _, m := range cands {
 			if m.id == id {
-				return m.targetLocked(), nil
+				return m.targetLocked(), nil, nil
 			}
 		}
 	}
@@ -60,13 +88,13 @@ func (p *proxy) pick(r *http.Request) (target, error) {
 	if near := inRegions(cands, prefer); len(near) > 0 {
 		cands = near
 	}
-	return cands[rand.IntN(len(cands))].targetLocked(), nil
+	return cands[rand.IntN(len(cands))].targetLocked(), nil, nil
 }
 
-func routableLocked(a *app) []*machine {
+func (s *Sim) routableLocked(a *app) []*machine {
 	var out []*machine
 	for _, m := range a.order {
-		if m.routableLocked() {
+		if m.routableLocked(&s.cfg.Platform) {
 			out = append(out, m)
 		}
 	}
@@ -160,7 +188,7 @@ func (p *proxy) replayTarget(rp replay, sender target) (target, error) {
 		}
 		return m.targetLocked(), nil
 	}
-	cands := routableLocked(a)
+	cands := s.routableLocked(a)
 	if len(rp.regions) > 0 {
 		cands = inRegions(cands, rp.regions)
 	}

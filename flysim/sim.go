@@ -53,10 +53,12 @@ type Options struct {
 
 // State is what `purrctl sim --state FILE` writes once everything is up.
 type State struct {
-	MachinesAPI string              `json:"machines_api"`
-	Token       string              `json:"token"`
-	DNS         string              `json:"dns"`
-	Apps        map[string]AppState `json:"apps"`
+	MachinesAPI string `json:"machines_api"`
+	Token       string `json:"token"`
+	// DeployTokens are the apps' app-scoped tokens (Platform.DeployTokens).
+	DeployTokens map[string]string   `json:"deploy_tokens,omitempty"`
+	DNS          string              `json:"dns"`
+	Apps         map[string]AppState `json:"apps"`
 }
 
 // AppState is the public side of one app.
@@ -277,7 +279,7 @@ func (s *Sim) waitListening(ctx context.Context, m *machine) error {
 		state, addr := m.state, net.JoinHostPort(m.ip, fmt.Sprint(m.internalPortLocked()))
 		s.mu.Unlock()
 		switch state {
-		case StateStopped, StateDestroyed:
+		case StateStopped, StateFailed, StateDestroyed:
 			return nil
 		case StateStarted:
 			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -305,7 +307,7 @@ func (s *Sim) waitChecks(ctx context.Context, m *machine) {
 	defer cancel()
 	for {
 		s.mu.Lock()
-		ok := m.routableLocked() || m.state != StateStarted
+		ok := m.healthyLocked() || m.state != StateStarted
 		ch := m.changed
 		s.mu.Unlock()
 		if ok {
@@ -345,6 +347,12 @@ func (s *Sim) State() State {
 			as.UDP[strconv.Itoa(f.svc.InternalPort)] = f.addr
 		}
 		st.Apps[a.cfg.Name] = as
+		if s.cfg.Platform.DeployTokens {
+			if st.DeployTokens == nil {
+				st.DeployTokens = map[string]string{}
+			}
+			st.DeployTokens[a.cfg.Name] = s.cfg.deployToken(a.cfg.Name)
+		}
 	}
 	return st
 }

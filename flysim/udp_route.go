@@ -76,7 +76,7 @@ func (f *udpForwarder) routeLocked(prev string) *udpRoute {
 		return r
 	}
 	var cands []*machine
-	for _, m := range routableLocked(f.app) {
+	for _, m := range f.s.routableLocked(f.app) {
 		if m.servesUDPLocked(port) {
 			cands = append(cands, m)
 		}
