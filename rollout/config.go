@@ -34,6 +34,9 @@ const (
 	// minutes to an hour, so two hours let every game that started before
 	// its replacement end by itself.
 	DefaultRetireAfter = 2 * time.Hour
+	// DefaultDNS bounds launch's wait for a new app's public name: Fly's
+	// own tools wait a minute and warn that it may take minutes.
+	DefaultDNS = 5 * time.Minute
 	// DefaultMachinesAPI is Fly's Machines API, used when neither
 	// FLY_FLAPS_BASE_URL nor the environment's machines_api is set.
 	DefaultMachinesAPI = "https://api.machines.dev"
@@ -131,6 +134,9 @@ type Timeouts struct {
 	// plays then is closed with 1012 (as a drain does at its deadline) and
 	// reported, and the machine stops.
 	RetireAfter Duration `toml:"retire_after"`
+	// DNS bounds launch's wait for the public name of an app it just gave
+	// its first address to resolve and answer.
+	DNS Duration `toml:"dns"`
 }
 
 // Duration is a TOML duration string ("90s", "3m").
@@ -235,7 +241,7 @@ func (e *Env) Validate() error {
 	}{
 		{&t.Drain, DefaultDrain}, {&t.Wait, DefaultWait}, {&t.MinHealthy, DefaultMinHealthy},
 		{&t.Phase, DefaultPhase}, {&t.LeaseTTL, DefaultLeaseTTL}, {&t.LeaseWait, DefaultLeaseWait},
-		{&t.Poll, DefaultPoll}, {&t.Smoke, DefaultSmoke}, {&t.RetireAfter, DefaultRetireAfter},
+		{&t.Poll, DefaultPoll}, {&t.Smoke, DefaultSmoke}, {&t.RetireAfter, DefaultRetireAfter}, {&t.DNS, DefaultDNS},
 	} {
 		if d.v.Duration < 0 {
 			return errors.New("timeouts must not be negative")

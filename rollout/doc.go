@@ -74,15 +74,36 @@
 //
 // # Launch
 //
-// Launch creates, balancer first, what each app lacks: the app, its
-// public addresses (a dedicated IPv4 alone for a relay app serving UDP,
-// shared IPv4 and IPv6 otherwise), its secrets (SECRET; ADMIN_KEY on the
+// Launch first reads every app of the environment: a name the Machines
+// API refuses (403) stops it before anything is made, as a name another
+// organisation holds (Fly app names are global: the fix is a name of
+// one's own) or, when the organisation's app list is refused too, as a
+// token that cannot reach it (an app-scoped deploy token). Then it
+// creates, balancer first, what each app lacks: the app, its public
+// addresses (a dedicated IPv4 alone for a relay app serving UDP, shared
+// IPv4 and IPv6 otherwise), its secrets (SECRET; ADMIN_KEY on the
 // balancer), and machines up to the app's count in its region, each from
-// its toml, at the secrets version it just set. A new balancer is proven
-// up before any relay is created. Creates are sent once and read back
-// after a failure, so a re-run creates only what is still missing; nothing
-// existing is changed or removed. Then it is Run on the same image, which
-// verifies every machine, the registration and the smoke test.
+// its toml, at the secrets version it just set. An app given its first
+// address has a name Fly publishes only after a while: launch waits (with
+// a countdown, Timeouts.DNS) until it resolves and answers before it
+// reaches the app's machines through it. A new balancer is proven up
+// before any relay is created. Nothing existing is changed or removed.
+// Then it is Run on the same image, which verifies every machine, the
+// registration and the smoke test; the plan adds the machines launch
+// created that Fly's lagging machine list does not show yet.
+//
+// # Fly's eventual consistency and limits (machines.go, orgapi.go)
+//
+// Every create is made idempotent by a key chosen before it is sent
+// (metadata purrfly_create): when its answer says nothing of the outcome
+// (lost, a timeout, a 5xx), the app's machines are looked through for the
+// key (Fly's lists lag a create by a second or two) before it is sent
+// again, so a lost answer never makes a second machine; an address is
+// read back the same way. A 404 for a machine the run just created is
+// Fly not showing it everywhere yet, and is retried. A 429 is sent again
+// after its Retry-After, under every call. A machine's version is its
+// instance_id (Fly's spec has no version field); waits name it as
+// ?instance_id= too.
 //
 // # Why never two relays are down at once
 //
@@ -110,7 +131,9 @@
 // # Failures
 //
 // A step past its deadline (Timeouts.Phase per machine, Wait for starting
-// and proofs), a process that exits, a boot ID that never changes, an image
+// and proofs), a process that exits (a new boot whose process crashed is
+// failed even when its restart policy, on-failure by Fly's default,
+// started it again), a boot ID that never changes, an image
 // that does not show up at /ping, a lease held by someone else
 // (LeaseHeldError, after LeaseWait), a balancer that never lists a relay:
 // the rollout stops at once and returns a *Failure with the phase, the

@@ -59,6 +59,7 @@ const (
 	// WaitMachinesAPI: a failed Machines API call to be retried (Until:
 	// the retry).
 	WaitMachinesAPI = "machines-api"
+	WaitDNS         = "dns" // launch: a new app's public name to resolve and answer
 )
 
 // Event is one step of a rollout, for a machine or (Machine "") a phase.
@@ -112,6 +113,8 @@ const (
 	ActionRolledBack Action = "rolled-back" // failed, then restored to its previous image
 	ActionReplace    Action = "replace"     // plan: a new machine will replace it (overlap), then it retires
 	ActionReplaced   Action = "replaced"    // its replacement proven, it retires (MachineResult.Replacement)
+	ActionCreate     Action = "create"      // launch --dry-run: would be created
+	ActionKeep       Action = "keep"        // launch --dry-run: exists, kept as it is (launch removes nothing)
 )
 
 // MachineResult is one machine's outcome.

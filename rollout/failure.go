@@ -25,11 +25,21 @@ type Failure struct {
 	// Next is what to do about it, one line for a human.
 	Next  string
 	Fleet []MachineResult
+
+	launch bool // a launch's failure (what stopped, and what to re-run, is the launch)
+}
+
+// command is what stopped: "launch" or "rollout".
+func (f *Failure) command() string {
+	if f.launch || f.Phase == PhaseLaunch {
+		return "launch"
+	}
+	return "rollout"
 }
 
 func (f *Failure) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "rollout stopped in phase %s", f.Phase)
+	fmt.Fprintf(&b, "%s stopped in phase %s", f.command(), f.Phase)
 	if f.Machine != "" {
 		fmt.Fprintf(&b, " at machine %s of %s", f.Machine, f.App)
 	}
@@ -61,6 +71,9 @@ func nextStep(f *Failure, drained, undrainURL string) string {
 	var lh *LeaseHeldError
 	var pe *PanicError
 	rerun := "re-run the rollout (machines already on the image are verified, not redeployed)"
+	if f.command() == "launch" {
+		rerun = "re-run the launch (it creates only what is still missing; machines already on the image are verified, not redeployed)"
+	}
 	var next string
 	switch {
 	case errors.As(f.Err, &pe):
@@ -77,7 +90,7 @@ func nextStep(f *Failure, drained, undrainURL string) string {
 			next += "; --rollback puts a failed machine back on its previous image"
 		}
 	case f.Phase == PhaseLaunch:
-		next = "fix what the reason names, then re-run the launch: it creates only what is still missing"
+		next = "fix what the reason names, then " + rerun
 	case f.Phase == PhaseRegister || f.Phase == PhaseSmoke:
 		next = "the machines run the new image; see why with purrctl smoke against the balancer, then " + rerun
 	default:

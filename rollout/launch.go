@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 
 	fly "github.com/superfly/fly-go"
@@ -42,12 +43,27 @@ func Launch(ctx context.Context, opts Options) (*Result, error) {
 			return nil, configErrorf("launch builds every app from its fly.toml: app %s has none (set the balancer's config and relay_config in the environment)", a.Name)
 		}
 	}
+	// Every name is checked before anything is created: one taken by
+	// another organisation (or a token that cannot reach it) stops the
+	// launch with nothing made.
+	exists, err := r.appsExist(ctx, apps)
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return r.res, r.fail(ctx, PhaseLaunch, nil, err)
+	}
 	for i := range apps {
 		role := RoleRelay
 		if i == 0 {
 			role = RoleBalancer
 		}
-		if err := r.launchApp(ctx, role, &apps[i]); err != nil {
+		if err := r.launchApp(ctx, role, &apps[i], exists[apps[i].Name]); err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				return r.res, err
+			}
 			return r.res, r.fail(ctx, PhaseLaunch, nil, err)
 		}
 	}
@@ -56,11 +72,43 @@ func Launch(ctx context.Context, opts Options) (*Result, error) {
 		r.emit(Event{Phase: PhaseDone, Status: StatusDone, Message: fmt.Sprintf("dry run: %d thing(s) would be created, nothing was changed", n)})
 		return r.res, nil
 	}
+	// The relays' new names, like the balancer's, must resolve before
+	// the plan reaches their machines through them.
+	for _, a := range r.env.Relays {
+		if err := r.waitDNS(ctx, a); err != nil {
+			return r.res, r.fail(ctx, PhaseLaunch, nil, err)
+		}
+	}
 	return r.res, r.run(ctx)
 }
 
-// launchApp creates what one app lacks, in the order its machines need it.
-func (r *run) launchApp(ctx context.Context, role string, a *App) error {
+// appsExist reads whether each app exists. A name the Machines API
+// refuses (403) is either taken by another organisation or out of the
+// token's reach: told apart by the organisation's app list, and either way
+// a *ConfigError naming the fix.
+func (r *run) appsExist(ctx context.Context, apps []App) (map[string]bool, error) {
+	exists := map[string]bool{}
+	var forbidden []string
+	for _, a := range apps {
+		ok, err := r.api.appExists(ctx, a.Name)
+		switch {
+		case statusOf(err) == http.StatusForbidden:
+			forbidden = append(forbidden, a.Name)
+		case err != nil:
+			return nil, failf(err, "could not read app %s", a.Name)
+		default:
+			exists[a.Name] = ok
+		}
+	}
+	if len(forbidden) > 0 {
+		return nil, r.forbiddenApps(ctx, forbidden)
+	}
+	return exists, nil
+}
+
+// launchApp creates what one app lacks (exists: the app itself is there),
+// in the order its machines need it.
+func (r *run) launchApp(ctx context.Context, role string, a *App, exists bool) error {
 	note := func(st Status, msg string) {
 		r.emit(Event{Phase: PhaseLaunch, App: a.Name, Region: a.region(), Status: st, Message: msg})
 	}
@@ -72,13 +120,13 @@ func (r *run) launchApp(ctx context.Context, role string, a *App) error {
 		}
 		note(StatusCreating, verb+what)
 	}
-	exists, err := r.api.appExists(ctx, a.Name)
-	if err != nil {
-		return failf(err, "could not read app %s", a.Name)
-	}
 	if !exists {
 		if !r.opts.DryRun {
 			if err := r.api.createApp(ctx, a.Name, r.env.Org); err != nil {
+				var ce *ConfigError
+				if errors.As(err, &ce) {
+					return err
+				}
 				return failf(err, "could not create app %s", a.Name)
 			}
 		}
@@ -116,6 +164,12 @@ func (r *run) launchIPs(ctx context.Context, a *App, exists bool, created func(s
 			have[ipKind(ip)] = ip.IP
 		}
 	}
+	public := 0
+	for kind := range have {
+		if kind != "private_v6" {
+			public++
+		}
+	}
 	for _, kind := range want {
 		if have[kind] != "" {
 			continue
@@ -124,9 +178,15 @@ func (r *run) launchIPs(ctx context.Context, a *App, exists bool, created func(s
 		if !r.opts.DryRun {
 			ip, err := r.api.assignIP(ctx, a.Name, kind, r.env.Org)
 			if err != nil {
-				return failf(err, "could not allocate a %s address for %s (run again: launch allocates only what is missing)", kind, a.Name)
+				return failf(err, "could not allocate a %s address for %s", kind, a.Name)
 			}
 			addr = ip.IP
+			if public == 0 {
+				// Its first public address: Fly's DNS takes a while to
+				// publish the app's name (waitDNS).
+				r.newNames[a.Name] = true
+			}
+			public++
 		}
 		created(fmt.Sprintf("%s address %s of %s", kind, addr, a.Name))
 	}
@@ -225,6 +285,7 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 			// the rollout after the launch sorts them out.
 			ms, _ = r.sortRelayMachines(*a, ms, &cleanup{})
 		}
+		kept := ms
 		if role == RoleBalancer {
 			n = len(ms) // one balancer, wherever it runs
 		} else {
@@ -232,7 +293,13 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 			if other := len(ms) - len(here); other > 0 {
 				note(StatusWaiting, fmt.Sprintf("%s has %d machine(s) outside %s: launch counts only those in %s and leaves the others alone", a.Name, other, region, region))
 			}
-			n = len(here)
+			n, kept = len(here), here
+		}
+		if r.opts.DryRun {
+			for _, m := range kept {
+				r.res.Machines = append(r.res.Machines, MachineResult{Role: role, App: a.Name, Machine: m.ID, Region: m.Region,
+					State: m.State, FromImage: imageOf(m), Image: imageOf(m), Version: versionOf(m), Action: ActionKeep})
+			}
 		}
 		if n > a.count() {
 			note(StatusWaiting, fmt.Sprintf("%s has %d machines in %s, more than its count %d: launch removes nothing", a.Name, n, region, a.count()))
@@ -240,13 +307,15 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 	}
 	for ; n < a.count(); n++ {
 		if r.opts.DryRun {
-			created(fmt.Sprintf("machine of %s in %s", a.Name, region))
+			created(fmt.Sprintf("machine %d of %d of %s in %s", n+1, a.count(), a.Name, region))
+			r.res.Machines = append(r.res.Machines, MachineResult{Role: role, App: a.Name, Region: region, Image: r.image, Action: ActionCreate})
 			continue
 		}
 		m, err := r.api.launch(ctx, a.Name, region, a.MachineConfig(r.image), minSecrets)
 		if err != nil {
-			return failf(err, "could not create a machine of %s (run again: launch creates only what is missing)", a.Name)
+			return failf(err, "could not create a machine of %s", a.Name)
 		}
+		r.seed[a.Name] = append(r.seed[a.Name], m)
 		created(fmt.Sprintf("machine %s of %s in %s", m.ID, a.Name, region))
 		if role != RoleBalancer {
 			continue
@@ -255,14 +324,21 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		if ms, err := r.api.list(ctx, a.Name); err == nil && len(live(ms)) > 1 {
 			return tooManyBalancers(a.Name, live(ms), "another launch ran at the same time")
 		}
-		tg := &target{role: role, app: *a, m: m, res: &MachineResult{Role: role, App: a.Name, Machine: m.ID, Region: region, Image: r.image}}
+		if err := r.waitDNS(ctx, *a); err != nil {
+			return err
+		}
+		tg := &target{role: role, app: *a, m: m, fresh: true,
+			res: &MachineResult{Role: role, App: a.Name, Machine: m.ID, Region: region, Image: r.image}}
+		r.emit(Event{Phase: PhaseLaunch, App: a.Name, Machine: m.ID, Region: region, Status: StatusVerifying, Image: r.image,
+			Message: "new balancer machine " + m.ID + ": waiting for it to start and prove a boot of " + r.image})
 		vctx, cancel := r.withPhase(ctx)
-		_, err = r.verify(vctx, tg, m.Version, "", r.image)
+		_, err = r.verify(vctx, tg, versionOf(m), "", r.image)
 		cancel()
 		if err != nil {
 			return failf(err, "the new balancer machine %s did not come up", m.ID)
 		}
-		note(StatusDone, fmt.Sprintf("balancer machine %s is up: creating the relays", m.ID))
+		r.emit(Event{Phase: PhaseLaunch, App: a.Name, Machine: m.ID, Region: region, Status: StatusDone, Image: r.image, Boot: tg.res.Boot,
+			Message: fmt.Sprintf("balancer machine %s is up (boot %s): creating the relays", m.ID, tg.res.Boot)})
 	}
 	return nil
 }

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/purrfly/purrfly/flyconfig"
@@ -44,6 +47,10 @@ type machinesAPI struct {
 	// from is the base flaps builds requests on and to the one they are
 	// sent to (static): errors are said with to (apinotice.go).
 	from, to string
+	tr       *rebase // static: the transport flaps sends through
+
+	mu    sync.Mutex           // guards fresh
+	fresh map[string]time.Time // machines this run created, by ID: when
 }
 
 // newMachinesAPI builds a flaps client for base with token. flaps reads its
@@ -68,9 +75,10 @@ func newMachinesAPI(ctx context.Context, base, token string, tr http.RoundTrippe
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse FLY_FLAPS_BASE_URL: %w", err)
 	}
+	rb := &rebase{from: fu, to: bu, next: tr}
 	c, err := flaps.NewWithOptions(ctx, flaps.NewClientOpts{
 		Tokens:    tokens.Parse(token),
-		Transport: &rebase{from: fu, to: bu, next: tr},
+		Transport: rb,
 		UserAgent: "purrfly-rollout",
 	})
 	if err != nil {
@@ -88,7 +96,7 @@ func newMachinesAPI(ctx context.Context, base, token string, tr http.RoundTrippe
 	if tries <= 0 {
 		tries = defaultAPITries
 	}
-	return &machinesAPI{c: c, limit: newLimiter(rate, burst), base: retryBase, tries: tries,
+	return &machinesAPI{c: c, limit: newLimiter(rate, burst), base: retryBase, tries: tries, tr: rb, fresh: map[string]time.Time{},
 		from: strings.TrimRight(fu.String(), "/"), to: strings.TrimRight(bu.String(), "/")}, nil
 }
 
@@ -98,10 +106,23 @@ func newMachinesAPI(ctx context.Context, base, token string, tr http.RoundTrippe
 // anything but GET, 502/503 become 500 and transport errors lose their
 // Temporary method, so machinesAPI decides, reading the machine back
 // before it resends an update.
+//
+// Two of Fly's manners are kept here, under every call: a 429 (the rate
+// limit: nothing was done) is sent again after its Retry-After, up to
+// maxRateRetries times; and a wait pinned by flaps to ?version= also
+// names it as ?instance_id=, the parameter Fly's spec gives.
 type rebase struct {
 	from, to *url.URL
 	next     http.RoundTripper
+	clock    clock.Clock // nil: the real one; set before the first request
 }
+
+// Rate-limited answers: how often one request is sent again, and the
+// longest Retry-After honoured (a longer one is waited for this long).
+const (
+	maxRateRetries = 5
+	maxRetryAfter  = 30 * time.Second
+)
 
 func (r *rebase) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(req.Context())
@@ -109,8 +130,15 @@ func (r *rebase) RoundTrip(req *http.Request) (*http.Response, error) {
 	u.Scheme, u.Host = r.to.Scheme, r.to.Host
 	u.Path = strings.TrimRight(r.to.Path, "/") + strings.TrimPrefix(req.URL.Path, strings.TrimRight(r.from.Path, "/"))
 	u.RawPath = ""
+	if req.Method == http.MethodGet && strings.HasSuffix(u.Path, "/wait") {
+		q := u.Query()
+		if v := q.Get("version"); v != "" && q.Get("instance_id") == "" {
+			q.Set("instance_id", v)
+			u.RawQuery = q.Encode()
+		}
+	}
 	out.URL, out.Host = &u, ""
-	resp, err := r.next.RoundTrip(out)
+	resp, err := r.send(out)
 	if req.Method == http.MethodGet {
 		return resp, err
 	}
@@ -121,6 +149,43 @@ func (r *rebase) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.StatusCode, resp.Status = http.StatusInternalServerError, "500 Internal Server Error (was "+resp.Status+")"
 	}
 	return resp, nil
+}
+
+// send is one request, sent again after Retry-After while the Machines
+// API answers 429 (at most maxRateRetries times; a body is read anew).
+func (r *rebase) send(req *http.Request) (*http.Response, error) {
+	for try := 0; ; try++ {
+		resp, err := r.next.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || try >= maxRateRetries {
+			return resp, err
+		}
+		if req.Body != nil && req.GetBody == nil {
+			return resp, nil // cannot be sent again: the caller sees the 429
+		}
+		wait := retryAfter(resp.Header.Get("Retry-After"))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		if err := clock.Sleep(req.Context(), r.clock, wait); err != nil {
+			return nil, err
+		}
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// retryAfter reads a Retry-After header (seconds, or an HTTP date) as a
+// wait between a second and maxRetryAfter.
+func retryAfter(v string) time.Duration {
+	d := time.Second
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(min(max(n, 1), int(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, time.Second), maxRetryAfter)
 }
 
 // statusOf is the HTTP status of a Machines API error, 0 for transport errors.
@@ -142,8 +207,37 @@ func retryable(ctx context.Context, err error) bool {
 	return s == 0 || s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500
 }
 
+// freshFor is how long after this run created a machine a 404 for it is
+// taken for Fly's eventual consistency (it is not visible everywhere yet)
+// rather than for a machine that is gone.
+const freshFor = time.Minute
+
+// created records that this run created machine id just now.
+func (a *machinesAPI) created(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fresh[id] = a.now()
+}
+
+// madeHere reports whether this run created machine id.
+func (a *machinesAPI) madeHere(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.fresh[id]
+	return ok
+}
+
+// isFresh reports whether this run created machine id within freshFor.
+func (a *machinesAPI) isFresh(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.fresh[id]
+	return ok && a.now().Sub(at) < freshFor
+}
+
 // call runs fn (one request, bounded by timeout) within the rate limit,
-// retrying retryable failures with doubling backoff.
+// retrying retryable failures with doubling backoff; a 404 for a machine
+// this run just created is retried too (not visible yet).
 func (a *machinesAPI) call(ctx context.Context, action, machine string, timeout time.Duration, fn func(context.Context) error) error {
 	delay := a.base
 	for try := 1; ; try++ {
@@ -153,7 +247,8 @@ func (a *machinesAPI) call(ctx context.Context, action, machine string, timeout 
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(rctx)
 		cancel()
-		if err == nil || !retryable(ctx, err) || try >= a.tries {
+		again := retryable(ctx, err) || statusOf(err) == http.StatusNotFound && ctx.Err() == nil && a.isFresh(machine)
+		if err == nil || !again || try >= a.tries {
 			return a.shown(err)
 		}
 		noticeRetry(ctx, action, try, a.tries, delay, a.shown(err))
@@ -210,7 +305,7 @@ func (a *machinesAPI) update(ctx context.Context, app string, m *fly.Machine, cf
 		if !retryable(ctx, err) || try >= a.tries {
 			return nil, fmt.Errorf("failed to update machine %s: %w", m.ID, err)
 		}
-		if cur, gerr := a.get(ctx, app, m.ID); gerr == nil && cur.Version != m.Version &&
+		if cur, gerr := a.get(ctx, app, m.ID); gerr == nil && versionOf(cur) != versionOf(m) &&
 			cur.Config != nil && len(flyconfig.Diff(cur.Config, cfg)) == 0 {
 			return cur, nil
 		}
@@ -252,4 +347,14 @@ func copyConfig(c *fly.MachineConfig) (*fly.MachineConfig, error) {
 		return nil, fmt.Errorf("failed to copy machine config: %w", err)
 	}
 	return &out, nil
+}
+
+// versionOf names the machine's current version: its instance_id, which
+// Fly's spec gives every version of a machine (and flyctl compares), else
+// the version field some answers carry instead.
+func versionOf(m *fly.Machine) string {
+	if m == nil {
+		return ""
+	}
+	return firstNonEmpty(m.InstanceID, m.Version)
 }

@@ -26,8 +26,12 @@ import (
 //   - purrfly_replaces: on a replacement, the machine it replaces;
 //   - purrfly_replaced_by: on a retiring machine, its replacement;
 //   - purrfly_retire_by: on a retiring machine, its latest stop (RFC 3339),
-//     which a re-run sends again, never later.
+//     which a re-run sends again, never later;
+//   - purrfly_create: on every machine a rollout or launch created, the key
+//     it chose before sending the create, by which it finds the machine
+//     when the create's answer was lost.
 const (
+	MetaCreate     = "purrfly_create"
 	MetaRollout    = "purrfly_rollout"
 	MetaRole       = "purrfly_role"
 	MetaReplaces   = "purrfly_replaces"
@@ -40,7 +44,7 @@ const (
 
 // metaKeys are every key above: a replacement's config, copied from the
 // machine it replaces, starts without them.
-var metaKeys = []string{MetaRollout, MetaRole, MetaReplaces, MetaReplacedBy, MetaRetireBy}
+var metaKeys = []string{MetaRollout, MetaRole, MetaReplaces, MetaReplacedBy, MetaRetireBy, MetaCreate}
 
 // meta reads one metadata key of m ("" when absent).
 func meta(m *fly.Machine, key string) string {
@@ -70,9 +74,14 @@ func newRolloutID(now time.Time) string {
 }
 
 // running reports whether m's process is meant to run (started, or on its
-// way there).
+// way there: created, starting, or one of the states Fly shows while it
+// updates or restarts a machine).
 func running(m *fly.Machine) bool {
-	return m.State == "started" || m.State == "starting" || m.State == "created"
+	switch m.State {
+	case "started", "starting", "created", "replacing", "updating", "restarting":
+		return true
+	}
+	return false
 }
 
 // setMetadata sets the keys of kv on machine id, one request per key (the
@@ -111,8 +120,8 @@ func (a *machinesAPI) deleteMetadata(ctx context.Context, app, id string, keys .
 func (a *machinesAPI) destroy(ctx context.Context, app, id string) error {
 	err := a.call(ctx, "destroy", id, apiRequestTimeout, func(ctx context.Context) error {
 		err := a.c.Destroy(ctx, app, fly.RemoveMachineInput{ID: id, Kill: true}, "")
-		if statusOf(err) == http.StatusNotFound {
-			return nil
+		if statusOf(err) == http.StatusNotFound && !a.isFresh(id) {
+			return nil // gone (a machine just created may only not be visible yet)
 		}
 		return err
 	})

@@ -220,20 +220,20 @@ func (r *run) replace(ctx, sctx context.Context, phase Phase, tg *target, old wi
 		tg.res.Replacement = b.ID
 		r.emit(ev(StatusCreating, "replacement "+b.ID+" created: proving it"))
 	}
-	bt := &target{role: tg.role, app: tg.app, m: b, want: tg.want,
-		res: &MachineResult{Role: tg.role, App: tg.app.Name, Machine: b.ID, Region: b.Region, Image: r.image, Version: b.Version}}
+	bt := &target{role: tg.role, app: tg.app, m: b, want: tg.want, fresh: true,
+		res: &MachineResult{Role: tg.role, App: tg.app.Name, Machine: b.ID, Region: b.Region, Image: r.image, Version: versionOf(b)}}
 	bev := func(st Status, boot, msg string) Event {
 		return Event{Phase: phase, App: tg.app.Name, Machine: b.ID, Region: b.Region, Status: st, Image: r.image, Boot: boot,
 			Message: msg}
 	}
-	r.emit(bev(StatusVerifying, "", "replacement of "+tg.m.ID+": waiting for version "+b.Version+" to start and prove a boot of "+r.image))
-	boot, err := r.verify(sctx, bt, b.Version, "", r.image)
+	r.emit(bev(StatusVerifying, "", "replacement of "+tg.m.ID+": waiting for version "+versionOf(b)+" to start and prove a boot of "+r.image))
+	boot, err := r.verify(sctx, bt, versionOf(b), "", r.image)
 	if err != nil {
 		r.dropReplacement(ctx, phase, tg, b, err)
 		return err
 	}
 	r.emit(bev(StatusDone, boot, "boot "+boot+" runs "+r.image+": proven; "+tg.m.ID+" retires"))
-	tg.res.Image, tg.res.Boot, tg.res.Version = r.image, boot, b.Version
+	tg.res.Image, tg.res.Boot, tg.res.Version = r.image, boot, versionOf(b)
 	by, err := r.retireMachine(sctx, tg.app, tg.m, old.BootID, b.ID, time.Time{})
 	if err != nil {
 		return err
@@ -274,22 +274,10 @@ func (r *run) replacementConfig(tg *target) (*fly.MachineConfig, error) {
 	return cfg, nil
 }
 
-// createReplacement creates the machine once; an answer lost on the way
-// is looked for (this run's replacement of the same machine) before the
-// step fails.
+// createReplacement creates the machine (an answer lost on the way is
+// found by its create key, never made twice: machinesAPI.launch).
 func (r *run) createReplacement(ctx context.Context, tg *target, cfg *fly.MachineConfig) (*fly.Machine, error) {
-	m, err := r.api.launch(ctx, tg.app.Name, tg.m.Region, cfg, 0)
-	if err == nil {
-		return m, nil
-	}
-	if ms, lerr := r.api.list(ctx, tg.app.Name); lerr == nil {
-		for _, c := range live(ms) {
-			if meta(c, MetaReplaces) == tg.m.ID && meta(c, MetaRollout) == r.id {
-				return c, nil
-			}
-		}
-	}
-	return nil, err
+	return r.api.launch(ctx, tg.app.Name, tg.m.Region, cfg, 0)
 }
 
 // dropReplacement destroys a replacement that failed its proof (with a

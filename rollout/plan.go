@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -22,6 +23,10 @@ type target struct {
 	up   bool               // answered /ping at plan time
 	res  *MachineResult
 
+	// fresh: the boot being proven is new (this run created or updated the
+	// machine), so a process that crashed since, even one its restart
+	// policy started again, fails the proof.
+	fresh       bool
 	drained     string       // the boot this run drained at the balancer ("" none): undrained if the step fails
 	adopt       *fly.Machine // overlap: its replacement, left by an interrupted run, to prove instead of creating one
 	rollback    bool         // --rollback ran for it
@@ -42,10 +47,13 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			role = RoleBalancer
 		}
 		ms, err := r.api.list(ctx, app.Name)
+		if s := statusOf(err); s == http.StatusForbidden || s == http.StatusUnauthorized {
+			return nil, r.forbiddenApps(ctx, []string{app.Name})
+		}
 		if err != nil {
 			return nil, failf(err, "could not list the machines of %s", app.Name)
 		}
-		ms = live(ms)
+		ms = r.withSeed(ctx, app.Name, live(ms))
 		var adopt map[string]*fly.Machine
 		if role == RoleRelay {
 			ms, adopt = r.sortRelayMachines(app, ms, &r.clean)
@@ -59,7 +67,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			return nil, tooManyBalancers(app.Name, ms, "")
 		}
 		for _, m := range ms {
-			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image), adopt: adopt[m.ID]}
+			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image), adopt: adopt[m.ID], fresh: r.api.madeHere(m.ID)}
 			p, err := pingMachine(ctx, r.hc, app.URL, m.ID)
 			tg.ping, tg.up = p, err == nil
 			img := ""
@@ -67,7 +75,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 				img = m.Config.Image
 			}
 			tg.res = &MachineResult{Role: role, App: app.Name, Machine: m.ID, Region: m.Region, State: m.State,
-				FromImage: img, Image: img, OldBoot: p.BootID, Boot: p.BootID, Version: m.Version, Action: ActionUpdate}
+				FromImage: img, Image: img, OldBoot: p.BootID, Boot: p.BootID, Version: versionOf(m), Action: ActionUpdate}
 			if tg.want != nil {
 				for _, c := range flyconfig.Diff(m.Config, tg.want) {
 					if c.Path != "image" {
@@ -134,6 +142,24 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 	return targets, nil
 }
 
+// withSeed adds to ms, app's machines as listed, those this run's launch
+// created that the list does not show yet (Fly's machine lists lag a
+// create), as read now or, not found yet either, as created.
+func (r *run) withSeed(ctx context.Context, app string, ms []*fly.Machine) []*fly.Machine {
+	for _, c := range r.seed[app] {
+		if slices.ContainsFunc(ms, func(m *fly.Machine) bool { return m.ID == c.ID }) {
+			continue
+		}
+		if m, err := r.api.get(ctx, app, c.ID); err == nil {
+			c = m
+		}
+		if len(live([]*fly.Machine{c})) == 1 {
+			ms = append(ms, c)
+		}
+	}
+	return ms
+}
+
 // balancerHasAdminKey refuses a rollout whose balancer app has no
 // ADMIN_KEY secret: the balancer refuses to start on Fly without one, and
 // it is deployed last, so the fleet would end without a balancer.
@@ -180,7 +206,7 @@ func machineIDs(ms []*fly.Machine) string {
 func onImage(m *fly.Machine, image string) bool {
 	// Starting on it (an interrupted rollout's update, still coming up)
 	// is verified as well: its start is waited for, not redeployed.
-	return m.Config != nil && m.Config.Image == image && (m.State == "started" || m.State == "starting" || m.State == "created")
+	return m.Config != nil && m.Config.Image == image && running(m)
 }
 
 // sameImage reports whether a FLY_IMAGE_REF seen at /ping is the target
@@ -220,7 +246,7 @@ func (r *run) fleet(ctx context.Context) []MachineResult {
 				continue
 			}
 			mr := MachineResult{Role: role, App: app.Name, Machine: m.ID, Region: m.Region, State: m.State,
-				Version: m.Version, Action: ActionUntouched}
+				Version: versionOf(m), Action: ActionUntouched}
 			if m.Config != nil {
 				mr.Image = m.Config.Image
 			}

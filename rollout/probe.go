@@ -108,6 +108,37 @@ func exitReason(m *fly.Machine) string {
 	return ""
 }
 
+// crashedSince says why the process of a machine that runs again has
+// crashed since its last update or launch: an exit nobody asked for,
+// with a failure (a code other than 0, or a signal), that its restart
+// policy answered by starting it again (Fly's default for a config
+// without one is on-failure, up to 10 restarts, so a broken image keeps
+// coming back to started with new boots). "" when none did.
+func crashedSince(m *fly.Machine) string {
+	for _, ev := range m.Events { // newest first
+		if ev.Type == "update" || ev.Type == "launch" {
+			break
+		}
+		if ev.Type != "exit" || ev.Request == nil || ev.Request.ExitEvent == nil || ev.Request.ExitEvent.RequestedStop {
+			continue
+		}
+		x := ev.Request.ExitEvent
+		if x.ExitCode == 0 && x.Signal == 0 {
+			continue
+		}
+		how := fmt.Sprintf("exited with code %d", x.ExitCode)
+		if x.Signal != 0 {
+			how = fmt.Sprintf("was killed by signal %d", x.Signal)
+		}
+		again := "its restart policy started it again"
+		if n := ev.Request.RestartCount; n > 0 {
+			again += fmt.Sprintf(" (restart %d)", n)
+		}
+		return fmt.Sprintf("its process %s and %s: a boot that crashes is a failed boot", how, again)
+	}
+	return ""
+}
+
 // checksPassing reports whether every Fly check of m passes, and the first
 // that does not.
 func checksPassing(m *fly.Machine) (bool, string) {

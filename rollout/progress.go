@@ -12,7 +12,12 @@ import (
 func (r *run) progress(tg *target, wait string, until time.Time, format string, args ...any) {
 	ev, ok := r.last[tg.m.ID]
 	if !ok {
-		ev = Event{App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region}
+		// No state event yet: a line still says where it stands.
+		phase := PhaseRelays
+		if tg.role == RoleBalancer {
+			phase = PhaseBalancer
+		}
+		ev = Event{Phase: phase, Status: StatusVerifying, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region}
 	}
 	ev.Time, ev.Rooms, ev.Connections = time.Time{}, 0, 0
 	ev.Wait, ev.Until, ev.Message = wait, until, fmt.Sprintf(format, args...)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	fly "github.com/superfly/fly-go"
+
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
@@ -125,6 +127,12 @@ type run struct {
 	strategy Strategy // static
 	id       string   // static: this run's id in the metadata it writes
 	clean    cleanup  // what the plan found left by earlier runs (overlap.go)
+	// seed are the machines launch created, by app: the plan adds any a
+	// lagging machine list does not show yet.
+	seed map[string][]*fly.Machine
+	// newNames are the apps launch gave their first public address:
+	// their names are waited for before a machine is reached by them.
+	newNames map[string]bool
 }
 
 // Run rolls the environment's fleet to opts.Image: relays one machine at a
@@ -189,14 +197,15 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	clk := clock.OrReal(opts.Clock)
-	api.clock, api.limit.clock = clk, clk
+	api.clock, api.limit.clock, api.tr.clock = clk, clk, clk
 	api.to = base
 	return &run{
 		strategy: strategy, id: newRolloutID(clk.Now()),
 		opts: opts, env: env, t: env.Timeouts, image: image, secret: secret, api: api, hc: hc, clock: clk,
-		bal: &client.Balancer{BaseURL: env.Balancer.URL, HTTP: hc, Timeout: pingTimeout},
-		log: log.With("component", "rollout", "env", env.Name),
-		res: &Result{Env: env.Name, Image: image, DryRun: opts.DryRun},
+		bal:  &client.Balancer{BaseURL: env.Balancer.URL, HTTP: hc, Timeout: pingTimeout},
+		log:  log.With("component", "rollout", "env", env.Name),
+		res:  &Result{Env: env.Name, Image: image, DryRun: opts.DryRun},
+		seed: map[string][]*fly.Machine{}, newNames: map[string]bool{},
 	}, nil
 }
 
@@ -235,6 +244,10 @@ func (r *run) observe(ev Event) {
 func (r *run) run(ctx context.Context) error {
 	var targets []*target
 	if err := guard(func() (err error) { targets, err = r.plan(ctx); return err }); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return err // nothing was touched: a setup problem (a token's reach)
+		}
 		return r.fail(ctx, PhasePlan, nil, err)
 	}
 	if r.opts.DryRun {
@@ -295,7 +308,7 @@ func (r *run) run(ctx context.Context) error {
 // fail turns an error into a *Failure: it reads the fleet as it now is (with
 // a short deadline of its own, so a cancelled rollout still reports it).
 func (r *run) fail(ctx context.Context, phase Phase, tg *target, err error) error {
-	f := &Failure{Phase: phase, Err: err, Reason: err.Error()}
+	f := &Failure{Phase: phase, Err: err, Reason: err.Error(), launch: r.launch}
 	var se *stepError
 	if errors.As(err, &se) {
 		f.Reason = se.Error()

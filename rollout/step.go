@@ -60,11 +60,11 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		// (any boot, the image at /ping, healthy, registered) instead of
 		// redeploying it; if that fails the step fails, nothing is redeployed.
 		r.emit(ev(StatusVerifying, "already on the image: verifying its live boot, not redeploying"))
-		boot, err := r.verify(sctx, tg, m.Version, "", r.image)
+		boot, err := r.verify(sctx, tg, versionOf(m), "", r.image)
 		if err != nil {
 			return err
 		}
-		tg.res.Action, tg.res.Version, tg.res.Boot = ActionVerified, m.Version, boot
+		tg.res.Action, tg.res.Version, tg.res.Boot = ActionVerified, versionOf(m), boot
 		r.emit(ev(StatusDone, "verified: boot "+boot+" runs "+r.image))
 		return r.unadopt(sctx, tg)
 	}
@@ -118,9 +118,10 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 	if err != nil {
 		return failf(stepCause(sctx, err), "the Machines API refused the update of %s", m.ID)
 	}
-	tg.res.Image, tg.res.Version = r.image, out.Version
-	r.emit(ev(StatusVerifying, "waiting for version "+out.Version+" to start and prove a new boot"))
-	boot, err := r.verify(sctx, tg, out.Version, old.BootID, r.image)
+	tg.res.Image, tg.res.Version = r.image, versionOf(out)
+	tg.fresh = true
+	r.emit(ev(StatusVerifying, "waiting for version "+versionOf(out)+" to start and prove a new boot"))
+	boot, err := r.verify(sctx, tg, versionOf(out), old.BootID, r.image)
 	if err == nil {
 		tg.res.Action, tg.res.Boot, tg.res.State = ActionUpdated, boot, "started"
 		r.emit(ev(StatusDone, fmt.Sprintf("boot %s runs %s (was %s)", boot, r.image, orNone(old.BootID))))
@@ -172,11 +173,11 @@ func (r *run) rollback(ctx context.Context, phase Phase, tg *target, l *lease, p
 	if err != nil {
 		return err
 	}
-	boot, err := r.verify(ctx, tg, out.Version, failedBoot, prev.Image)
+	boot, err := r.verify(ctx, tg, versionOf(out), failedBoot, prev.Image)
 	if err != nil {
 		return err
 	}
-	tg.res.Action, tg.res.Image, tg.res.Boot, tg.res.Version, tg.res.State = ActionRolledBack, prev.Image, boot, out.Version, "started"
+	tg.res.Action, tg.res.Image, tg.res.Boot, tg.res.Version, tg.res.State = ActionRolledBack, prev.Image, boot, versionOf(out), "started"
 	r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusRolledBack,
 		Image: prev.Image, Boot: boot, Message: fmt.Sprintf("rolled back: boot %s runs %s", boot, prev.Image)})
 	return nil

@@ -65,12 +65,16 @@ func (r *run) waitStarted(ctx context.Context, tg *target, version string) error
 // stillOurs fails when the machine left the version being verified or its
 // process is gone.
 func (r *run) stillOurs(tg *target, m *fly.Machine, version string) error {
-	if m.Version != version {
-		return failf(nil, "machine %s changed under the rollout: version %s, expected %s", m.ID, m.Version, version)
+	if v := versionOf(m); v != version {
+		return failf(nil, "machine %s changed under the rollout: version %s, expected %s", m.ID, v, version)
 	}
 	if why := exitReason(m); why != "" {
 		tg.res.State = m.State
 		return failf(nil, "machine %s stopped after its update: %s", m.ID, why)
+	}
+	if why := crashedSince(m); why != "" && tg.fresh {
+		tg.res.State = m.State
+		return failf(nil, "machine %s crashed after its update: %s", m.ID, why)
 	}
 	return nil
 }
@@ -190,6 +194,7 @@ func (r *run) settled(ctx context.Context, tg *target, version, boot string) (bo
 	if tg.role == RoleRelay && !r.registeredLive(ctx, boot) {
 		return false, "boot " + boot + " is not registered live with the balancer", nil
 	}
+	tg.res.State = m.State // as the Machines API reports it now
 	return true, "", nil
 }
 
