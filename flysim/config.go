@@ -45,6 +45,10 @@ type Config struct {
 	// DNS is the listen address (UDP and TCP) of the internal DNS server
 	// (default 127.0.0.1:0).
 	DNS string `toml:"dns"`
+	// PortBase is the port base the config's ports are written for (the
+	// Machines API's, fly/sim.toml's 4280): MovePorts moves them all to
+	// another base. 0: they cannot be moved.
+	PortBase int `toml:"port_base"`
 	// MachineIPBase is the first loopback address handed to a machine
 	// (default 127.0.0.2); later machines get the next free ones.
 	MachineIPBase string `toml:"machine_ip_base"`
@@ -225,6 +229,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Org == "" {
 		c.Org = "personal"
+	}
+	if c.PortBase != 0 && (c.PortBase < 1024 || c.PortBase > 65535-PortSpan) {
+		return fmt.Errorf("port_base %d out of range (1024 to %d)", c.PortBase, 65535-PortSpan)
 	}
 	ip, err := netip.ParseAddr(c.MachineIPBase)
 	if err != nil || !ip.Is4() || !ip.IsLoopback() {

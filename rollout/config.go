@@ -75,6 +75,11 @@ type Env struct {
 	// RelayEnv is added to every relay app's [env], over the template's
 	// and the values derived from the app's URL, under the app's own env.
 	RelayEnv map[string]string `toml:"relay_env"`
+	// PortBase is, for an emulator's environment, the port base its ports
+	// are written for (`purrctl sim`'s; fly/sim.toml's port_base): with
+	// PURRFLY_SIM_PORT_BASE (or --sim-port-base) they move to another
+	// (MovePorts), following a `purrctl sim --port-base`.
+	PortBase int `toml:"port_base"`
 	// Dir is where the file came from: config paths are relative to it.
 	// Set by LoadFile; a caller building an Env sets it itself.
 	Dir string `toml:"-"`
@@ -228,6 +233,9 @@ func (e *Env) Validate() error {
 	}
 	if e.Org == "" {
 		e.Org = "personal"
+	}
+	if e.PortBase != 0 && (e.PortBase < 1024 || e.PortBase > 65535-PortSpan) {
+		return fmt.Errorf("port_base %d out of range (1024 to %d)", e.PortBase, 65535-PortSpan)
 	}
 	if e.MachinesAPI != "" {
 		if err := checkURL(e.MachinesAPI); err != nil {

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/flysim"
 	"github.com/purrfly/purrfly/rollout"
 )
 
@@ -115,5 +117,73 @@ func TestConfigTimeoutDefaults(t *testing.T) {
 	}
 	if _, err := load("[env.x.timeouts]\nwait = \"-1s\"\n"); err == nil || !strings.Contains(err.Error(), "negative") {
 		t.Errorf("a negative wait: %v", err)
+	}
+}
+
+// TestSimEnvFollowsThePortBase: fly/sim.toml and fly/rollout.toml's sim
+// environment moved to the same port base still name the same ports: the
+// Machines API, each relay app's proxy (and the HOST_WS_PORT derived from
+// it) and its public UDP port; what is not one of the emulator's ports
+// (UDP_PORT_V2, inside the machine) stays.
+func TestSimEnvFollowsThePortBase(t *testing.T) {
+	for _, base := range []int{4280, 20000, 64435} {
+		cfg, err := flysim.LoadConfig("../fly/sim.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.MovePorts(base); err != nil {
+			t.Fatal(err)
+		}
+		f, err := rollout.LoadFile("../fly/rollout.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := f.Env("sim")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.MovePorts(base); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if env.MachinesAPI != "http://"+cfg.MachinesAPI {
+			t.Errorf("base %d: machines_api %s, the sim's %s", base, env.MachinesAPI, cfg.MachinesAPI)
+		}
+		proxies := map[string]*flysim.AppConfig{}
+		for _, a := range cfg.Apps {
+			proxies[a.Name] = a
+		}
+		if want := "http://" + proxies[env.Balancer.Name].Proxy; env.Balancer.URL != want {
+			t.Errorf("base %d: balancer url %s, want %s", base, env.Balancer.URL, want)
+		}
+		for _, r := range env.Relays {
+			a := proxies[r.Name]
+			if a == nil || r.URL != "http://"+a.Proxy {
+				t.Errorf("base %d: relay %s url %s, the sim's proxy %+v", base, r.Name, r.URL, a)
+				continue
+			}
+			mc := r.MachineConfig("purrfly:v1")
+			_, port, _ := strings.Cut(a.Proxy, "127.0.0.1:")
+			if mc.Env["HOST_WS_PORT"] != port || mc.Env["HOST_UDP_PORT_V2"] != strconv.Itoa(a.UDP[0].Port) || mc.Env["UDP_PORT_V2"] != "7778" {
+				t.Errorf("base %d: relay %s env %v, want HOST_WS_PORT %s, HOST_UDP_PORT_V2 %d, UDP_PORT_V2 7778", base, r.Name, mc.Env, port, a.UDP[0].Port)
+			}
+			if a.Env["HOST_WS_PORT"] != port || a.Env["HOST_UDP_PORT_V2"] != strconv.Itoa(a.UDP[0].Port) {
+				t.Errorf("base %d: the sim's own machines of %s: env %v", base, r.Name, a.Env)
+			}
+		}
+	}
+	f, err := rollout.LoadFile("../fly/rollout.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, _ := f.Env("prod")
+	if err := prod.MovePorts(20000); err == nil {
+		t.Error("prod (no port_base) moved its ports")
+	}
+	sim, _ := f.Env("sim")
+	if err := sim.MovePorts(80); err == nil {
+		t.Error("port base 80 accepted")
 	}
 }

@@ -51,6 +51,9 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"launch", "prod"}, "launch needs --image REF"},
 		{[]string{"launch", "prod", "--rollback"}, "flag provided but not defined: -rollback (run 'purrctl launch --help')"},
 		{[]string{"launch", "nowhere", "--image", "x", "--config", "../../fly/rollout.toml"}, `unknown environment "nowhere"`},
+		{[]string{"sim", "--config", "../../fly/sim.toml", "--port-base", "70000"}, "--port-base (PURRFLY_SIM_PORT_BASE) must be 0 (the config's own) or a port base from 1024 to 64435, got 70000"},
+		{[]string{"sim", "--config", "../../fly/sim.toml", "--port-base", "80"}, "--port-base (PURRFLY_SIM_PORT_BASE): port base 80 out of range (1024 to 64435)"},
+		{[]string{"launch", "sim", "--image", "x", "--config", "../../fly/rollout.toml", "--sim-port-base", "80"}, "--sim-port-base (PURRFLY_SIM_PORT_BASE): port base 80 out of range"},
 		// Ranges are enforced as the help states them.
 		{[]string{"smoke", "--balancer", "http://127.0.0.1:8080/path"}, "must be a base URL, http(s)://host[:port] with no path"},
 		{[]string{"fleet", "status", "--balancer", "http://127.0.0.1:8080/?x=1"}, "with no path, query or fragment"},

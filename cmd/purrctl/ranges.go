@@ -27,6 +27,10 @@ type numRange struct {
 // portRange is a TCP or UDP port, where 0 means any free one.
 var portRange = numRange{min: 0, max: 65535, why: "a port number (0: any free port)"}
 
+// portBaseRange is an emulator's port base: 0 keeps the config's own
+// (1 to 1023 are refused where the base is applied).
+var portBaseRange = numRange{min: 0, max: 65535 - 1100, why: "0 (the config's own) or a port base from 1024 to 64435"}
+
 // flagRanges are the exceptions to "not negative", keyed "command flag"
 // ("relay ws-port"); a key "* flag" applies to that flag name in every
 // command.
@@ -48,6 +52,8 @@ var flagRanges = map[string]numRange{
 	"chaos rooms":                    {min: 1, max: 64, why: "1 to 64 rooms"},
 	"chaos players":                  {min: 1, max: 8, why: "1 to 8 players"},
 	"chaos duration":                 {min: int64(chaosMinDuration), why: "at least " + chaosMinDuration.String() + ": the storm runs every fault kind once"},
+	"* port-base":                    portBaseRange,
+	"* sim-port-base":                portBaseRange,
 	"bench repeat":                   {min: 1, why: "at least 1"},
 	"bench rounds":                   {min: 1, why: "at least 1"},
 	"bench size":                     {min: 12, max: 65535, why: "12 to 65,535 bytes (sender and timestamp first)"},

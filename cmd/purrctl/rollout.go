@@ -82,6 +82,8 @@ func rolloutFlags() []cli.Flag {
 		&cli.StringFlag{Name: "token", EnvVars: []string{"FLY_API_TOKEN"}, Usage: "Machines API token"},
 		&cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared secret of the balancer's admin API"},
 		&cli.StringFlag{Name: "machines-api", EnvVars: []string{"FLY_FLAPS_BASE_URL"}, Usage: "Machines API base URL (default: the environment's, else https://api.machines.dev)"},
+		&cli.IntFlag{Name: "sim-port-base", EnvVars: []string{simPortBaseEnv},
+			Usage: "for the emulator's environment (one with port_base): the port base `purrctl sim --port-base` was given; every port of the environment moves with it (0: its own)"},
 	}
 }
 
@@ -133,6 +135,16 @@ func runDeploy(c *cli.Context, name string, do func(context.Context, rollout.Opt
 	env, err := file.Env(c.Args().First())
 	if err != nil {
 		return usagef("%w", err)
+	}
+	// An emulator's environment follows `purrctl sim --port-base`; any
+	// other ignores the variable (a shell may export it for both).
+	if base := c.Int("sim-port-base"); base != 0 && env.PortBase != 0 && base != env.PortBase {
+		if err := env.MovePorts(base); err != nil {
+			return usagef("--sim-port-base (%s): %w", simPortBaseEnv, err)
+		}
+		if err := env.Validate(); err != nil {
+			return usagef("environment %s at port base %d: %w", env.Name, base, err)
+		}
 	}
 	// A write to a closed stdout (`rollout ... | head -3`) must not kill
 	// the process by SIGPIPE with its lease held: noticed, the write fails

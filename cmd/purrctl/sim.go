@@ -11,6 +11,10 @@ import (
 	"github.com/purrfly/purrfly/flysim"
 )
 
+// simPortBaseEnv moves `purrctl sim`'s ports, and those of the emulator's
+// environment that launch and rollout deploy to.
+const simPortBaseEnv = "PURRFLY_SIM_PORT_BASE"
+
 func simCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sim",
@@ -21,6 +25,8 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "write the Machines API URL, token, DNS address and app URLs here as JSON once up"},
 			&cli.StringFlag{Name: "log-dir", Usage: "machine output folder (default: a new temporary folder)"},
 			&cli.BoolFlag{Name: "empty", Usage: "start an empty organisation: every app of the config reserved (addresses held), none created, no machine running"},
+			&cli.IntFlag{Name: "port-base", EnvVars: []string{simPortBaseEnv},
+				Usage: "move every port of the config (Machines API, proxies, public UDP, DNS) from its port_base to this one, so a second sim runs beside the first; launch and rollout follow " + simPortBaseEnv + " (0: the config's own)"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := flysim.LoadConfig(c.String("config"))
@@ -29,6 +35,11 @@ func simCommand() *cli.Command {
 			}
 			if c.Bool("empty") {
 				cfg.Empty()
+			}
+			if base := c.Int("port-base"); base != 0 {
+				if err := cfg.MovePorts(base); err != nil {
+					return usagef("--port-base (%s): %w", simPortBaseEnv, err)
+				}
 			}
 			sim, err := flysim.New(cfg, flysim.Options{
 				LogDir: c.String("log-dir"),
