@@ -24,7 +24,10 @@
 // list) and flysim's fault route (/flysim/v1/faults: network faults), the
 // balancer's public and admin API, the relays' private routes. So `purrctl
 // chaos --state` drives a `purrctl sim` in another process exactly as Run
-// drives its own.
+// drives its own. It keeps Fly's Machines API manners: a rate-limited call
+// (429) is sent again after its Retry-After, and an app's machines are
+// listed at most once a second, one listing shared by every caller
+// (fleet.go's listCache).
 //
 // # Faults (each bounded in time; the fleet is whole again after each)
 //

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/purrfly/purrfly/flysim"
@@ -34,6 +36,37 @@ type fleet struct {
 	multi    string               // a relay app with more than one machine ("" when none)
 	hc       *http.Client         // Machines API and private-address calls
 	health   bounds
+	lists    *listCache // internally locked
+}
+
+// listEvery is how often the soak lists one app's machines at most: Fly
+// allows about one list a second per app, and the views, the scheduler
+// and the health waits all look, so they share one listing a second.
+const listEvery = time.Second
+
+// listCache holds each app's latest machine list (at most listEvery old).
+// A caller that finds it stale lists again while holding the app's lock,
+// so concurrent callers wait for that one list instead of sending theirs.
+type listCache struct {
+	mu   sync.Mutex // guards apps
+	apps map[string]*appList
+}
+
+type appList struct {
+	mu sync.Mutex // held across the list call, guards the rest
+	at time.Time
+	ms []machine
+}
+
+func (c *listCache) of(app string) *appList {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.apps[app]
+	if l == nil {
+		l = &appList{}
+		c.apps[app] = l
+	}
+	return l
 }
 
 // bounds are the fleet's configured intervals, from which every time bound
@@ -59,7 +92,8 @@ var linkRef = regexp.MustCompile(`^\{link:([a-z0-9-]+)\}$`)
 
 func newFleet(cfg *flysim.Config, st flysim.State) (*fleet, error) {
 	f := &fleet{st: st, ports: map[string]int{}, regions: map[string]string{}, links: map[string][2]string{},
-		hc: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 5 * time.Second}},
+		lists: &listCache{apps: map[string]*appList{}},
+		hc:    &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 5 * time.Second}},
 		health: bounds{HealthInterval: defaultHealthInterval, HealthTimeout: balancerHealthTimeout,
 			HealthFailures: balancerHealthFails, Heartbeat: defaultHeartbeat, Drain: defaultDrain}}
 	var heartbeat time.Duration // the slowest relay's
@@ -140,26 +174,48 @@ func (f *fleet) base(m machine) string {
 	return "http://" + net.JoinHostPort(m.PrivateIP, strconv.Itoa(f.ports[m.app]))
 }
 
+// maxRateLimited bounds how often one Machines API call is sent again
+// after a 429 (Fly rate-limits each action per machine).
+const maxRateLimited = 10
+
 // api calls the Machines API (or the sim's fault route) and decodes the
-// JSON answer into out (nil: ignored).
+// JSON answer into out (nil: ignored). A rate-limited call (429) is sent
+// again after its Retry-After.
 func (f *fleet) api(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		payload = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, f.st.MachinesAPI+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+f.st.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+	var resp *http.Response
+	for try := 0; ; try++ {
+		var rd io.Reader
+		if payload != nil {
+			rd = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, f.st.MachinesAPI+path, rd)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+f.st.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = f.hc.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || try >= maxRateLimited {
+			break
+		}
+		resp.Body.Close()
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s %s: %w", method, path, ctx.Err())
+		case <-time.After(time.Duration(min(max(wait, 1), 30)) * time.Second):
+		}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -172,8 +228,15 @@ func (f *fleet) api(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
-// machines lists an app's machines (every state but destroyed).
+// machines lists an app's machines (every state but destroyed), as the
+// Machines API listed them at most listEvery ago.
 func (f *fleet) machines(ctx context.Context, app string) ([]machine, error) {
+	l := f.lists.of(app)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.at.IsZero() && time.Since(l.at) < listEvery {
+		return slices.Clone(l.ms), nil
+	}
 	var ms []machine
 	if err := f.api(ctx, http.MethodGet, "/v1/apps/"+url.PathEscape(app)+"/machines", nil, &ms); err != nil {
 		return nil, err
@@ -181,7 +244,8 @@ func (f *fleet) machines(ctx context.Context, app string) ([]machine, error) {
 	for i := range ms {
 		ms[i].app = app
 	}
-	return ms, nil
+	l.at, l.ms = time.Now(), ms
+	return slices.Clone(ms), nil
 }
 
 // started lists the started machines of apps.

@@ -61,8 +61,8 @@ type Config struct {
 	// Links are fault-injectable TCP paths between apps (link.go): a machine
 	// given {link:NAME} instead of {url:APP} reaches the target through it.
 	Links []*LinkConfig `toml:"links"`
-	// Platform is how unkind the emulated Fly is (platform.go); the zero
-	// Platform is a kind one.
+	// Platform is how unkind the emulated Fly is (platform.go); LoadConfig
+	// starts from DefaultPlatform, a Config built in Go from a kind one.
 	Platform Platform `toml:"platform"`
 }
 
@@ -106,8 +106,12 @@ type AppConfig struct {
 	// command (fly.toml's [processes] app = "relay").
 	Cmd []string `toml:"cmd"`
 	// Checks are top-level checks ([checks.NAME] of fly.toml) of every
-	// machine of the app.
+	// machine of the app: they observe, and route only when the platform
+	// routes on every check (Platform.ProxyChecks).
 	Checks map[string]*CheckConfig `toml:"checks"`
+	// ServiceChecks are the checks of the app's http service
+	// ([[http_service.checks]] of fly.toml): the proxy routes on them.
+	ServiceChecks []*CheckConfig `toml:"service_checks"`
 	// UDP are the app's UDP services ([[services]] protocol = "udp" of
 	// fly.toml), each served by one machine at a time (udp.go).
 	UDP []*UDPService `toml:"udp"`
@@ -189,7 +193,7 @@ func (d *Duration) UnmarshalTOML(v any) error {
 
 // LoadConfig reads and validates a TOML config file.
 func LoadConfig(path string) (*Config, error) {
-	var c Config
+	c := Config{Platform: DefaultPlatform()}
 	md, err := toml.DecodeFile(path, &c)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read config %s: %w", path, err)
@@ -321,29 +325,13 @@ func (a *AppConfig) validate(c *Config, ids map[string]bool) error {
 		return fmt.Errorf("kill_timeout %s out of range (max %s)", a.KillTimeout.Duration, MaxKillTimeout)
 	}
 	for name, ch := range a.Checks {
-		if ch == nil {
-			return fmt.Errorf("check %q is empty", name)
+		if err := a.validateCheck(ch); err != nil {
+			return fmt.Errorf("check %q: %w", name, err)
 		}
-		if ch.Type == "" {
-			ch.Type = "http"
-		}
-		if ch.Type != "http" && ch.Type != "tcp" {
-			return fmt.Errorf("check %q: type must be http or tcp", name)
-		}
-		if ch.Port == 0 {
-			ch.Port = a.InternalPort
-		}
-		if ch.Type == "http" && ch.Path == "" {
-			ch.Path = "/"
-		}
-		if ch.Method == "" && ch.Type == "http" {
-			ch.Method = "GET"
-		}
-		if ch.Interval.Duration <= 0 {
-			ch.Interval.Duration = DefaultCheckInterval
-		}
-		if ch.Timeout.Duration <= 0 {
-			ch.Timeout.Duration = DefaultCheckTimeout
+	}
+	for i, ch := range a.ServiceChecks {
+		if err := a.validateCheck(ch); err != nil {
+			return fmt.Errorf("service check %d: %w", i, err)
 		}
 	}
 	if err := a.validateUDP(); err != nil {
@@ -379,6 +367,36 @@ func (a *AppConfig) validate(c *Config, ids map[string]bool) error {
 			}
 			ids[m.ID] = true
 		}
+	}
+	return nil
+}
+
+// validateCheck fills a check's defaults and refuses what the Sim cannot
+// run.
+func (a *AppConfig) validateCheck(ch *CheckConfig) error {
+	if ch == nil {
+		return errors.New("empty")
+	}
+	if ch.Type == "" {
+		ch.Type = "http"
+	}
+	if ch.Type != "http" && ch.Type != "tcp" {
+		return errors.New("type must be http or tcp")
+	}
+	if ch.Port == 0 {
+		ch.Port = a.InternalPort
+	}
+	if ch.Type == "http" && ch.Path == "" {
+		ch.Path = "/"
+	}
+	if ch.Method == "" && ch.Type == "http" {
+		ch.Method = "GET"
+	}
+	if ch.Interval.Duration <= 0 {
+		ch.Interval.Duration = DefaultCheckInterval
+	}
+	if ch.Timeout.Duration <= 0 {
+		ch.Timeout.Duration = DefaultCheckTimeout
 	}
 	return nil
 }

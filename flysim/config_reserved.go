@@ -17,7 +17,7 @@ func (a *AppConfig) validateReserved() error {
 	switch {
 	case len(a.Machines) > 0:
 		return errors.New("a reserved app has no [[apps.machines]]: a client launches them once it has created the app")
-	case len(a.Env) > 0 || len(a.Cmd) > 0 || len(a.Checks) > 0:
+	case len(a.Env) > 0 || len(a.Cmd) > 0 || len(a.Checks) > 0 || len(a.ServiceChecks) > 0:
 		return errors.New("a reserved app has no env, cmd or checks: the machine configs a client sends carry them")
 	case len(a.Secrets) > 0:
 		return errors.New("a reserved app has no [apps.secrets]: a client sets them once it has created the app")
@@ -41,7 +41,7 @@ func (c *Config) Empty() {
 			continue
 		}
 		a.Reserved = true
-		a.Machines, a.Env, a.Cmd, a.Checks, a.Secrets = nil, nil, nil, nil, nil
+		a.Machines, a.Env, a.Cmd, a.Checks, a.ServiceChecks, a.Secrets = nil, nil, nil, nil, nil, nil
 		a.RestartPolicy, a.RestartMaxRetries = "", 0
 	}
 }

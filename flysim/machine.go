@@ -319,6 +319,7 @@ func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
 				{Port: &port80, Handlers: []string{"http"}},
 				{Port: &port443, Handlers: []string{"tls", "http"}},
 			},
+			Checks: serviceChecksToFly(a.ServiceChecks),
 		}},
 		StopConfig: &fly.StopConfig{Signal: &sig, Timeout: &fly.Duration{Duration: a.KillTimeout.Duration}},
 	}
@@ -340,6 +341,16 @@ func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
 		}
 	}
 	return cfg
+}
+
+func serviceChecksToFly(cs []*CheckConfig) []fly.MachineServiceCheck {
+	var out []fly.MachineServiceCheck
+	for _, c := range cs {
+		mc := checkToFly(c)
+		out = append(out, fly.MachineServiceCheck{Type: mc.Type, Port: mc.Port, Interval: mc.Interval, Timeout: mc.Timeout,
+			GracePeriod: mc.GracePeriod, HTTPMethod: mc.HTTPMethod, HTTPPath: mc.HTTPPath})
+	}
+	return out
 }
 
 func checkToFly(c *CheckConfig) fly.MachineCheck {

@@ -13,7 +13,10 @@ import (
 // sim.toml's [platform]. docs/FLYSIM.md names the source of each.
 //
 // The zero Platform is a kind one: every behaviour off, the Sim answering
-// at once and exactly; DefaultPlatform is Fly's.
+// at once and exactly. LoadConfig starts from DefaultPlatform, so a TOML
+// config gets Fly's behaviour for every key its [platform] does not set
+// (fly/sim.toml shows them all); a test may shorten the delays ("0s"
+// turns one off).
 type Platform struct {
 	// ListLag: a machine created through the Machines API is missing
 	// from the app's machine lists for this long (Fly's lists are

@@ -5,6 +5,7 @@ package flysim
 import (
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -258,5 +259,64 @@ func TestPlatformMachines(t *testing.T) {
 	}
 	if last != http.StatusTooManyRequests || retry != "1" {
 		t.Errorf("5 events calls at once: last %d Retry-After %q, want 429 and 1", last, retry)
+	}
+}
+
+// TestPlatformTOMLDefaults: a TOML config without [platform] is Fly's
+// platform, and so is the shipped fly/sim.toml, every behaviour on; a
+// config that sets some keys keeps the others; bad values are refused.
+func TestPlatformTOMLDefaults(t *testing.T) {
+	c, err := LoadConfig("testdata/sim.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultPlatform()
+	if c.Platform.ListLag != d.ListLag || !c.Platform.RateLimit || c.Platform.MachineVersion != MachineVersionAbsent ||
+		len(c.Platform.TakenAppNames) != len(d.TakenAppNames) {
+		t.Errorf("platform of a config without [platform]: %+v, want %+v", c.Platform, d)
+	}
+	shipped, err := LoadConfig("../fly/sim.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := shipped.Platform; p.ListLag.Duration <= 0 || p.CreateNotFound.Duration <= 0 || !p.RateLimit ||
+		p.DNSDelay.Duration <= 0 || p.ProxyHold.Duration <= 0 || !p.ConfigDefaults || !p.MidUpdateStates || !p.DeployTokens ||
+		len(p.TakenAppNames) == 0 || p.DefaultRestart != "on-failure" || p.ProxyChecks != ProxyChecksService ||
+		p.MachineVersion != MachineVersionAbsent {
+		t.Errorf("fly/sim.toml's platform is kind somewhere: %+v", p)
+	}
+	for _, a := range shipped.Apps {
+		// The proxy routes on service checks: every app's routing check
+		// is its http service's, as [[http_service.checks]] in its toml.
+		if len(a.ServiceChecks) == 0 || a.ServiceChecks[0].Path != "/ping" {
+			t.Errorf("fly/sim.toml app %s has no service check on /ping: %+v", a.Name, a.ServiceChecks)
+		}
+		if mc := initialConfig(a, &MachineSpec{Image: "purrfly:v1"}); len(mc.Services[0].Checks) != 1 {
+			t.Errorf("app %s's machines have %d service checks, want 1", a.Name, len(mc.Services[0].Checks))
+		}
+	}
+	for _, bad := range []string{`list_lag = "-1s"`, `machine_version = "v2"`, `default_restart = "always"`, `proxy_checks = "some"`,
+		`taken_app_names = ["Bad Name"]`, "other_org = \"personal\"\ntaken_app_names = [\"x\"]"} {
+		p := filepath.Join(t.TempDir(), "sim.toml")
+		writeFile(t, p, "[images.\"a:1\"]\ncommand = [\"true\"]\n[platform]\n"+bad+"\n")
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "[platform]") {
+			t.Errorf("[platform] %s: %v, want refused", bad, err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "sim.toml")
+	writeFile(t, p, "[images.\"a:1\"]\ncommand = [\"true\"]\n[platform]\nlist_lag = \"0s\"\ntaken_app_names = []\n")
+	k, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Platform.ListLag.Duration != 0 || len(k.Platform.TakenAppNames) != 0 || k.Platform.CreateNotFound != d.CreateNotFound {
+		t.Errorf("[platform] list_lag = 0s: %+v", k.Platform)
+	}
+}
+
+func writeFile(tb testing.TB, path, content string) {
+	tb.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }

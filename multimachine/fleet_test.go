@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -118,7 +119,7 @@ func startFleet(t *testing.T) *fleet {
 	t.Cleanup(flapsTr.CloseIdleConnections)
 	f.fc, err = flaps.NewWithOptions(context.Background(), flaps.NewClientOpts{
 		Tokens:    tokens.Parse(sim.State().Token),
-		Transport: flapsTr,
+		Transport: rateLimited{flapsTr},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -211,10 +212,20 @@ func (f *fleet) launch(like string) string {
 	if err != nil {
 		f.t.Fatalf("launch: %v", err)
 	}
-	if err := f.fc.Wait(ctx, relayApp, nm.ID, flaps.WithWaitStates("started"), flaps.WithWaitTimeout(15*time.Second)); err != nil {
-		f.t.Fatalf("wait for %s started: %v", nm.ID, err)
+	// As on Fly, a machine just created may be "not found" for a moment:
+	// the wait is asked again until it knows the machine.
+	for {
+		err := f.fc.Wait(ctx, relayApp, nm.ID, flaps.WithWaitStates("started"), flaps.WithWaitTimeout(15*time.Second))
+		var fe *flaps.FlapsError
+		if errors.As(err, &fe) && fe.ResponseStatusCode == http.StatusNotFound && ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			f.t.Fatalf("wait for %s started: %v", nm.ID, err)
+		}
+		return nm.ID
 	}
-	return nm.ID
 }
 
 // stop asks the Machines API to stop a machine with signal ("" = the
@@ -335,4 +346,30 @@ func (f *fleet) metric(machine, name string, labels ...string) float64 {
 		}
 	}
 	return sum
+}
+
+// rateLimited sends a request the Machines API rate-limited (429) again
+// after its Retry-After, as any Fly client must (bodiless requests only:
+// the test's gets, lists, waits and stops).
+type rateLimited struct{ next http.RoundTripper }
+
+func (r rateLimited) RoundTrip(req *http.Request) (*http.Response, error) {
+	for try := 0; ; try++ {
+		resp, err := r.next.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || try >= 10 || req.Body != nil && req.GetBody == nil {
+			return resp, err
+		}
+		resp.Body.Close()
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		select {
+		case <-time.After(time.Duration(max(wait, 1)) * time.Second):
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
 }

@@ -68,7 +68,12 @@
 // completed by a plain re-run: a half-proven replacement on the wanted
 // image and config is adopted (proven, then its old machine retired),
 // another is retired or destroyed, a retiring machine is found again;
-// no machine is duplicated and none retires forever. An app's count
+// no machine is duplicated and none retires forever. Fly's machine list
+// lags a create, so a re-run started at once may not list a replacement
+// the killed run just made: the plan reads by ID the machines the listed
+// ones' metadata names, and the registration phase, once the lists have
+// caught up, retires or destroys any replacement of another run the plan
+// did not see. An app's count
 // (fly/rollout.toml) is its started machines on the current image:
 // retiring machines are never capacity.
 //

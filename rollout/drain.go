@@ -98,7 +98,13 @@ func (r *run) undrain(ctx context.Context, phase Phase, tg *target, stepErr erro
 		// back would let the balancer place rooms on a relay that may be
 		// dead until its health probe removes it, so it stays drained.
 		ev.Status = StatusFailed
-		if m, err := r.api.get(ctx, tg.app.Name, tg.m.ID); err == nil && !running(m) {
+		if tg.fresh {
+			// The update went through: the old process was replaced (its
+			// machine now crashes, or starts, on the new image).
+			tg.drained = ""
+			ev.Message = fmt.Sprintf("machine %s was updated: boot %s is gone, and the balancer drops it once its health probe fails; "+
+				"nothing to give back", tg.m.ID, boot)
+		} else if m, err := r.api.get(ctx, tg.app.Name, tg.m.ID); err == nil && !running(m) {
 			tg.drained = ""
 			ev.Message = fmt.Sprintf("machine %s is %s: boot %s is gone, and the balancer drops it once its health probe fails; "+
 				"nothing to give back", tg.m.ID, m.State, boot)

@@ -68,14 +68,17 @@ func TestRolloutBrokenImage(t *testing.T) {
 	untouched()
 	f.noLeases(t)
 
-	// Without --rollback: the machine stays down, the rest as it was. The
-	// boot it drained is dead: it is not "given back" (which would let the
-	// balancer place rooms on it until its probe fails).
+	// Without --rollback: the machine stays on the broken image, the rest
+	// as it was. Its restart policy (Fly's default, on-failure) keeps
+	// starting it again: the rollout fails it at its first crash all the
+	// same, not when its restarts run out. The boot it drained is dead
+	// (the update replaced it): it is not "given back" (which would let
+	// the balancer place rooms on it until its probe fails).
 	var said []rollout.Event
 	o = f.opts("purrfly:broken")
 	o.Observer = func(ev rollout.Event) { said = append(said, ev) }
 	_, err = rollout.Run(ctx, o)
-	if !errors.As(err, &fl) || fl.Machine != relayA || fl.Rollback {
+	if !errors.As(err, &fl) || fl.Machine != relayA || fl.Rollback || !strings.Contains(fl.Reason, "exited with code 1") {
 		t.Fatalf("second failure: %v", err)
 	}
 	gone := false
@@ -83,13 +86,13 @@ func TestRolloutBrokenImage(t *testing.T) {
 		if strings.Contains(ev.Message, "takes new rooms again") {
 			t.Errorf("the dead boot was given back: %q", ev.Message)
 		}
-		gone = gone || strings.Contains(ev.Message, "is stopped: boot") && strings.Contains(ev.Message, "nothing to give back")
+		gone = gone || strings.Contains(ev.Message, "is gone") && strings.Contains(ev.Message, "nothing to give back")
 	}
 	if !gone {
-		t.Error("no event said the drained boot is gone with its stopped machine")
+		t.Error("no event said the drained boot is gone with its update")
 	}
-	if m := f.machine(t, "purrfly-relay-a"); m.State != "stopped" || m.Config.Image != "purrfly:broken" {
-		t.Errorf("broken machine: state %s image %s", m.State, m.Config.Image)
+	if m := f.machine(t, "purrfly-relay-a"); m.Config.Image != "purrfly:broken" || m.Config.Restart == nil || m.Config.Restart.Policy != "on-failure" {
+		t.Errorf("broken machine: state %s image %s restart %+v", m.State, m.Config.Image, m.Config.Restart)
 	}
 	var sb strings.Builder
 	rollout.WriteFleet(&sb, fl.Fleet)
@@ -339,6 +342,7 @@ func TestRolloutRefusesASecondBalancer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.listed(t, "purrfly-balancer", 2) // a plan sees what Fly's list shows
 	_, err = rollout.Run(ctx, f.opts("purrfly:v2"))
 	var fl *rollout.Failure
 	if !errors.As(err, &fl) || fl.Phase != rollout.PhasePlan || !strings.Contains(fl.Reason, "must run exactly one") ||
@@ -348,6 +352,34 @@ func TestRolloutRefusesASecondBalancer(t *testing.T) {
 	for _, app := range f.apps[:2] {
 		if n := updates(f.machine(t, app)); n != 0 {
 			t.Errorf("%s was updated", app)
+		}
+	}
+
+	// A standby (flyctl's `machine clone --standby-for`) is no second
+	// balancer: it is left alone, neither counted nor deployed.
+	if err := f.fc.Destroy(ctx, "purrfly-balancer", fly.RemoveMachineInput{ID: clone.ID, Kill: true}, ""); err != nil {
+		t.Fatal(err)
+	}
+	cfg := *bal.Config
+	cfg.Standbys = []string{bal.ID}
+	standby, err := f.fc.Launch(ctx, "purrfly-balancer", fly.LaunchMachineInput{Region: bal.Region, Config: &cfg, SkipLaunch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.listed(t, "purrfly-balancer", 2)
+	dry := f.opts("purrfly:v2")
+	dry.DryRun = true
+	var said bool
+	dry.Observer = func(ev rollout.Event) {
+		said = said || ev.Machine == standby.ID && strings.Contains(ev.Message, "standby for "+bal.ID)
+	}
+	plan, err := rollout.Run(ctx, dry)
+	if err != nil || !said {
+		t.Fatalf("dry run beside a standby balancer: %v (standby said: %v)", err, said)
+	}
+	for _, m := range plan.Machines {
+		if m.Machine == standby.ID {
+			t.Errorf("the standby is in the plan: %+v", m)
 		}
 	}
 }

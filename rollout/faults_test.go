@@ -73,7 +73,7 @@ func TestRolloutFaults(t *testing.T) {
 				select {
 				case <-stop:
 					return
-				case <-time.After(400 * time.Millisecond):
+				case <-time.After(1100 * time.Millisecond): // within Fly's rate limit (1/s per action and machine)
 					_, _ = f.fc.RefreshLease(ctx, "purrfly-relay-a", id, &ttl, held.Data.Nonce)
 					refreshes++
 				}

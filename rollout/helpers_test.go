@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,13 @@ func tryFleet(t *testing.T, tweak func(*flysim.Config), multi bool) (*fleet, err
 		}
 		a.KillTimeout = flysim.Duration{Duration: 5 * time.Second}
 	}
+	// Fly's platform as shipped, its delays shortened (each behaviour
+	// still on) so that the suite's many creates stay quick; the
+	// must-hold launch tests put the shipped platform back (shipped).
+	cfg.Platform.ListLag = flysim.Duration{Duration: 500 * time.Millisecond}
+	cfg.Platform.CreateNotFound = flysim.Duration{Duration: 300 * time.Millisecond}
+	cfg.Platform.DNSDelay = flysim.Duration{Duration: time.Second}
+	cfg.Platform.ProxyHold = flysim.Duration{Duration: time.Second}
 	if tweak != nil {
 		tweak(cfg)
 	}
@@ -184,6 +192,17 @@ func tryFleet(t *testing.T, tweak func(*flysim.Config), multi bool) (*fleet, err
 
 func d(v time.Duration) rollout.Duration { return rollout.Duration{Duration: v} }
 
+// shipped puts fly/sim.toml's platform back into c, every delay as
+// shipped.
+func shipped(t *testing.T, c *flysim.Config) {
+	t.Helper()
+	s, err := flysim.LoadConfig("../fly/sim.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Platform = s.Platform
+}
+
 // opts are rollout options against the fleet, with the in-place strategy
 // (the tests written for it); overlap are the default strategy's.
 func (f *fleet) opts(image string) rollout.Options {
@@ -267,14 +286,50 @@ func (f *fleet) apiCalls(t *testing.T) map[string]float64 {
 }
 
 // rebaseTo sends flaps' requests (built for FLY_FLAPS_BASE_URL or Fly's
-// default) to base instead.
+// default) to base instead, and sends a request the Machines API
+// rate-limited (429) again after its Retry-After, as any Fly client must.
 func rebaseTo(base string, next http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		out := r.Clone(r.Context())
-		u := *r.URL
-		u.Scheme, u.Host = "http", strings.TrimPrefix(base, "http://")
-		out.URL, out.Host = &u, ""
-		return next.RoundTrip(out)
+		for try := 0; ; try++ {
+			out := r.Clone(r.Context())
+			u := *r.URL
+			u.Scheme, u.Host = "http", strings.TrimPrefix(base, "http://")
+			out.URL, out.Host = &u, ""
+			if r.GetBody != nil {
+				body, err := r.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				out.Body = body
+			}
+			resp, err := next.RoundTrip(out)
+			if err != nil || resp.StatusCode != http.StatusTooManyRequests || try >= 10 || r.Body != nil && r.GetBody == nil {
+				return resp, err
+			}
+			resp.Body.Close()
+			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			select {
+			case <-time.After(time.Duration(max(wait, 1)) * time.Second):
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}
+	})
+}
+
+// listed waits until app's machine list (which lags a create on Fly and
+// in the sim) shows n live machines.
+func (f *fleet) listed(t *testing.T, app string, n int) {
+	t.Helper()
+	testutil.Eventually(t, 15*time.Second, fmt.Sprintf("%d machines of %s listed", n, app), func() bool {
+		ms, err := f.fc.List(context.Background(), app, "")
+		live := 0
+		for _, m := range ms {
+			if m.State != "destroyed" && m.State != "destroying" {
+				live++
+			}
+		}
+		return err == nil && live == n
 	})
 }
 

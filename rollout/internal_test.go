@@ -301,7 +301,7 @@ func TestMachinesAPIDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if api.base != defaultRetryBase || api.tries != defaultAPITries || api.limit.rate != defaultAPIRate || api.limit.burst != defaultAPIBurst {
+	if api.base != defaultRetryBase || api.tries != defaultAPITries || api.limit.rate != defaultAPIRate*21/20 || api.limit.burst != defaultAPIBurst {
 		t.Fatalf("defaults: base %v tries %d rate %v burst %v", api.base, api.tries, api.limit.rate, api.limit.burst)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

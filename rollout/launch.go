@@ -275,7 +275,7 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		if err != nil {
 			return failf(err, "could not list the machines of %s", a.Name)
 		}
-		ms = live(ms)
+		ms = slices.DeleteFunc(live(ms), func(m *fly.Machine) bool { return m.Config != nil && len(m.Config.Standbys) > 0 })
 		if role == RoleBalancer && len(ms) > 1 {
 			return tooManyBalancers(a.Name, ms, "")
 		}

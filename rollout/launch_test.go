@@ -19,15 +19,22 @@ import (
 )
 
 // launchFleet is an empty emulated organisation (fly/sim.toml's apps
-// reserved, none created) and fly/rollout.toml's sim environment pointed
-// at it, with test timings.
-func launchFleet(t *testing.T) *fleet { return launchFleetWith(t, "") }
+// reserved, none created) on the platform fly/sim.toml ships (every
+// behaviour of Fly's at its shipped delay) and fly/rollout.toml's sim
+// environment pointed at it, with test timings.
+func launchFleet(t *testing.T) *fleet { return launchFleetWith(t, "", true) }
 
 // launchFleetWith uses relayConfig (a path) as the relay template instead
-// of fly/relay.toml when it is not empty.
-func launchFleetWith(t *testing.T, relayConfig string) *fleet {
+// of fly/relay.toml when it is not empty, on the shipped platform or (not
+// asShipped) the suite's shorter delays.
+func launchFleetWith(t *testing.T, relayConfig string, asShipped bool) *fleet {
 	t.Helper()
-	f := startFleetOf(t, func(c *flysim.Config) { c.Empty() }, true)
+	f := startFleetOf(t, func(c *flysim.Config) {
+		c.Empty()
+		if asShipped {
+			shipped(t, c)
+		}
+	}, true)
 	file, err := rollout.LoadFile("../fly/rollout.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -56,13 +63,16 @@ func launchFleetWith(t *testing.T, relayConfig string) *fleet {
 	return f
 }
 
-// The whole first deploy against the emulator: an empty organisation
-// becomes the fleet the tomls describe, smoke passes, and a second launch
-// changes nothing.
+// The whole first deploy against the emulator as shipped (Fly's
+// unkindness on: lagging lists, 404s after a create, rate limits, a new
+// app's late DNS, the on-failure restart default, no machine version):
+// an empty organisation becomes the fleet the tomls describe in one pass,
+// smoke passes, a second launch creates nothing, and a rollout after it
+// succeeds.
 func TestLaunchBuildsTheFleetFromTheTomls(t *testing.T) {
 	t.Parallel()
 	f := launchFleet(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	res, err := rollout.Launch(ctx, f.opts("purrfly:v1"))
 	if err != nil {
@@ -126,6 +136,24 @@ func TestLaunchBuildsTheFleetFromTheTomls(t *testing.T) {
 			}
 		}
 	}
+
+	// `purrctl rollout sim --image purrfly:v2` after it.
+	out, err := rollout.Run(ctx, f.overlap("purrfly:v2"))
+	if err != nil {
+		t.Fatalf("rollout after the launch: %v", err)
+	}
+	for _, m := range out.Machines {
+		want := rollout.ActionReplaced
+		if m.Role == rollout.RoleBalancer {
+			want = rollout.ActionUpdated
+		}
+		if m.Action != want || m.Image != "purrfly:v2" {
+			t.Errorf("rollout after the launch: machine %s of %s %s on %s, want %s on purrfly:v2", m.Machine, m.App, m.Action, m.Image, want)
+		}
+	}
+	if len(out.SmokeRegions) == 0 {
+		t.Errorf("rollout after the launch: no smoke region passed")
+	}
 }
 
 // An edit of the relay template's env reaches every relay machine through
@@ -147,7 +175,7 @@ func TestRolloutDeploysAConfigEdit(t *testing.T) {
 	if err := os.WriteFile(tmpl, fast, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := launchFleetWith(t, tmpl)
+	f := launchFleetWith(t, tmpl, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := rollout.Launch(ctx, f.opts("purrfly:v1")); err != nil {
@@ -301,6 +329,7 @@ func TestLaunchConvergesAfterFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.listed(t, "purrfly-balancer", 2) // a launch sees what Fly's list shows
 	_, err = rollout.Launch(ctx, f.opts("purrfly:v1"))
 	var fl *rollout.Failure
 	if !errors.As(err, &fl) || !strings.Contains(fl.Reason, "must run exactly one") || !strings.Contains(fl.Reason, clone.ID) {

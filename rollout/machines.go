@@ -96,7 +96,10 @@ func newMachinesAPI(ctx context.Context, base, token string, tr http.RoundTrippe
 	if tries <= 0 {
 		tries = defaultAPITries
 	}
-	return &machinesAPI{c: c, limit: newLimiter(rate, burst), base: retryBase, tries: tries, tr: rb, fresh: map[string]time.Time{},
+	// Paced a hair under Fly's rate: its buckets and ours start apart, and
+	// a request a millisecond early costs a 429 and a whole second of
+	// Retry-After.
+	return &machinesAPI{c: c, limit: newLimiter(rate*21/20, burst), base: retryBase, tries: tries, tr: rb, fresh: map[string]time.Time{},
 		from: strings.TrimRight(fu.String(), "/"), to: strings.TrimRight(bu.String(), "/")}, nil
 }
 
@@ -219,6 +222,12 @@ func (a *machinesAPI) created(id string) {
 	a.fresh[id] = a.now()
 }
 
+// leaseAction reports whether a 404 to action means "no lease", not "no
+// such machine".
+func leaseAction(action string) bool {
+	return action == "find_lease" || action == "release_lease" || action == "refresh_lease"
+}
+
 // madeHere reports whether this run created machine id.
 func (a *machinesAPI) madeHere(id string) bool {
 	a.mu.Lock()
@@ -247,11 +256,13 @@ func (a *machinesAPI) call(ctx context.Context, action, machine string, timeout 
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		err := fn(rctx)
 		cancel()
-		again := retryable(ctx, err) || statusOf(err) == http.StatusNotFound && ctx.Err() == nil && a.isFresh(machine)
+		again := retryable(ctx, err) || statusOf(err) == http.StatusNotFound && ctx.Err() == nil && a.isFresh(machine) && !leaseAction(action)
 		if err == nil || !again || try >= a.tries {
 			return a.shown(err)
 		}
-		noticeRetry(ctx, action, try, a.tries, delay, a.shown(err))
+		if statusOf(err) != http.StatusNotFound { // a machine just made, not visible yet, is no failure to say
+			noticeRetry(ctx, action, try, a.tries, delay, a.shown(err))
+		}
 		if err := clock.Sleep(ctx, a.clock, delay); err != nil {
 			return err
 		}

@@ -43,7 +43,7 @@ func fastRelayToml(t *testing.T) string {
 func launchedFleet(t *testing.T, ctx context.Context) (*fleet, string) {
 	t.Helper()
 	tmpl := fastRelayToml(t)
-	f := launchFleetWith(t, tmpl)
+	f := launchFleetWith(t, tmpl, false)
 	for i := range f.env.Relays {
 		if f.env.Relays[i].Name == multiApp {
 			f.env.Relays[i].Count = 2

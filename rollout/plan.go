@@ -53,7 +53,8 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 		if err != nil {
 			return nil, failf(err, "could not list the machines of %s", app.Name)
 		}
-		ms = r.withSeed(ctx, app.Name, live(ms))
+		ms = r.withReferenced(ctx, app.Name, r.withSeed(ctx, app.Name, live(ms)))
+		ms = r.leaveStandbys(app.Name, ms)
 		var adopt map[string]*fly.Machine
 		if role == RoleRelay {
 			ms, adopt = r.sortRelayMachines(app, ms, &r.clean)
@@ -155,6 +156,44 @@ func (r *run) withSeed(ctx context.Context, app string, ms []*fly.Machine) []*fl
 		}
 		if len(live([]*fly.Machine{c})) == 1 {
 			ms = append(ms, c)
+		}
+	}
+	return ms
+}
+
+// leaveStandbys drops from ms the standby machines (a config with
+// standbys: `fly machine clone --standby-for`, kept stopped for another
+// machine's host failure): neither capacity nor a target, they are left
+// as they are, and said so.
+func (r *run) leaveStandbys(app string, ms []*fly.Machine) []*fly.Machine {
+	return slices.DeleteFunc(ms, func(m *fly.Machine) bool {
+		if m.Config == nil || len(m.Config.Standbys) == 0 {
+			return false
+		}
+		r.emit(Event{Phase: PhasePlan, App: app, Machine: m.ID, Region: m.Region, Status: StatusWaiting, Image: imageOf(m),
+			Message: "standby for " + strings.Join(m.Config.Standbys, ", ") + ": left as it is (neither counted nor deployed)"})
+		return true
+	})
+}
+
+// withReferenced adds to ms the machines their rollout metadata names (a
+// retiring machine's replacement, a replacement's old machine) that the
+// list does not show yet: a run killed just after creating one, re-run
+// at once, finds it all the same.
+func (r *run) withReferenced(ctx context.Context, app string, ms []*fly.Machine) []*fly.Machine {
+	have := map[string]bool{}
+	for _, m := range ms {
+		have[m.ID] = true
+	}
+	for _, m := range slices.Clone(ms) {
+		for _, id := range []string{meta(m, MetaReplacedBy), meta(m, MetaReplaces)} {
+			if id == "" || have[id] {
+				continue
+			}
+			have[id] = true
+			if got, err := r.api.get(ctx, app, id); err == nil && len(live([]*fly.Machine{got})) == 1 {
+				ms = append(ms, got)
+			}
 		}
 	}
 	return ms

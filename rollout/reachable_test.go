@@ -24,7 +24,7 @@ func TestNewBootTakesNoRoomUntilReachable(t *testing.T) {
 	f := startFleet(t, func(c *flysim.Config) {
 		for _, a := range c.Apps {
 			if a.Name == "purrfly-relay-a" {
-				a.Checks["ping"].GracePeriod = flysim.Duration{Duration: 3 * time.Second}
+				a.ServiceChecks[0].GracePeriod = flysim.Duration{Duration: 3 * time.Second}
 			}
 		}
 	})

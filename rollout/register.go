@@ -25,6 +25,9 @@ func (r *run) registration(ctx context.Context, targets []*target) error {
 		}
 	}
 	sort.Strings(want)
+	if err := r.lateStrays(ctx, targets); err != nil {
+		return err
+	}
 	r.emit(Event{Phase: PhaseRegister, Status: StatusVerifying,
 		Message: "waiting for the balancer to list exactly the relay boots " + strings.Join(want, ", ")})
 	last := "no answer yet"
@@ -71,4 +74,39 @@ func registeredBoots(insts []wire.Instance) ([]string, string, int) {
 	}
 	sort.Strings(got)
 	return got, bad, retiring
+}
+
+// lateStrays looks through the relay apps once more, now that Fly's
+// machine lists have caught up, for replacements an interrupted run
+// created that the plan's lists did not show yet (a re-run started at
+// once): their boots would register beside the proven ones. Each is
+// retired (it may hold games) or destroyed, as the cleanup does.
+func (r *run) lateStrays(ctx context.Context, targets []*target) error {
+	known := map[string]bool{}
+	for _, tg := range targets {
+		known[tg.m.ID], known[tg.res.Replacement] = true, true
+	}
+	for _, f := range append(append(slices.Clone(r.clean.retiring), r.clean.adopted...), r.clean.strays...) {
+		known[f.m.ID] = true
+	}
+	for _, id := range r.res.Destroyed {
+		known[id] = true
+	}
+	for _, app := range r.env.Relays {
+		ms, err := r.api.list(ctx, app.Name)
+		if err != nil {
+			return failf(err, "could not list the machines of %s", app.Name)
+		}
+		for _, m := range live(ms) {
+			if known[m.ID] || r.api.madeHere(m.ID) || meta(m, MetaRole) != RoleReplacement {
+				continue
+			}
+			r.emit(Event{Phase: PhaseRegister, App: app.Name, Machine: m.ID, Region: m.Region, Status: StatusWaiting, Image: imageOf(m),
+				Message: "replacement of " + meta(m, MetaReplaces) + " left by an interrupted rollout, which the plan's list did not show yet: not used"})
+			if err := r.dispose(ctx, PhaseRegister, found{app, m}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
@@ -51,6 +52,13 @@ func (r *run) waitStarted(ctx context.Context, tg *target, version string) error
 		}
 		if ctx.Err() != nil {
 			return failf(stepCause(ctx, err), "machine %s did not reach started at version %s", tg.m.ID, version)
+		}
+		if statusOf(err) == http.StatusNotFound && r.api.isFresh(tg.m.ID) {
+			// Just created: Fly does not show it everywhere yet.
+			if err := clock.Sleep(ctx, r.clock, max(r.t.Poll.Duration, 500*time.Millisecond)); err != nil {
+				return failf(stepCause(ctx, err), "machine %s did not reach started at version %s", tg.m.ID, version)
+			}
+			continue
 		}
 		m, gerr := r.api.get(ctx, tg.app.Name, tg.m.ID)
 		if gerr != nil {
