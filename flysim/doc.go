@@ -82,6 +82,8 @@
 // name that resolves late (dnsgate.go), replacing and failed states, app
 // names another organisation holds and app-scoped tokens (api.go,
 // api_apps.go). The zero Platform is kind; DefaultPlatform is Fly's.
+// Config.MovePorts (ports.go) moves every port of a config written for
+// port_base to another base, so that two Sims run side by side.
 //
 // # Faults
 //

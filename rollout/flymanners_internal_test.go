@@ -157,9 +157,20 @@ func TestCrashedSince(t *testing.T) {
 		{[]*fly.MachineEvent{{Type: "start"}, exit(0, true, false, 0), update}, ""},
 		{[]*fly.MachineEvent{{Type: "start"}, update, exit(1, false, true, 1)}, ""},
 	} {
-		got := crashedSince(&fly.Machine{State: "started", Events: c.events})
+		got := crashedSince(&fly.Machine{State: "started", Events: c.events}, time.Time{})
 		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("crashedSince = %q, want %q", got, c.want)
 		}
+	}
+	// A machine verified, not deployed: only a crash since its
+	// verification began counts.
+	at := time.Unix(1_800_000_000, 0)
+	old, recent := exit(1, false, true, 1), exit(1, false, true, 2)
+	old.Timestamp, recent.Timestamp = at.Add(-time.Minute).UnixMilli(), at.Add(time.Second).UnixMilli()
+	if got := crashedSince(&fly.Machine{Events: []*fly.MachineEvent{old, update}}, at); got != "" {
+		t.Errorf("a crash before the verification: %q", got)
+	}
+	if got := crashedSince(&fly.Machine{Events: []*fly.MachineEvent{recent, old, update}}, at); !strings.Contains(got, "restart 2") {
+		t.Errorf("a crash during the verification: %q", got)
 	}
 }

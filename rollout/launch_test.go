@@ -291,6 +291,7 @@ func TestLaunchConvergesAfterFailures(t *testing.T) {
 	}
 
 	for _, fault := range []flysim.Fault{
+		{Action: "create", App: "purrfly-balancer", DropResponse: true},
 		{Action: "create", App: "purrfly-relay-a", DropResponse: true},
 		{Action: "create", App: multiApp, Status: 503},
 		{Action: "assign_ip", App: "purrfly-relay-b", Status: 500},

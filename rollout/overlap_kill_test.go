@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	fly "github.com/superfly/fly-go"
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
@@ -102,18 +105,27 @@ func TestOverlapRolloutKilledInEachPhase(t *testing.T) {
 			t.Fatal(err)
 		}
 		killed := false
+		var at rollout.Event
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {
 			var ev rollout.Event
 			if json.Unmarshal(lines.Bytes(), &ev) == nil && ev.Wait == "" && k.at(ev) {
 				_ = cmd.Process.Kill()
-				killed = true
+				killed, at = true, ev
 				break
 			}
 		}
 		_ = cmd.Wait()
 		if !killed {
 			t.Fatalf("%s: the rollout to %s never got there", k.where, image)
+		}
+		if at.Replacement != "" {
+			// The re-run comes once Fly's machine list shows what the
+			// killed run made, as an operator's or CI's re-run does.
+			testutil.Eventually(t, 10*time.Second, "the killed run's replacement listed", func() bool {
+				ms, err := f.fc.List(ctx, at.App, "")
+				return err == nil && slices.ContainsFunc(ms, func(m *fly.Machine) bool { return m.ID == at.Replacement })
+			})
 		}
 		o := f.overlap(image)
 		o.Observer = rollout.PlainPrinter(testWriter{t})

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	fly "github.com/superfly/fly-go"
 
@@ -26,7 +27,10 @@ type target struct {
 	// fresh: the boot being proven is new (this run created or updated the
 	// machine), so a process that crashed since, even one its restart
 	// policy started again, fails the proof.
-	fresh       bool
+	fresh bool
+	// since: for a boot that is not new (verified, not deployed), when its
+	// verification began: a crash from then on fails it.
+	since       time.Time
 	drained     string       // the boot this run drained at the balancer ("" none): undrained if the step fails
 	adopt       *fly.Machine // overlap: its replacement, left by an interrupted run, to prove instead of creating one
 	rollback    bool         // --rollback ran for it

@@ -108,15 +108,15 @@ func exitReason(m *fly.Machine) string {
 	return ""
 }
 
-// crashedSince says why the process of a machine that runs again has
-// crashed since its last update or launch: an exit nobody asked for,
-// with a failure (a code other than 0, or a signal), that its restart
-// policy answered by starting it again (Fly's default for a config
-// without one is on-failure, up to 10 restarts, so a broken image keeps
-// coming back to started with new boots). "" when none did.
-func crashedSince(m *fly.Machine) string {
+// crashedSince says why the process of a machine has crashed since its
+// last update or launch (and, when since is set, since then): an exit
+// nobody asked for, with a failure (a code other than 0, or a signal),
+// whether or not its restart policy started it again (Fly's default for
+// a config without one is on-failure, up to 10 restarts, so a broken
+// image keeps coming back to started with new boots). "" when none did.
+func crashedSince(m *fly.Machine, since time.Time) string {
 	for _, ev := range m.Events { // newest first
-		if ev.Type == "update" || ev.Type == "launch" {
+		if ev.Type == "update" || ev.Type == "launch" || !since.IsZero() && ev.Timestamp < since.UnixMilli() {
 			break
 		}
 		if ev.Type != "exit" || ev.Request == nil || ev.Request.ExitEvent == nil || ev.Request.ExitEvent.RequestedStop {
@@ -129,6 +129,9 @@ func crashedSince(m *fly.Machine) string {
 		how := fmt.Sprintf("exited with code %d", x.ExitCode)
 		if x.Signal != 0 {
 			how = fmt.Sprintf("was killed by signal %d", x.Signal)
+		}
+		if !x.Restarting {
+			return fmt.Sprintf("its process %s: a boot that crashes is a failed boot", how)
 		}
 		again := "its restart policy started it again"
 		if n := ev.Request.RestartCount; n > 0 {

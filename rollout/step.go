@@ -60,8 +60,12 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		// (any boot, the image at /ping, healthy, registered) instead of
 		// redeploying it; if that fails the step fails, nothing is redeployed.
 		r.emit(ev(StatusVerifying, "already on the image: verifying its live boot, not redeploying"))
+		tg.since = r.now()
 		boot, err := r.verify(sctx, tg, versionOf(m), "", r.image)
 		if err != nil {
+			if r.opts.Rollback && ctx.Err() == nil {
+				r.nothingToRollBack(tg)
+			}
 			return err
 		}
 		tg.res.Action, tg.res.Version, tg.res.Boot = ActionVerified, versionOf(m), boot
@@ -132,9 +136,7 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 			// The machine had this very config before the step (a
 			// re-run after a failed rollout without --rollback): going
 			// "back" would deploy the failing image again.
-			r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusFailed,
-				Image: r.image, Message: fmt.Sprintf("nothing to roll back to: machine %s was already on %s before this run; "+
-					"roll out the last image that worked (purrctl rollout %s --image REF)", tg.m.ID, r.image, r.env.Name)})
+			r.nothingToRollBack(tg)
 			return err
 		}
 		tg.rollback = true
@@ -142,6 +144,14 @@ func (r *run) deploy(ctx context.Context, phase Phase, tg *target, all []*target
 		tg.rolledBack = tg.rollbackErr == nil
 	}
 	return err
+}
+
+// nothingToRollBack says that a failed machine was already on the image
+// (and its config) before this run: there is no earlier one to go back to.
+func (r *run) nothingToRollBack(tg *target) {
+	r.emit(Event{Phase: PhaseRollback, App: tg.app.Name, Machine: tg.m.ID, Region: tg.m.Region, Status: StatusFailed,
+		Image: r.image, Message: fmt.Sprintf("nothing to roll back to: machine %s was already on %s before this run; "+
+			"roll out the last image that worked (purrctl rollout %s --image REF)", tg.m.ID, r.image, r.env.Name)})
 }
 
 // unadopt ends the replacement the plan meant tg to adopt when tg is not

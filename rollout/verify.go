@@ -80,7 +80,7 @@ func (r *run) stillOurs(tg *target, m *fly.Machine, version string) error {
 		tg.res.State = m.State
 		return failf(nil, "machine %s stopped after its update: %s", m.ID, why)
 	}
-	if why := crashedSince(m); why != "" && tg.fresh {
+	if why := crashedSince(m, tg.since); why != "" && (tg.fresh || !tg.since.IsZero()) {
 		tg.res.State = m.State
 		return failf(nil, "machine %s crashed after its update: %s", m.ID, why)
 	}
