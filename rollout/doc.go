@@ -8,46 +8,36 @@
 //
 // # Phases
 //
-//  1. Plan: check that the balancer app has its ADMIN_KEY secret (it does
-//     not start on Fly without one), list every machine of every app of the
-//     environment (fly/rollout.toml) and read its live boot at /ping. Each
-//     app's wanted config is built from its fly.toml (package flyconfig;
-//     appconfig.go: one relay template, each app's name, region, URL-derived
-//     env and own env) on the image. A machine whose config already has the
-//     image and every managed field, and which is started, will be verified,
-//     not redeployed; every other one replaced (relays, overlap) or updated,
-//     and the changed fields are listed (never a credential's value). An
-//     environment without tomls keeps each machine's config and changes
-//     only the image. Relay machines that earlier runs left (metadata.go:
-//     retiring ones, replacements) are sorted out (overlap.go). A balancer
-//     app with more than one machine stops the plan. --dry-run stops here:
-//     only reads were made.
+//  1. Plan: check that the balancer app has its ADMIN_KEY secret, list
+//     every machine of the environment's apps (fly/rollout.toml) and read
+//     its live boot at /ping. Each app's wanted config is built from its
+//     fly.toml (package flyconfig; appconfig.go) on the image. A started
+//     machine whose config already has the image and every managed field
+//     is verified, not redeployed; every other is replaced (relays,
+//     overlap) or updated, and the changed fields are listed (never a
+//     credential's value). A balancer app of more than one machine stops the
+//     plan. --dry-run stops here: only reads were made.
 //  2. Cleanup (overlap.go): what earlier runs left is put in order first:
 //     stopped retired machines destroyed, running retiring ones retired
 //     again or stopped, replacements adopted, retired or destroyed.
-//  3. Relays, in the configured app order, one machine at a time; a relay
-//     that does not answer at plan time goes first. For each machine:
-//     acquire its lease (lease.go: refreshed, always released, a dead run's
-//     lease taken over when it expires) and read its live boot ID at /ping
-//     through the app's public URL with fly-force-instance-id. By the
-//     overlap strategy (the default; overlap.go): create a replacement in
-//     the same app and region with the whole new config (or adopt one an
-//     interrupted run left), prove it (below), and only then retire the
-//     machine: metadata first, then its relay (wire.PathRelayRetire, the
-//     exact boot, with the SECRET). It takes no room from then on, serves
-//     its games to their end and exits by itself, retire_after at the
-//     latest. A replacement that fails its proof is destroyed; the machine
-//     was never touched. A machine that is down is updated in place. By
-//     the in-place strategy: refuse if another relay is down, drain it at
-//     the balancer, wait until its rooms are empty or the drain deadline
-//     passes, and update it under the lease nonce. Either way the new boot
-//     is proven: "started" at its version; a /ping boot other than the old
-//     one, with the new image; the same boot for the minimum healthy time,
-//     its /ready answering 200, its Fly checks passing, and the balancer
-//     listing it live. Only then the next machine.
-//  4. The balancer app, in place (no drain), proven by its own /ping. Its
-//     state is rebuilt from the relays, which register with a new balancer
-//     boot within about a second of it answering (they long-poll its boot).
+//  3. Relays, in the configured app order, one machine at a time (one
+//     that does not answer goes first), each under its lease (lease.go).
+//     By the overlap strategy (the default; overlap.go): create a
+//     replacement with the whole new config (or adopt one an interrupted
+//     run left), prove it (below), and only then retire the machine:
+//     metadata first, then its relay (wire.PathRelayRetire, the exact
+//     boot). It takes no room from then on, serves its games to their end
+//     and exits by itself, retire_after at the latest. A replacement that
+//     fails its proof is destroyed; the machine was never touched. A
+//     machine that is down is updated in place. By the in-place strategy:
+//     refuse if another relay is down, drain it at the balancer, wait for
+//     its rooms to empty or the drain deadline, and update it. Either way
+//     the new boot is proven: "started" at its version; a /ping boot other
+//     than the old one, with the new image; the same boot for the minimum
+//     healthy time, its /ready answering 200, its Fly checks passing, and
+//     the balancer listing it live. Only then the next machine.
+//  4. The balancer app, in place (no drain), proven by its own /ping; the
+//     relays long-poll its boot and register with a new one at once.
 //  5. Registration: wait until GET /v1/instances lists exactly the proven
 //     relay boots, all live: no old boot left, none missing (retiring ones
 //     may still be listed, marked so).
@@ -68,47 +58,29 @@
 // completed by a plain re-run: a half-proven replacement on the wanted
 // image and config is adopted (proven, then its old machine retired),
 // another is retired or destroyed, a retiring machine is found again;
-// no machine is duplicated and none retires forever. Fly's machine list
-// lags a create, so a re-run started at once may not list a replacement
-// the killed run just made: the plan reads by ID the machines the listed
-// ones' metadata names, and the registration phase, once the lists have
-// caught up, retires or destroys any replacement of another run the plan
-// did not see. An app's count
-// (fly/rollout.toml) is its started machines on the current image:
-// retiring machines are never capacity.
+// no machine is duplicated and none retires forever (Fly's lagging list
+// included: the plan also reads the machines the listed ones' metadata
+// names). An app's count (fly/rollout.toml) is its started machines on the
+// current image: retiring machines are never capacity.
 //
 // # Launch
 //
-// Launch first reads every app of the environment: a name the Machines
-// API refuses (403) stops it before anything is made, as a name another
-// organisation holds (Fly app names are global: the fix is a name of
-// one's own) or, when the organisation's app list is refused too, as a
-// token that cannot reach it (an app-scoped deploy token). Then it
+// Launch first reads every app of the environment: a name another
+// organisation holds, or a token that cannot reach the organisation (an
+// app-scoped deploy token), stops it before anything is made. Then it
 // creates, balancer first, what each app lacks: the app, its public
-// addresses (a dedicated IPv4 alone for a relay app serving UDP, shared
-// IPv4 and IPv6 otherwise), its secrets (SECRET; ADMIN_KEY on the
-// balancer), and machines up to the app's count in its region, each from
-// its toml, at the secrets version it just set. An app given its first
-// address has a name Fly publishes only after a while: launch waits (with
-// a countdown, Timeouts.DNS) until it resolves and answers before it
-// reaches the app's machines through it. A new balancer is proven up
-// before any relay is created. Nothing existing is changed or removed.
-// Then it is Run on the same image, which verifies every machine, the
-// registration and the smoke test; the plan adds the machines launch
-// created that Fly's lagging machine list does not show yet.
+// addresses (a dedicated IPv4 for a relay app serving UDP, shared IPv4 and
+// IPv6 otherwise), its secrets, and machines up to the app's count, each
+// from its toml; it waits with a countdown for a new app's name to resolve,
+// and proves a new balancer up before any relay is created. Nothing
+// existing is changed. Then it is Run on the same image.
 //
 // # Fly's eventual consistency and limits (machines.go, orgapi.go)
 //
-// Every create is made idempotent by a key chosen before it is sent
-// (metadata purrfly_create): when its answer says nothing of the outcome
-// (lost, a timeout, a 5xx), the app's machines are looked through for the
-// key (Fly's lists lag a create by a second or two) before it is sent
-// again, so a lost answer never makes a second machine; an address is
-// read back the same way. A 404 for a machine the run just created is
-// Fly not showing it everywhere yet, and is retried. A 429 is sent again
-// after its Retry-After, under every call. A machine's version is its
-// instance_id (Fly's spec has no version field); waits name it as
-// ?instance_id= too.
+// Every create carries a key chosen before it is sent (purrfly_create), so
+// a lost answer is looked up, never sent twice; a 404 for a machine just
+// made is retried; a 429 waits its Retry-After; a machine's version is its
+// instance_id.
 //
 // # Why never two relays are down at once
 //
