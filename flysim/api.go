@@ -113,9 +113,16 @@ func (a *apiServer) routes() http.Handler {
 				return
 			}
 			a.s.serveWithFaults(sw, r, action, func(w http.ResponseWriter, r *http.Request) {
-				if err := f(w, r); err != nil {
-					writeFlyError(w, err)
+				// The handler builds its answer, under Sim.mu if it takes
+				// it; the answer goes out once the handler has returned
+				// and its deferred unlocks have run, so no client's slow
+				// read holds the lock.
+				ans := newAnswer()
+				if err := f(ans, r); err != nil {
+					ans = newAnswer()
+					writeFlyError(ans, err)
 				}
+				ans.send(w)
 			})
 		}))
 	}

@@ -47,9 +47,9 @@
 //     version, config, events, checks and lease, the addresses handed out,
 //     the pids spawned, the armed faults and the frozen DNS answers. It is
 //     the only lock of the records, and it is never held across a process
-//     start, stop or wait, nor across a call to another server; the
-//     Machines API handlers that change a record still encode their small
-//     JSON answer before they unlock. Proxies, links and UDP forwarders
+//     start, stop or wait, nor across a call to another server, nor across a
+//     network write: a Machines API handler builds its answer in memory
+//     (answer.go) and it is sent after the handler has unlocked. Proxies, links and UDP forwarders
 //     each have a small lock of their own for their connections, never
 //     taken while Sim.mu is held and never held while taking it.
 //   - API handlers change records under Sim.mu and hand process work
