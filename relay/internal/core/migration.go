@@ -250,7 +250,7 @@ func (c *Core) Claim(req wire.MigrationRequest, rt Route) (wire.MigrationClaim, 
 	m.claimedAt = now
 	m.hostUsed = false
 	m.grant = migGrant{}
-	r.claimedLocked(c.activationLease)
+	r.claimedLocked(now.Add(c.activationLease))
 	for _, cn := range old {
 		cn.Close(ReasonMigrated)
 	}

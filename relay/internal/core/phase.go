@@ -96,8 +96,8 @@ func (r *Room) hostGoneLocked() {
 	}
 }
 
-// claimedLocked: -> pending, with the activation lease from now.
-func (r *Room) claimedLocked(lease time.Duration) bool { return r.moved(r.life.Claimed(lease)) }
+// claimedLocked: -> pending, the activation lease running until until.
+func (r *Room) claimedLocked(until time.Time) bool { return r.moved(r.life.Claimed(until)) }
 
 // activatedLocked: pending -> hosted.
 func (r *Room) activatedLocked() bool { return r.moved(r.life.Activated()) }

@@ -141,13 +141,14 @@ func (m *Machine) HostGone() error {
 
 // Claimed: a claim commits (hosted with the live host's grant, or vacant
 // or expired with the client credential): -> pending, its lease running
-// from now; nobody has activated for it yet.
-func (m *Machine) Claimed(lease time.Duration) error {
+// until until (the caller's claim time plus the lease, so the deadline it
+// reports is exactly a lease after the claim time it reports); nobody has
+// activated for it yet.
+func (m *Machine) Claimed(until time.Time) error {
 	if err := m.move("Claimed", Pending, Hosted, Vacant, Expired); err != nil {
 		return err
 	}
-	now := m.clk.Now()
-	m.leaseUntil, m.activatedAt = now.Add(lease), time.Time{}
+	m.leaseUntil, m.activatedAt = until, time.Time{}
 	return nil
 }
 

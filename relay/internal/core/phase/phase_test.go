@@ -21,9 +21,9 @@ func at(t *testing.T, p Phase) (*Machine, *clock.Fake) {
 	case Vacant:
 		steps = []func() error{m.HostArrived, m.HostGone}
 	case Pending:
-		steps = []func() error{m.HostArrived, m.HostGone, func() error { return m.Claimed(time.Minute) }}
+		steps = []func() error{m.HostArrived, m.HostGone, func() error { return m.Claimed(clk.Now().Add(time.Minute)) }}
 	case Expired:
-		steps = []func() error{m.HostArrived, m.HostGone, func() error { return m.Claimed(time.Minute) }}
+		steps = []func() error{m.HostArrived, m.HostGone, func() error { return m.Claimed(clk.Now().Add(time.Minute)) }}
 	case Removed:
 		steps = []func() error{m.Remove}
 	}
@@ -54,7 +54,7 @@ func TestTransitions(t *testing.T) {
 	for _, mv := range []move{
 		{"HostArrived", (*Machine).HostArrived, map[Phase]Phase{Awaiting: Hosted, Pending: Pending}},
 		{"HostGone", (*Machine).HostGone, map[Phase]Phase{Hosted: Vacant, Pending: Vacant, Expired: Vacant}},
-		{"Claimed", func(m *Machine) error { return m.Claimed(time.Minute) }, map[Phase]Phase{Hosted: Pending, Vacant: Pending, Expired: Pending}},
+		{"Claimed", func(m *Machine) error { return m.Claimed(m.clk.Now().Add(time.Minute)) }, map[Phase]Phase{Hosted: Pending, Vacant: Pending, Expired: Pending}},
 		{"Activated", (*Machine).Activated, map[Phase]Phase{Pending: Hosted}},
 		{"AdoptedVacant", (*Machine).AdoptedVacant, map[Phase]Phase{Awaiting: Vacant}},
 		{"Remove", (*Machine).Remove, map[Phase]Phase{Awaiting: Removed, Hosted: Removed, Vacant: Removed, Pending: Removed, Expired: Removed}},
@@ -96,7 +96,7 @@ func TestNowAppliesTheLease(t *testing.T) {
 	if err := m.Activated(); err == nil {
 		t.Fatal("an expired claim activated")
 	}
-	if err := m.Claimed(time.Second); err != nil || m.Now() != Pending {
+	if err := m.Claimed(clk.Now().Add(time.Second)); err != nil || m.Now() != Pending {
 		t.Fatalf("claim of an expired room: %v, now %v", err, m.Now())
 	}
 }
@@ -133,7 +133,7 @@ func TestActivatedAt(t *testing.T) {
 	if !m.ActivatedAt().Equal(clk.Now()) {
 		t.Fatalf("activated at %v, want %v", m.ActivatedAt(), clk.Now())
 	}
-	if err := m.Claimed(time.Minute); err != nil || !m.ActivatedAt().IsZero() {
+	if err := m.Claimed(clk.Now().Add(time.Minute)); err != nil || !m.ActivatedAt().IsZero() {
 		t.Fatalf("after a new claim: %v, activated at %v", err, m.ActivatedAt())
 	}
 }
