@@ -85,6 +85,12 @@ type Image struct {
 // AppConfig is one emulated app.
 type AppConfig struct {
 	Name string `toml:"name"`
+	// Seed, when set, is the config the app's declared machines start
+	// from instead of the one built from this table (purrctl sim sets it to
+	// the config a rollout would deploy, so a first dry run shows only what
+	// an operator changed). The machine's image is its own; env keys of the
+	// table and the machine that Seed lacks are added. Never read from TOML.
+	Seed *fly.MachineConfig `toml:"-"`
 	// PrimaryRegion is PRIMARY_REGION and the default region of new machines.
 	PrimaryRegion string `toml:"primary_region"`
 	// InternalPort is the port every machine of the app binds on its own

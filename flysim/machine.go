@@ -294,6 +294,9 @@ func imageRefString(name string, img *Image) string {
 // Sim's public port is its own business, as the proxy's is for 80/443),
 // checks copied from [checks], stop_config from kill_signal/kill_timeout.
 func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
+	if a.Seed != nil {
+		return seededConfig(a, spec)
+	}
 	env := map[string]string{}
 	for k, v := range a.Env {
 		env[k] = v
@@ -339,6 +342,32 @@ func initialConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
 		for name, c := range a.Checks {
 			cfg.Checks[name] = checkToFly(c)
 		}
+	}
+	return cfg
+}
+
+// seededConfig is a.Seed on the machine's image, with the env keys of the
+// app's table and of the machine that the seed lacks, and the platform's
+// metadata.
+func seededConfig(a *AppConfig, spec *MachineSpec) *fly.MachineConfig {
+	cfg := copyConfig(a.Seed)
+	cfg.Image = spec.Image
+	if cfg.Env == nil {
+		cfg.Env = map[string]string{}
+	}
+	for _, env := range []map[string]string{spec.Env, a.Env} {
+		for k, v := range env {
+			if _, ok := cfg.Env[k]; !ok {
+				cfg.Env[k] = v
+			}
+		}
+	}
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[fly.MachineConfigMetadataKeyFlyPlatformVersion] = fly.MachineFlyPlatformVersion2
+	if cfg.Metadata[fly.MachineConfigMetadataKeyFlyProcessGroup] == "" {
+		cfg.Metadata[fly.MachineConfigMetadataKeyFlyProcessGroup] = DefaultProcessGroup
 	}
 	return cfg
 }

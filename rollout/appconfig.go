@@ -124,3 +124,20 @@ func (a *App) servesUDP() bool {
 	}
 	return false
 }
+
+// MachineConfigs is the config each managed app's machines should run on
+// image, by app name: what `purrctl sim` seeds the emulator's machines
+// with, so that a first dry run against it shows only what was edited.
+func (e *Env) MachineConfigs(image string) map[string]*fly.MachineConfig {
+	out := map[string]*fly.MachineConfig{}
+	apps := []*App{&e.Balancer}
+	for i := range e.Relays {
+		apps = append(apps, &e.Relays[i])
+	}
+	for _, a := range apps {
+		if c := a.MachineConfig(image); c != nil {
+			out[a.Name] = c
+		}
+	}
+	return out
+}

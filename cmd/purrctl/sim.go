@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/rollout"
 )
 
 // simPortBaseEnv moves `purrctl sim`'s ports, and those of the emulator's
@@ -27,6 +30,8 @@ func simCommand() *cli.Command {
 			&cli.BoolFlag{Name: "empty", Usage: "start an empty organisation: every app of the config reserved (addresses held), none created, no machine running"},
 			&cli.IntFlag{Name: "port-base", EnvVars: []string{simPortBaseEnv},
 				Usage: "move every port of the config (Machines API, proxies, public UDP, DNS) from its port_base to this one, so a second sim runs beside the first; launch and rollout follow " + simPortBaseEnv + " (0: the config's own)"},
+			&cli.StringFlag{Name: "rollout-config", Value: "fly/rollout.toml", Usage: "start each app's machines on the config a rollout of --rollout-env would deploy (its fly.toml), so a first dry run shows only what you changed (\"\": the sim config's own)"},
+			&cli.StringFlag{Name: "rollout-env", Value: "sim", Usage: "the environment of --rollout-config whose apps seed the machines"},
 		},
 		Action: func(c *cli.Context) error {
 			cfg, err := flysim.LoadConfig(c.String("config"))
@@ -40,6 +45,9 @@ func simCommand() *cli.Command {
 				if err := cfg.MovePorts(base); err != nil {
 					return usagef("--port-base (%s): %w", simPortBaseEnv, err)
 				}
+			}
+			if err := seedFromRollout(c, cfg); err != nil {
+				return usagef("--rollout-config: %w", err)
 			}
 			sim, err := flysim.New(cfg, flysim.Options{
 				LogDir: c.String("log-dir"),
@@ -62,6 +70,42 @@ func simCommand() *cli.Command {
 			return sim.Close()
 		},
 	}
+}
+
+// seedFromRollout sets each app's Seed to the config a rollout of
+// --rollout-env would deploy, at the sim's port base. The default file
+// missing (sim run from elsewhere) leaves the sim config's own configs.
+func seedFromRollout(c *cli.Context, cfg *flysim.Config) error {
+	path := c.String("rollout-config")
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !c.IsSet("rollout-config") {
+		return nil
+	}
+	file, err := rollout.LoadFile(path)
+	if err != nil {
+		return err
+	}
+	env, err := file.Env(c.String("rollout-env"))
+	if err != nil {
+		return err
+	}
+	if base := c.Int("port-base"); base != 0 && env.PortBase != 0 && base != env.PortBase {
+		if err := env.MovePorts(base); err != nil {
+			return err
+		}
+		if err := env.Validate(); err != nil {
+			return err
+		}
+	}
+	seeds := env.MachineConfigs("")
+	for _, a := range cfg.Apps {
+		if s, ok := seeds[a.Name]; ok {
+			a.Seed = s
+		}
+	}
+	return nil
 }
 
 // writeState writes the state file atomically (a reader never sees half).

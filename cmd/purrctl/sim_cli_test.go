@@ -71,7 +71,10 @@ func cliEnv(extra ...string) []string {
 // base of its own (PURRFLY_SIM_PORT_BASE), so it coexists with one at the
 // default ports, and `purrctl rollout sim --dry-run` of the shipped
 // fly/rollout.toml follows it with --sim-port-base, without an edited
-// toml: its plan names every machine that sim runs.
+// toml: its plan names every machine that sim runs. The sim's machines
+// run the config the rollout would deploy (--rollout-config), so that
+// first dry run changes nothing: every machine is verified, none has a
+// config change.
 func TestSimPortBase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs purrctl sim")
@@ -85,7 +88,7 @@ func TestSimPortBase(t *testing.T) {
 		base = 20000 + rand.IntN(11)*1100 // below Linux's ephemeral ports (32768 up)
 		state = filepath.Join(t.TempDir(), "state.json")
 		simOut = &syncBuffer{}
-		sim = exec.Command(bin, "sim", "--config", "../../fly/sim.toml", "--state", state, "--log-dir", t.TempDir())
+		sim = exec.Command(bin, "sim", "--config", "../../fly/sim.toml", "--rollout-config", "../../fly/rollout.toml", "--state", state, "--log-dir", t.TempDir())
 		sim.Env = cliEnv("PURRFLY_SIM_PORT_BASE=" + strconv.Itoa(base))
 		sim.Stdout, sim.Stderr, sim.WaitDelay = simOut, simOut, 5*time.Second
 		if err := sim.Start(); err != nil {
@@ -178,6 +181,9 @@ func TestSimPortBase(t *testing.T) {
 		if !strings.Contains(string(out), id) {
 			t.Errorf("the dry run at port base %d does not name machine %s:\n%s", base, id, out)
 		}
+	}
+	if n := strings.Count(string(out), "will verify, not redeploy"); n != len(ids) || strings.Contains(string(out), "config change") {
+		t.Errorf("a first dry run against the stock sim verifies %d of %d machines or lists config changes:\n%s", n, len(ids), out)
 	}
 	if strings.Contains(string(out), "not answering /ping") {
 		t.Errorf("the dry run did not reach the machines through the moved proxies:\n%s", out)
