@@ -145,8 +145,9 @@ func (p *LivePrinter) Event(ev Event) {
 	_, _ = io.WriteString(p.w, above+frame)
 }
 
-// WriteFleet prints which machine runs which image and boot (for a relay
-// replaced by overlap, its replacement's, named in ACTION).
+// WriteFleet prints which machine runs which image and boot. A relay
+// replaced by overlap is listed as its replacement, which runs that image
+// and boot, with the machine it replaces in ACTION.
 func WriteFleet(w io.Writer, ms []MachineResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tAPP\tMACHINE\tREGION\tSTATE\tIMAGE\tBOOT\tACTION\tINTERRUPTED")
@@ -155,12 +156,12 @@ func WriteFleet(w io.Writer, ms []MachineResult) {
 		if m.InterruptedRooms > 0 {
 			intr = fmt.Sprintf("%d rooms, %d conns", m.InterruptedRooms, m.InterruptedConnections)
 		}
-		action := string(m.Action)
+		action, machine := string(m.Action), m.Machine
 		if m.Replacement != "" {
 			// Image and boot are the replacement's; this machine retires.
-			action += " by " + m.Replacement
+			action, machine = "replaces "+m.Machine, m.Replacement
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Role, m.App, orDash(m.Machine), orDash(m.Region),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Role, m.App, orDash(machine), orDash(m.Region),
 			orDash(m.State), orDash(m.Image), orDash(m.Boot), action, intr)
 	}
 	_ = tw.Flush()

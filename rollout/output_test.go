@@ -110,7 +110,8 @@ func TestWriteRetiring(t *testing.T) {
 	b.Reset()
 	rollout.WriteFleet(&b, []rollout.MachineResult{{Role: "relay", App: "relay-a", Machine: "m1", Region: "ams", State: "started",
 		Image: "purrfly:v2", Boot: "b2", Action: rollout.ActionReplaced, Replacement: "m9"}})
-	if out := b.String(); !strings.Contains(out, "replaced by m9") {
+	// The row names the machine that runs that image and boot.
+	if out := b.String(); !strings.Contains(out, "m9       ams     started  purrfly:v2  b2    replaces m1") {
 		t.Errorf("fleet table of a replaced machine:\n%s", out)
 	}
 }
