@@ -36,8 +36,8 @@ func checkAdminKeys(keys []string, secret string, require bool) error {
 			return fmt.Errorf("admin key %d must be printable ASCII without spaces, at most %d bytes", i+1, wire.MaxSecretLen)
 		case len(k) < MinAdminKeyLen:
 			return fmt.Errorf("admin key %d is shorter than %d characters", i+1, MinAdminKeyLen)
-		case wire.SecretEqual(k, secret):
-			return fmt.Errorf("admin key %d equals the relay SECRET: the operator's key must be its own", i+1)
+		case wire.SecretIn(k, secret):
+			return fmt.Errorf("admin key %d equals a value of the relay SECRET: the operator's key must be its own", i+1)
 		}
 	}
 	return nil

@@ -93,7 +93,9 @@ var (
 
 // Options configures a Server. Zero values take the defaults above.
 type Options struct {
-	// Secret is the SECRET shared with every relay; required, wire.ValidSecret.
+	// Secret is the SECRET shared with every relay, a comma-separated list
+	// for rotation: the first is sent, any is accepted; required,
+	// wire.ValidSecretList.
 	Secret string
 	// ListenHost is the HOST bind address ("" binds every interface).
 	ListenHost string
@@ -221,8 +223,8 @@ type Options struct {
 
 // withDefaults validates o and fills in its defaults.
 func (o Options) withDefaults() (Options, error) {
-	if !wire.ValidSecret(o.Secret) {
-		return o, errors.New("the shared SECRET must be non-empty printable ASCII without spaces, at most 256 bytes")
+	if !wire.ValidSecretList(o.Secret) {
+		return o, fmt.Errorf("the shared SECRET must be 1 to %d comma-separated values, each printable ASCII without spaces, at most %d bytes", wire.MaxSecrets, wire.MaxSecretLen)
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return o, fmt.Errorf("port %d is out of range", o.Port)

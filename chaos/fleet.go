@@ -302,7 +302,7 @@ func (f *fleet) private(ctx context.Context, m machine, path string, out any) ([
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set(wire.HeaderInternalSecret, f.secret)
+	req.Header.Set(wire.HeaderInternalSecret, wire.SendSecret(f.secret))
 	resp, err := f.hc.Do(req)
 	if err != nil {
 		return nil, err

@@ -42,6 +42,8 @@ func (b *Balancer) Undrain(ctx context.Context, secret, id string) (wire.Instanc
 	return out, nil
 }
 
+// adminAuth is the deploy tool's credential: the first value of the
+// SECRET list secret.
 func adminAuth(secret string) [][2]string {
-	return [][2]string{{"Authorization", "Bearer " + secret}}
+	return [][2]string{{"Authorization", "Bearer " + wire.SendSecret(secret)}}
 }

@@ -51,7 +51,7 @@ const (
 // Options configures a relay Server. The comments name the environment
 // variables of the original PurrLay that the command maps onto them.
 type Options struct {
-	Secret       string // shared SECRET (internal_key_secret); required, wire.ValidSecret
+	Secret       string // shared SECRET, a list (wire.SendSecret sends, wire.SecretIn accepts); required, wire.ValidSecretList
 	BalancerURL  string // BALANCER_URL; empty = standalone (no registration)
 	ListenHost   string // HOST: bind address for both listeners (e.g. "127.0.0.1", "0.0.0.0", "::")
 	HTTPPort     int    // PORT, default 8081 applied by the caller; 0 = ephemeral
@@ -165,8 +165,8 @@ type Options struct {
 
 // withDefaults validates o and fills its zero values.
 func (o Options) withDefaults() (Options, error) {
-	if !wire.ValidSecret(o.Secret) {
-		return o, errors.New("invalid relay options: the shared secret must be non-empty printable ASCII without spaces")
+	if !wire.ValidSecretList(o.Secret) {
+		return o, fmt.Errorf("invalid relay options: the shared secret must be 1 to %d comma-separated values of printable ASCII without spaces", wire.MaxSecrets)
 	}
 	if o.BalancerURL != "" {
 		if _, ok := wire.ParseHTTPURL(o.BalancerURL); !ok {

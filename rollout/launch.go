@@ -240,6 +240,7 @@ func (r *run) launchSecrets(ctx context.Context, role string, a *App, exists boo
 			return 0, failf(err, "could not set the secrets of %s", a.Name)
 		}
 		version = v
+		delete(r.stamps, a.Name)
 	}
 	for _, name := range want {
 		if values[name] != nil {
@@ -258,8 +259,8 @@ func checkAdminKey(key, secret string) error {
 		return errors.New("set ADMIN_KEY (the operator's key of the balancer's /v1 API, e.g. ADMIN_KEY=$(openssl rand -hex 32)) and run again")
 	case len(key) < 16 || !wire.ValidSecret(key):
 		return errors.New("ADMIN_KEY must be at least 16 characters of printable ASCII without spaces")
-	case key == secret:
-		return errors.New("ADMIN_KEY must not be the relays' SECRET")
+	case wire.SecretIn(key, secret):
+		return errors.New("ADMIN_KEY must not be a value of the relays' SECRET")
 	}
 	return nil
 }
@@ -311,7 +312,11 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 			r.res.Machines = append(r.res.Machines, MachineResult{Role: role, App: a.Name, Region: region, Image: r.image, Action: ActionCreate})
 			continue
 		}
-		m, err := r.api.launch(ctx, a.Name, region, a.MachineConfig(r.image), minSecrets)
+		want, err := r.wantConfig(ctx, a)
+		if err != nil {
+			return err
+		}
+		m, err := r.api.launch(ctx, a.Name, region, want, minSecrets)
 		if err != nil {
 			return failf(err, "could not create a machine of %s", a.Name)
 		}

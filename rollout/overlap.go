@@ -349,6 +349,9 @@ func (r *run) retireMachine(ctx context.Context, app App, m *fly.Machine, boot, 
 			}
 			r.log.Warn("relay cannot retire (an image from before retiring): drained at the balancer; a later run stops it", "machine", m.ID)
 			return by, nil
+		case errors.Is(err, wire.ErrUnauthorized):
+			return by, failf(stepCause(ctx, err), "could not retire machine %s (boot %s): it refuses every value of SECRET this run sends; "+
+				"a machine retiring from two SECRET rotation steps ago still runs: finish each step with --wait-retired before the next", m.ID, boot)
 		}
 		return by, failf(stepCause(ctx, err), "could not retire machine %s (boot %s)", m.ID, boot)
 	}

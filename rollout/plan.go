@@ -71,8 +71,12 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 		if role == RoleBalancer && len(ms) > 1 {
 			return nil, tooManyBalancers(app.Name, ms, "")
 		}
+		want, err := r.wantConfig(ctx, &app)
+		if err != nil {
+			return nil, err
+		}
 		for _, m := range ms {
-			tg := &target{role: role, app: app, m: m, want: app.MachineConfig(r.image), adopt: adopt[m.ID], fresh: r.api.madeHere(m.ID)}
+			tg := &target{role: role, app: app, m: m, want: want, adopt: adopt[m.ID], fresh: r.api.madeHere(m.ID)}
 			p, err := pingMachine(ctx, r.hc, app.URL, m.ID)
 			tg.ping, tg.up = p, err == nil
 			img := ""
@@ -83,7 +87,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 				FromImage: img, Image: img, OldBoot: p.BootID, Boot: p.BootID, Version: versionOf(m), Action: ActionUpdate}
 			if tg.want != nil {
 				for _, c := range flyconfig.Diff(m.Config, tg.want) {
-					if c.Path != "image" {
+					if c.Path != "image" && !unstamped(c.Path, c.From) {
 						tg.res.Changes = append(tg.res.Changes, c.String())
 					}
 				}

@@ -130,6 +130,9 @@ type run struct {
 	// seed are the machines launch created, by app: the plan adds any a
 	// lagging machine list does not show yet.
 	seed map[string][]*fly.Machine
+	// stamps is each app's secrets stamp (MetaSecrets), read once a run;
+	// setting an app's secrets forgets it.
+	stamps map[string]string
 	// newNames are the apps launch gave their first public address:
 	// their names are waited for before a machine is reached by them.
 	newNames map[string]bool
@@ -175,8 +178,8 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 	if secret == "" {
 		return nil, configErrorf("SECRET is not set (the balancer's admin API needs the shared secret)")
 	}
-	if !wire.ValidSecret(secret) {
-		return nil, configErrorf("SECRET must be printable ASCII without spaces")
+	if !wire.ValidSecretList(secret) {
+		return nil, configErrorf("SECRET must be 1 to %d comma-separated values of printable ASCII without spaces", wire.MaxSecrets)
 	}
 	base := firstNonEmpty(env.MachinesAPI, opts.MachinesAPI, DefaultMachinesAPI)
 	if err := checkURL(base); err != nil {
@@ -205,7 +208,7 @@ func newRun(ctx context.Context, opts Options) (*run, error) {
 		bal:  &client.Balancer{BaseURL: env.Balancer.URL, HTTP: hc, Timeout: pingTimeout},
 		log:  log.With("component", "rollout", "env", env.Name),
 		res:  &Result{Env: env.Name, Image: image, DryRun: opts.DryRun},
-		seed: map[string][]*fly.Machine{}, newNames: map[string]bool{},
+		seed: map[string][]*fly.Machine{}, newNames: map[string]bool{}, stamps: map[string]string{},
 	}, nil
 }
 

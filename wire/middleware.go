@@ -79,9 +79,10 @@ func SecretEqual(a, b string) bool {
 
 // SetInternal marks an outgoing internal request (relay <-> balancer, or a
 // relay's link to another machine): the shared secret and this side's
-// protocol version. CheckInternal is the receiving side.
+// protocol version. secret is the SECRET list, of which the first value is
+// sent (SendSecret). CheckInternal is the receiving side.
 func SetInternal(h http.Header, secret string) {
-	SetHeaders(h, HeaderInternalSecret, secret)
+	SetHeaders(h, HeaderInternalSecret, SendSecret(secret))
 	SetInternalVersion(h)
 }
 
@@ -96,9 +97,10 @@ var (
 	versionKey      = CanonicalKey(HeaderInternalVersion)
 )
 
-// CheckInternal verifies the internal shared secret of a request.
+// CheckInternal verifies the internal shared secret of a request: any value
+// of the SECRET list secret (SecretIn).
 func CheckInternal(r *http.Request, secret string) error {
-	if !SecretEqual(HeaderGet(r.Header, HeaderInternalSecret), secret) {
+	if !SecretIn(HeaderGet(r.Header, HeaderInternalSecret), secret) {
 		return ErrUnauthorized
 	}
 	return nil

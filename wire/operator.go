@@ -7,13 +7,13 @@ import (
 
 // CheckOperator verifies an operator's credential: the shared secret as
 // "Authorization: Bearer <SECRET>" or in HeaderInternalSecret (the rollout
-// tool and the admin API use it).
+// tool and the admin API use it), any value of the SECRET list secret.
 func CheckOperator(r *http.Request, secret string) error {
 	got := r.Header.Get(HeaderInternalSecret)
 	if auth := r.Header.Get("Authorization"); got == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 		got = strings.TrimSpace(auth[7:])
 	}
-	if got == "" || !SecretEqual(got, secret) {
+	if !SecretIn(got, secret) {
 		return ErrUnauthorized
 	}
 	return nil

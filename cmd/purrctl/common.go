@@ -95,14 +95,14 @@ func sharedSecret(c *cli.Context) (string, error) {
 	if !explicit {
 		return "PURRNET", nil
 	}
-	if !wire.ValidSecret(s) {
-		return "", usagef("SECRET must be 1 to %d printable ASCII characters without spaces", wire.MaxSecretLen)
+	if !wire.ValidSecretList(s) {
+		return "", usagef("SECRET must be 1 to %d comma-separated values (the first is sent, any is accepted), each 1 to %d printable ASCII characters without spaces", wire.MaxSecrets, wire.MaxSecretLen)
 	}
 	return s, nil
 }
 
 func secretFlag() cli.Flag {
-	return &cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared relay/balancer secret (default PURRNET off Fly; required on Fly)"}
+	return &cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared relay/balancer secret, comma-separated to rotate: the first is sent, any accepted (default PURRNET off Fly; required on Fly)"}
 }
 
 func debugFlag() cli.Flag {

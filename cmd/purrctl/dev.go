@@ -41,8 +41,8 @@ func devCommand() *cli.Command {
 			if err := devstack.CheckHost(c.String("host")); err != nil {
 				return usagef("--host %w", err)
 			}
-			if !wire.ValidSecret(c.String("secret")) {
-				return usagef("--secret must be 1 to %d printable ASCII characters without spaces", wire.MaxSecretLen)
+			if !wire.ValidSecretList(c.String("secret")) {
+				return usagef("--secret must be 1 to %d comma-separated values, each 1 to %d printable ASCII characters without spaces", wire.MaxSecrets, wire.MaxSecretLen)
 			}
 			stack, err := devstack.Start(c.Context, devstack.Options{
 				Host:            c.String("host"),
