@@ -37,7 +37,7 @@ func checkAdminKeys(keys []string, secret string, require bool) error {
 		case len(k) < MinAdminKeyLen:
 			return fmt.Errorf("admin key %d is shorter than %d characters", i+1, MinAdminKeyLen)
 		case wire.SecretIn(k, secret):
-			return fmt.Errorf("admin key %d equals a value of the relay SECRET: the operator's key must be its own", i+1)
+			return fmt.Errorf("admin key %d equals the relay SECRET (one of its values): the operator's key must be its own", i+1)
 		}
 	}
 	return nil

@@ -240,9 +240,14 @@ func (g *games) leave(ctx context.Context, name string, host *client.Host, clien
 // keepStarting starts a game in each region every interval until stop is
 // closed (at most max games), then returns.
 func (g *games) keepStarting(regions []string, interval time.Duration, max int, stop <-chan struct{}) {
+	// Once stopped, it returns when the games it started play (or failed):
+	// no player is left halfway through connecting.
+	var ready sync.WaitGroup
+	defer ready.Wait()
 	for n := 0; n < max; {
 		for _, r := range regions {
-			g.start(r, nil)
+			ready.Add(1)
+			g.start(r, &ready)
 			n++
 		}
 		select {
