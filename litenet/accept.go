@@ -82,7 +82,7 @@ func (s *socket) connectRequest(addr netip.AddrPort, b []byte, now int64) {
 	}
 	// Accepted with state, or, with the tables full, without: a real client
 	// then proves itself with the cookie (networkChanged).
-	_, _ = s.c.WriteToUDPAddrPort(accept, addr)
+	s.write(accept, addr)
 }
 
 // admit enters a new peer in the pending and peer tables, evicting the

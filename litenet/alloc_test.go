@@ -20,13 +20,24 @@ func (echoHandler) Nat(netip.AddrPort, NatPacket)       {}
 // the datagrams a game client sends every tick.
 func steadyServer(tb testing.TB) (*socket, netip.AddrPort, [][]byte) {
 	tb.Helper()
-	e := listen(tb, Config{Handler: echoHandler{}})
+	return steadyServerV(tb, V2)
+}
+
+// steadyServerV is steadyServer speaking v: the ticks are in v's
+// numbering, and a 1.x client sends its reliable message as a plain
+// Channeled packet. A 1.x socket renumbers a datagram in place, so feed
+// it a copy of a tick.
+func steadyServerV(tb testing.TB, v Version) (*socket, netip.AddrPort, [][]byte) {
+	tb.Helper()
+	e := listen(tb, Config{Handler: echoHandler{}, Version: v})
 	raw := newRaw(tb, e.LocalAddr())
 	s := e.socks[0]
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	now := e.now()
-	s.handle(raw.addr(), connectRequest(0, 1, "PurrNet"), now)
+	req := connectRequest(0, 1, "PurrNet")
+	ToWire(v, req)
+	s.handle(raw.addr(), req, now)
 	s.handle(raw.addr(), []byte{byte(PropUnreliable), 0}, now)
 	// One tick of a client: an unreliable state update, a sequenced one,
 	// and a reliable message with an ack of what the server sent, merged.
@@ -38,8 +49,12 @@ func steadyServer(tb testing.TB) (*socket, netip.AddrPort, [][]byte) {
 		}
 		add(append([]byte{byte(PropUnreliable)}, pattern(100)...))
 		add(append([]byte{byte(PropChanneled), byte(seq + 1), byte((seq + 1) >> 8), byte(Sequenced)}, pattern(60)...))
-		rm := []byte{byte(PropReliableMerged), byte(seq), byte(seq >> 8), byte(ReliableOrdered), 40, 0}
-		add(append(rm, pattern(40)...))
+		if v == V1 {
+			add(append([]byte{byte(PropChanneled), byte(seq), byte(seq >> 8), byte(ReliableOrdered)}, pattern(40)...))
+		} else {
+			rm := []byte{byte(PropReliableMerged), byte(seq), byte(seq >> 8), byte(ReliableOrdered), 40, 0}
+			add(append(rm, pattern(40)...))
+		}
 		if seq > 0 { // the ack of the echo the server sent last tick
 			prev := seq - 1
 			ack := make([]byte, ackPacketSize)
@@ -48,6 +63,7 @@ func steadyServer(tb testing.TB) (*socket, netip.AddrPort, [][]byte) {
 			binary.LittleEndian.PutUint64(ack[4:], 1<<(prev%windowSize))
 			add(ack)
 		}
+		ToWire(v, d)
 		return d
 	}
 	var ticks [][]byte
@@ -63,12 +79,19 @@ func TestSteadyPathAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
 	}
-	s, addr, ticks := steadyServer(t)
+	for _, v := range []Version{V2, V1} {
+		t.Run(v.String(), func(t *testing.T) { steadyAllocs(t, v) })
+	}
+}
+
+func steadyAllocs(t *testing.T, v Version) {
+	s, addr, ticks := steadyServerV(t, v)
 	i := 0
 	var left []gone
+	buf := make([]byte, readBufSize)
 	run := func() {
 		now := s.e.now()
-		s.handle(addr, ticks[i%len(ticks)], now)
+		s.handle(addr, buf[:copy(buf, ticks[i%len(ticks)])], now)
 		i++
 		s.flushMu.Lock()
 		left = s.flushLocked(now, left[:0])
@@ -83,14 +106,21 @@ func TestSteadyPathAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkSteadyPath(b *testing.B) {
-	s, addr, ticks := steadyServer(b)
+	for _, v := range []Version{V2, V1} {
+		b.Run(v.String(), func(b *testing.B) { benchSteady(b, v) })
+	}
+}
+
+func benchSteady(b *testing.B, v Version) {
+	s, addr, ticks := steadyServerV(b, v)
 	var left []gone
+	buf := make([]byte, readBufSize)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(ticks[0])))
 	i := 0
 	for b.Loop() {
 		now := s.e.now()
-		s.handle(addr, ticks[i%len(ticks)], now)
+		s.handle(addr, buf[:copy(buf, ticks[i%len(ticks)])], now)
 		i++
 		s.flushMu.Lock()
 		left = s.flushLocked(now, left[:0])

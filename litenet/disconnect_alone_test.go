@@ -14,7 +14,9 @@ import (
 // the client, which then hung on until its own timeout: a relay's UDP
 // peers missed its shutdown now and then (relay TestUDPAuthTimeoutAndShutdown
 // under load).
-func TestDisconnectTravelsAlone(t *testing.T) {
+func TestDisconnectTravelsAlone(t *testing.T) { bothVersions(t, disconnectTravelsAlone) }
+
+func disconnectTravelsAlone(t *testing.T) {
 	clk := fakeClock()
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Hour})
@@ -37,7 +39,9 @@ func TestDisconnectTravelsAlone(t *testing.T) {
 
 // TestDisconnectDatagramIsBare checks the datagram itself, as a stock
 // LiteNetLib client would read it.
-func TestDisconnectDatagramIsBare(t *testing.T) {
+func TestDisconnectDatagramIsBare(t *testing.T) { bothVersions(t, disconnectDatagramIsBare) }
+
+func disconnectDatagramIsBare(t *testing.T) {
 	clk := fakeClock()
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Hour})

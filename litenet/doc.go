@@ -1,4 +1,4 @@
-// Package litenet is a LiteNetLib 2.x peer written from the protocol
+// Package litenet is a LiteNetLib peer written from the protocol
 // (docs/UDP.md, section 3) and checked against a real session's datagrams
 // (docs/LITENETLIB-VECTORS.md, testdata/session-2.1.2.pcap): the server
 // side of what a stock 2.x client speaks, and the client side for
@@ -33,6 +33,21 @@
 // packet goes bare). MtuCheck is answered with MtuOk; discovery stays off,
 // as in LiteNetLib 2.x by default. NatMessage carries NAT introduction
 // (nat.go).
+//
+// # Two wire versions, one engine
+//
+// Config.Version V1 speaks LiteNetLib 1.x (docs/LITENETLIB-1.md,
+// testdata/session-1.3.1.pcap): the same packets without ReliableMerged,
+// so every property from Ack up is one lower (Merged is 0x0C). The engine
+// works in 2.x numbering throughout; a 1.x socket renumbers byte 0 of
+// each datagram and of each packet inside a Merged one as it reads
+// (fromV1) and as it writes (the emitter, socket.write), and its reliable
+// channels give every message a sequence number of its own (relChan.merge
+// off), several still sharing a Merged datagram. The versions share
+// protocol id 13, so each has its own port: a 2.x ConnectRequest at a 1.x
+// socket is answered with 2.x's InvalidProtocol byte, a 1.x one at a 2.x
+// socket reads as a Pong from a stranger and gets PeerNotFound, which 1.x
+// reads as InvalidProtocol. A 1.x socket carries no NAT introduction.
 //
 // # Goroutines, no goroutine per peer
 //

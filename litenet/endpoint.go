@@ -46,6 +46,10 @@ type Config struct {
 	Key     string
 	Handler Handler
 	Clock   clock.Clock
+	// Version is the wire version spoken: V2 (LiteNetLib 2.x, the zero
+	// value) or V1 (1.x). The two share protocol id 13, so an endpoint
+	// speaks one and each has its own port.
+	Version Version
 
 	PingInterval      time.Duration // LiteNetLib: 1 s; PurrNet's client 900 ms
 	DisconnectTimeout time.Duration // silence after which a peer is dropped
@@ -85,6 +89,9 @@ func (c Config) withDefaults() (Config, error) {
 	orDefault(&c.MaxMessage, DefaultMaxMessage)
 	orDefault(&c.ReplyRate, DefaultReplyRate)
 	orDefault(&c.Sockets, 1)
+	if c.Version > V1 {
+		return c, fmt.Errorf("litenet: unknown wire version %d", c.Version)
+	}
 	c.FlushDelay = max(c.FlushDelay, 0)
 	if c.MaxMessage > pktClasses[len(pktClasses)-1] {
 		return c, fmt.Errorf("litenet: MaxMessage %d is over %d", c.MaxMessage, pktClasses[len(pktClasses)-1])
@@ -144,7 +151,7 @@ type counters struct {
 	datagrams, bytes, resent, malformed, unknown, limited, refused, evicted, accepted atomic.Uint64
 }
 
-// Endpoint is a LiteNetLib 2.x node on a UDP port: a server (Listen)
+// Endpoint is a LiteNetLib node (2.x, or 1.x: Config.Version) on a UDP port: a server (Listen)
 // accepting any number of peers, or a client (Dial) of one. See the
 // package doc for its goroutines and locks.
 type Endpoint struct {
@@ -227,6 +234,7 @@ func (e *Endpoint) addSocket(c *net.UDPConn) error {
 		e:     e,
 		c:     c,
 		rd:    rd,
+		v1:    e.cfg.Version == V1,
 		out:   newOutBatch(ipv4.NewPacketConn(c)),
 		poke:  make(chan struct{}, 1),
 		wheel: newWheel(int64(e.cfg.Tick), e.now()),
@@ -312,6 +320,9 @@ func (e *Endpoint) Close() error {
 		}
 		p.mu.Unlock()
 		if bye != nil {
+			if p.s.v1 {
+				bye[0] = toV1(bye[0])
+			}
 			_, _ = p.s.c.WriteToUDPAddrPort(bye, p.addr)
 		}
 		e.notify(p, ReasonShutdown)

@@ -22,7 +22,7 @@ func spoofers(tb testing.TB, net3 byte, n int, to netip.AddrPort) []*rawConn {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { c.Close() })
-		out = append(out, &rawConn{tb: tb, c: c, to: to})
+		out = append(out, &rawConn{tb: tb, c: c, to: to, v: testVersion})
 	}
 	return out
 }
@@ -31,6 +31,10 @@ func spoofers(tb testing.TB, net3 byte, n int, to netip.AddrPort) []*rawConn {
 // pending table, each new one evicting the oldest that never answered its
 // accept; a real client connecting meanwhile gets in and plays.
 func TestConnectFloodCannotStarveRealPeers(t *testing.T) {
+	bothVersions(t, connectFloodCannotStarveRealPeers)
+}
+
+func connectFloodCannotStarveRealPeers(t *testing.T) {
 	srv := newRecorder(false)
 	const maxPending = 32
 	e := listen(t, Config{Handler: srv, MaxPending: maxPending, MaxPendingPerIP: 4})
@@ -70,7 +74,9 @@ func TestConnectFloodCannotStarveRealPeers(t *testing.T) {
 }
 
 // One source address holds at most MaxPendingPerIP pending connections.
-func TestPendingPerSourceBound(t *testing.T) {
+func TestPendingPerSourceBound(t *testing.T) { bothVersions(t, pendingPerSourceBound) }
+
+func pendingPerSourceBound(t *testing.T) {
 	e := listen(t, Config{Handler: newRecorder(false), MaxPendingPerIP: 3})
 	var socks []*rawConn
 	for range 6 {
@@ -79,7 +85,7 @@ func TestPendingPerSourceBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		socks = append(socks, &rawConn{tb: t, c: c, to: e.LocalAddr()})
+		socks = append(socks, &rawConn{tb: t, c: c, to: e.LocalAddr(), v: testVersion})
 	}
 	for i, s := range socks {
 		s.send(connectRequest(0, int64(i+1), "PurrNet"))
@@ -96,7 +102,9 @@ func TestPendingPerSourceBound(t *testing.T) {
 
 // Answers to strangers are rate-limited: a burst past ReplyRate's bucket
 // goes unanswered and is counted.
-func TestRepliesToStrangersRateLimited(t *testing.T) {
+func TestRepliesToStrangersRateLimited(t *testing.T) { bothVersions(t, repliesToStrangersRateLimited) }
+
+func repliesToStrangersRateLimited(t *testing.T) {
 	clk := fakeClock() // no refill: only the initial burst is answered
 	e := listen(t, Config{Handler: newRecorder(false), Clock: clk, ReplyRate: 100})
 	raw := newRaw(t, e.LocalAddr())
@@ -119,7 +127,9 @@ func TestRepliesToStrangersRateLimited(t *testing.T) {
 // unanswered requests) proves itself: its first packet gets PeerNotFound,
 // it answers "network changed" echoing the accept's peer id (the cookie),
 // and it is a connection at once. A forged one gets PeerNotFound 1.
-func TestAcceptCookieRecovers(t *testing.T) {
+func TestAcceptCookieRecovers(t *testing.T) { bothVersions(t, acceptCookieRecovers) }
+
+func acceptCookieRecovers(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, MaxPending: 1})
 	filler := newRaw(t, e.LocalAddr())

@@ -10,7 +10,9 @@ import (
 // A server ignores PeerNotFound from its clients: the short forms carry
 // nothing secret, so anyone who can forge a client's source address could
 // otherwise end its connection.
-func TestServerIgnoresPeerNotFound(t *testing.T) {
+func TestServerIgnoresPeerNotFound(t *testing.T) { bothVersions(t, serverIgnoresPeerNotFound) }
+
+func serverIgnoresPeerNotFound(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	raw, p := connectRaw(t, e, srv, 10)
@@ -29,6 +31,10 @@ func TestServerIgnoresPeerNotFound(t *testing.T) {
 // forged) is forgotten after PendingTimeout without a word: it got the
 // accept and nothing more, no Disconnect repeats to amplify.
 func TestUnprovenConnectionForgottenSilently(t *testing.T) {
+	bothVersions(t, unprovenConnectionForgottenSilently)
+}
+
+func unprovenConnectionForgottenSilently(t *testing.T) {
 	clk := fakeClock()
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, PendingTimeout: 3 * time.Second, PingInterval: time.Hour})
@@ -60,7 +66,9 @@ func TestUnprovenConnectionForgottenSilently(t *testing.T) {
 
 // A handler that refuses a new peer: the peer is disconnected at once and
 // the handler hears nothing more of it.
-func TestHandlerRefusesPeer(t *testing.T) {
+func TestHandlerRefusesPeer(t *testing.T) { bothVersions(t, handlerRefusesPeer) }
+
+func handlerRefusesPeer(t *testing.T) {
 	srv := newRecorder(false)
 	srv.refuse.Store(true)
 	e := listen(t, Config{Handler: srv})

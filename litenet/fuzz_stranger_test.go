@@ -17,32 +17,48 @@ import (
 func FuzzServerStranger(f *testing.F) {
 	captureSeeds(f, true)
 	captureSeeds(f, false)
-	f.Add(connectRequest(0, 1, "PurrNet"))
-	f.Add(connectRequest(1, 2, "wrong key"))
-	f.Add(AppendDisconnect(nil, 0, 1))
-	f.Add([]byte{byte(PropPing), 1, 0})
-	f.Add([]byte{byte(PropUnreliable), 'x'})
-	f.Add([]byte{byte(PropMerged), 2, 0, byte(PropPing), 0})
+	fuzzStranger(f, V2)
+}
+
+// FuzzServerStranger1 is FuzzServerStranger for a 1.x server, seeded with
+// the 1.3.1 session and 2.x datagrams (a 2.x client at the 1.x port).
+func FuzzServerStranger1(f *testing.F) {
+	captureSeedsV(f, V1, true)
+	captureSeedsV(f, V1, false)
+	captureSeeds(f, true)
+	fuzzStranger(f, V1)
+}
+
+func fuzzStranger(f *testing.F, v Version) {
+	seed := func(b []byte) { ToWire(v, b); f.Add(b) }
+	seed(connectRequest(0, 1, "PurrNet"))
+	seed(connectRequest(1, 2, "wrong key"))
+	seed(AppendDisconnect(nil, 0, 1))
+	seed([]byte{byte(PropPing), 1, 0})
+	seed([]byte{byte(PropUnreliable), 'x'})
+	seed([]byte{byte(PropMerged), 2, 0, byte(PropPing), 0})
 	nc := AppendConnectAccept(nil, 99, 0, 12345)
 	nc[0], nc[10] = byte(PropPeerNotFound), 1
-	f.Add(nc)
+	seed(nc)
 	bad := connectRequest(0, 3, "PurrNet")
 	binary.LittleEndian.PutUint32(bad[1:], ProtocolID+1)
-	f.Add(bad)
+	seed(bad)
 
-	e := listen(f, Config{Handler: echoHandler{}})
+	e := listen(f, Config{Handler: echoHandler{}, Version: v})
 	s := e.socks[0]
 	connector := newRaw(f, e.LocalAddr())
 	strangers := []*rawConn{newRaw(f, e.LocalAddr()), newRaw(f, e.LocalAddr())}
 	buf := make([]byte, 2048)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		b := append([]byte(nil), wire...) // what the engine reads, renumbered
+		FromWire(v, b)
 		from := strangers[len(b)%2]
 		if len(b) > 0 && Property(b[0]&0x1f) == PropConnectRequest {
 			from = connector
 		}
 		addr := from.addr()
 		s.flushMu.Lock()
-		s.handle(addr, b, e.now())
+		s.handle(addr, append([]byte(nil), wire...), e.now())
 		s.flushMu.Unlock()
 		if p := e.peers.get(addr); p != nil {
 			if from != connector {

@@ -11,8 +11,15 @@ import (
 // plus the corpus files under testdata/fuzz. `go test -fuzz=FuzzX` runs one
 // target longer; CI runs each for a few seconds (.ci/run).
 
-func captureSeeds(f *testing.F, toServer bool) {
-	for _, c := range readCapture(f) {
+func captureSeeds(f *testing.F, toServer bool) { captureSeedsV(f, V2, toServer) }
+
+// captureSeedsV seeds with the datagrams of v's capture, as on the wire.
+func captureSeedsV(f *testing.F, v Version, toServer bool) {
+	caps := readCapture(f)
+	if v == V1 {
+		caps = readCapture1(f)
+	}
+	for _, c := range caps {
 		if c.toServer == toServer {
 			f.Add(c.b)
 		}
@@ -72,9 +79,15 @@ func FuzzParseNat(f *testing.F) {
 // address to a server: nothing panics, and a malformed datagram never ends
 // the connection (only Disconnect, PeerNotFound 1 or a message past
 // MaxMessage may).
-func FuzzServerDatagram(f *testing.F) {
-	captureSeeds(f, true)
-	s, addr, ticks := steadyServer(f)
+func FuzzServerDatagram(f *testing.F) { fuzzServerDatagram(f, V2) }
+
+// FuzzServerDatagram1 is FuzzServerDatagram for a 1.x server: every
+// datagram is renumbered before the engine reads it.
+func FuzzServerDatagram1(f *testing.F) { fuzzServerDatagram(f, V1) }
+
+func fuzzServerDatagram(f *testing.F, v Version) {
+	captureSeedsV(f, v, true)
+	s, addr, ticks := steadyServerV(f, v)
 	for _, tick := range ticks[:4] {
 		f.Add(tick)
 	}
@@ -84,7 +97,9 @@ func FuzzServerDatagram(f *testing.F) {
 		defer s.flushMu.Unlock()
 		now := s.e.now()
 		if s.e.peers.get(addr) == nil { // reconnect after a fuzzed Disconnect
-			s.handle(addr, connectRequest(0, now+1, "PurrNet"), now)
+			req := connectRequest(0, now+1, "PurrNet")
+			ToWire(v, req)
+			s.handle(addr, req, now)
 			s.handle(addr, []byte{byte(PropUnreliable), 0}, now)
 		}
 		s.handle(addr, b, now)
@@ -136,5 +151,34 @@ func FuzzClientDatagram(f *testing.F) {
 		now := ce.now()
 		s.handle(p.addr, b, now)
 		left = s.flushLocked(now, left[:0])
+	})
+}
+
+// FuzzWireRenumbering: renumbering a 1.x datagram for the engine and back
+// gives it back whenever every property it names exists in 1.x, and an
+// unknown one always reads as invalid; neither walk leaves the datagram.
+func FuzzWireRenumbering(f *testing.F) {
+	captureSeedsV(f, V1, true)
+	captureSeedsV(f, V1, false)
+	f.Add([]byte{0x0c, 3, 0, 0x12, 1, 2, 0, 0})
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		b := append([]byte(nil), wire...)
+		FromWire(V1, b)
+		valid := true
+		for i := range b {
+			if b[i] != wire[i] && b[i]&0x1f == 0x1f {
+				valid = false
+			}
+		}
+		if len(b) > 0 && wire[0]&0x1f >= 18 && b[0]&0x1f != 0x1f {
+			t.Fatalf("1.x property %d read as %d", wire[0]&0x1f, b[0]&0x1f)
+		}
+		if len(b) > 0 && Property(b[0]&0x1f) == PropReliableMerged {
+			t.Fatalf("%x reads as ReliableMerged", wire)
+		}
+		ToWire(V1, b)
+		if valid && !bytes.Equal(b, wire) {
+			t.Fatalf("%x came back as %x", wire, b)
+		}
 	})
 }

@@ -17,7 +17,9 @@ func connectRequest(connNum uint8, connectTime int64, key string) []byte {
 // same address is a reconnection with the next connection number, the old
 // connection ends (ReasonReconnect), and packets of the old number are
 // ignored.
-func TestConnectRepeatAndReconnect(t *testing.T) {
+func TestConnectRepeatAndReconnect(t *testing.T) { bothVersions(t, connectRepeatAndReconnect) }
+
+func connectRepeatAndReconnect(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	raw := newRaw(t, e.LocalAddr())
@@ -71,7 +73,9 @@ func TestConnectRepeatAndReconnect(t *testing.T) {
 
 // Bad requests and strangers get LiteNetLib's answers, never longer than
 // what they sent (no amplification).
-func TestUnknownSendersGetShortAnswers(t *testing.T) {
+func TestUnknownSendersGetShortAnswers(t *testing.T) { bothVersions(t, unknownSendersGetShortAnswers) }
+
+func unknownSendersGetShortAnswers(t *testing.T) {
 	e := listen(t, Config{Handler: newRecorder(false)})
 	cases := []struct {
 		name string
@@ -116,7 +120,9 @@ func TestUnknownSendersGetShortAnswers(t *testing.T) {
 
 // A remote Disconnect is answered ShutdownOk and ends the peer; a
 // Disconnect for another connect time is ignored.
-func TestRemoteDisconnect(t *testing.T) {
+func TestRemoteDisconnect(t *testing.T) { bothVersions(t, remoteDisconnect) }
+
+func remoteDisconnect(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	raw, _ := connectRaw(t, e, srv, 77)
@@ -135,20 +141,34 @@ func TestRemoteDisconnect(t *testing.T) {
 
 // A garbled datagram from a connected peer is dropped and counted; the
 // peer stays and its next packet arrives.
-func TestGarbledDatagramKeepsPeer(t *testing.T) {
+func TestGarbledDatagramKeepsPeer(t *testing.T) { bothVersions(t, garbledDatagramKeepsPeer) }
+
+func garbledDatagramKeepsPeer(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	raw, _ := connectRaw(t, e, srv, 5)
 	before := e.Stats().Malformed
+	// In 1.x, with no ReliableMerged, the fourth case is a property past
+	// the last, and the fragment takes sequence 0.
+	merged, fragSeq := []byte{byte(PropReliableMerged), 0, 0, 2, 9, 0, 'x'}, byte(1)
+	if testVersion == V1 {
+		merged, fragSeq = []byte{0x1f, 0, 0, 2, 'x'}, 0
+	}
 	for _, g := range [][]byte{
-		{byte(PropMerged), 0xff, 0xff, 1},                       // sub-packet longer than the datagram
-		{byte(PropMerged), 2, 0, byte(PropChanneled), 0},        // sub-packet shorter than its header
-		{byte(PropChanneled), 0xff, 0xff, 2, 'x'},               // sequence out of range
-		{byte(PropChanneled), 0, 0, 9, 'x'},                     // no such channel
-		{byte(PropReliableMerged), 0, 0, 2, 9, 0, 'x'},          // merged length past the end
-		{byte(PropChanneled) | 0x80, 1, 0, 2, 1, 0, 5, 0, 2, 0}, // fragment part >= total
+		{byte(PropMerged), 0xff, 0xff, 1},                             // sub-packet longer than the datagram
+		{byte(PropMerged), 2, 0, byte(PropChanneled), 0},              // sub-packet shorter than its header
+		{byte(PropChanneled), 0xff, 0xff, 2, 'x'},                     // sequence out of range
+		{byte(PropChanneled), 0, 0, 9, 'x'},                           // no such channel
+		merged,                                                        // merged length past the end
+		{byte(PropChanneled) | 0x80, fragSeq, 0, 2, 1, 0, 5, 0, 2, 0}, // fragment part >= total
 	} {
+		m := e.Stats().Malformed
 		raw.send(g)
+		raw.send([]byte{byte(PropUnreliable), 'a'})
+		srv.waitKind(t, "recv", wait)
+		if e.Stats().Malformed == m {
+			t.Errorf("%x not counted as malformed", g)
+		}
 	}
 	raw.send([]byte{byte(PropUnreliable), 'b'})
 	if ev := srv.waitKind(t, "recv", wait); string(ev.data) != "b" {
@@ -163,7 +183,9 @@ func TestGarbledDatagramKeepsPeer(t *testing.T) {
 }
 
 // MtuCheck is answered MtuOk; a malformed one is not.
-func TestMtuCheckAnswered(t *testing.T) {
+func TestMtuCheckAnswered(t *testing.T) { bothVersions(t, mtuCheckAnswered) }
+
+func mtuCheckAnswered(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	raw, _ := connectRaw(t, e, srv, 5)

@@ -90,12 +90,34 @@ func (r *recorder) waitKind(tb testing.TB, kind string, d time.Duration) event {
 	}
 }
 
+// testVersion is the wire version listen, dial and newRaw use unless a
+// Config names 1.x itself; bothVersions runs a test under each. Tests do
+// not run in parallel, so a plain variable does.
+var testVersion = V2
+
+// bothVersions runs f as a subtest for LiteNetLib 2.x, then for 1.x: the
+// same engine, the same behaviour, the wire renumbered (rawConn speaks
+// the version too, so a test writes and reads packets in the engine's
+// numbering).
+func bothVersions(t *testing.T, f func(t *testing.T)) {
+	for _, v := range []Version{V2, V1} {
+		t.Run(v.String(), func(t *testing.T) {
+			testVersion = v
+			defer func() { testVersion = V2 }()
+			f(t)
+		})
+	}
+}
+
 // listen starts a server endpoint on loopback with cfg (Key and Handler
 // defaulted) and closes it at cleanup.
 func listen(tb testing.TB, cfg Config) *Endpoint {
 	tb.Helper()
 	if cfg.Key == "" {
 		cfg.Key = "PurrNet"
+	}
+	if cfg.Version == V2 {
+		cfg.Version = testVersion
 	}
 	e, err := Listen("udp4", "127.0.0.1:0", cfg)
 	if err != nil {
@@ -110,6 +132,9 @@ func dial(tb testing.TB, to netip.AddrPort, cfg Config) (*Endpoint, *Peer) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if cfg.Version == V2 {
+		cfg.Version = testVersion
+	}
 	ce, p, err := Dial(ctx, to, "PurrNet", cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -118,11 +143,13 @@ func dial(tb testing.TB, to netip.AddrPort, cfg Config) (*Endpoint, *Peer) {
 	return ce, p
 }
 
-// rawConn is a plain UDP socket for crafted datagrams.
+// rawConn is a plain UDP socket for crafted datagrams, written and read
+// in the engine's numbering and renumbered on the wire for version v.
 type rawConn struct {
 	tb testing.TB
 	c  *net.UDPConn
 	to netip.AddrPort
+	v  Version
 }
 
 func newRaw(tb testing.TB, to netip.AddrPort) *rawConn {
@@ -132,13 +159,15 @@ func newRaw(tb testing.TB, to netip.AddrPort) *rawConn {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.Close() })
-	return &rawConn{tb: tb, c: c, to: to}
+	return &rawConn{tb: tb, c: c, to: to, v: testVersion}
 }
 
 func (r *rawConn) addr() netip.AddrPort { return r.c.LocalAddr().(*net.UDPAddr).AddrPort() }
 
 func (r *rawConn) send(b []byte) {
 	r.tb.Helper()
+	b = append([]byte(nil), b...)
+	ToWire(r.v, b)
 	if _, err := r.c.WriteToUDPAddrPort(b, r.to); err != nil {
 		r.tb.Fatal(err)
 	}
@@ -152,6 +181,7 @@ func (r *rawConn) recv(d time.Duration) []byte {
 	if err != nil {
 		return nil
 	}
+	FromWire(r.v, buf[:n])
 	return buf[:n]
 }
 

@@ -12,6 +12,10 @@ import (
 // order and complete, ReliableUnordered delivers each message exactly
 // once, both ways.
 func TestReliableUnderLossDuplicationReorder(t *testing.T) {
+	bothVersions(t, reliableUnderLossDuplicationReorder)
+}
+
+func reliableUnderLossDuplicationReorder(t *testing.T) {
 	srv := newRecorder(true)
 	e := listen(t, Config{Handler: srv})
 	proxy := udptest.NewLossyProxy(t, e.LocalAddr(), 0.10, 0.05, 0.10)

@@ -85,14 +85,23 @@ type emitter struct {
 	o      *outBatch
 	addr   net.Addr
 	cn     uint8
+	v1     bool // renumber every packet for LiteNetLib 1.x (version.go)
 	budget int
 	cur    []byte // the open Merged datagram, header byte first; nil if none
 	count  int    // packets in cur
 	added  int    // packets added in this flush
 }
 
-func (e *emitter) start(o *outBatch, addr net.Addr, cn uint8) {
-	*e = emitter{o: o, addr: addr, cn: cn, budget: min(peerBudget, o.free())}
+func (e *emitter) start(o *outBatch, addr net.Addr, cn uint8, v1 bool) {
+	*e = emitter{o: o, addr: addr, cn: cn, v1: v1, budget: min(peerBudget, o.free())}
+}
+
+// renumber turns the packet starting at d[i] into 1.x numbering when the
+// peer speaks 1.x.
+func (e *emitter) renumber(d []byte, i int) {
+	if e.v1 {
+		d[i] = toV1(d[i])
+	}
 }
 
 // add appends one whole packet; false when the peer's budget or the batch
@@ -109,6 +118,7 @@ func (e *emitter) add2(head, tail []byte) bool {
 			return false
 		}
 		d := append(append(e.o.slot(), head...), tail...)
+		e.renumber(d, 0)
 		e.o.commit(d, e.addr)
 		e.budget--
 		e.added++
@@ -122,9 +132,12 @@ func (e *emitter) add2(head, tail []byte) bool {
 			return false
 		}
 		e.cur = append(e.o.slot(), byte(PropMerged)|e.cn<<5)
+		e.renumber(e.cur, 0)
 	}
 	e.cur = binary.LittleEndian.AppendUint16(e.cur, uint16(n))
+	at := len(e.cur)
 	e.cur = append(append(e.cur, head...), tail...)
+	e.renumber(e.cur, at)
 	e.count++
 	e.added++
 	return true
@@ -138,7 +151,9 @@ func (e *emitter) addAlone(p []byte) bool {
 	if e.budget == 0 {
 		return false
 	}
-	e.o.commit(append(e.o.slot(), p...), e.addr)
+	d := append(e.o.slot(), p...)
+	e.renumber(d, 0)
+	e.o.commit(d, e.addr)
 	e.budget--
 	e.added++
 	return true

@@ -190,7 +190,7 @@ func (p *Peer) relChannel(id uint8, create bool) *relChan {
 		c = &p.ro
 	}
 	if *c == nil && create {
-		*c = &relChan{id: id, ordered: id == uint8(ReliableOrdered)}
+		*c = &relChan{id: id, ordered: id == uint8(ReliableOrdered), merge: p.e.cfg.Version != V1}
 	}
 	return *c
 }

@@ -17,7 +17,9 @@ func pattern(n int) []byte {
 
 // A Go client and a Go server exchange every method both ways, including
 // messages that need fragments (5,000 and 65,535 bytes), in order.
-func TestPeersExchangeEveryMethod(t *testing.T) {
+func TestPeersExchangeEveryMethod(t *testing.T) { bothVersions(t, peersExchangeEveryMethod) }
+
+func peersExchangeEveryMethod(t *testing.T) {
 	srv := newRecorder(true)
 	e := listen(t, Config{Handler: srv})
 	cli := newRecorder(false)
@@ -103,7 +105,9 @@ func TestSendRefusesOversize(t *testing.T) {
 
 // ReliableOrdered keeps order over many messages and sequence wrap-around
 // of the window (several thousand packets).
-func TestReliableOrderedLongStream(t *testing.T) {
+func TestReliableOrderedLongStream(t *testing.T) { bothVersions(t, reliableOrderedLongStream) }
+
+func reliableOrderedLongStream(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	_, p := dial(t, e.LocalAddr(), Config{Handler: newRecorder(false)})
@@ -123,7 +127,9 @@ func TestReliableOrderedLongStream(t *testing.T) {
 }
 
 // Closing gracefully delivers what is queued before Disconnect.
-func TestGracefulCloseDeliversQueued(t *testing.T) {
+func TestGracefulCloseDeliversQueued(t *testing.T) { bothVersions(t, gracefulCloseDeliversQueued) }
+
+func gracefulCloseDeliversQueued(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	_, p := dial(t, e.LocalAddr(), Config{Handler: newRecorder(false)})

@@ -34,6 +34,10 @@ func lastAck(t *testing.T, raw *rawConn, ch byte) uint64 {
 // second part of six messages arrives before any first part: all six are
 // delivered.
 func TestReliableUnorderedFragmentsOfManyMessagesUnderLoss(t *testing.T) {
+	bothVersions(t, reliableUnorderedFragmentsOfManyMessagesUnderLoss)
+}
+
+func reliableUnorderedFragmentsOfManyMessagesUnderLoss(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv})
 	raw, _ := connectRaw(t, e, srv, 10)
@@ -57,6 +61,10 @@ func TestReliableUnorderedFragmentsOfManyMessagesUnderLoss(t *testing.T) {
 // again), so nothing acknowledged is lost: once the peer is confirmed the
 // fragments sent again are taken, and every message is delivered.
 func TestFragmentPastBudgetIsNotAcknowledged(t *testing.T) {
+	bothVersions(t, fragmentPastBudgetIsNotAcknowledged)
+}
+
+func fragmentPastBudgetIsNotAcknowledged(t *testing.T) {
 	srv := newRecorder(false)
 	srv.noConfirm.Store(true)
 	e := listen(t, Config{Handler: srv})

@@ -13,6 +13,7 @@ import (
 type relChan struct {
 	id      uint8 // channel id: the method's value
 	ordered bool
+	merge   bool // small messages share ReliableMerged packets (2.x; 1.x has none)
 
 	// Send side. queue holds messages (pkt.b is the payload) and fragments
 	// (pkt.b is the whole packet, sequence to fill) not yet in the window.
@@ -35,8 +36,10 @@ type relChan struct {
 var windowPool = sync.Pool{New: func() any { return new([windowSize]*pkt) }}
 
 // fill moves queued messages into the window while it has room, merging
-// small ones into ReliableMerged packets as LiteNetLib does
-// (GetNextOutgoingPacket): one sequence number for several messages.
+// small ones into ReliableMerged packets as LiteNetLib 2.x does
+// (GetNextOutgoingPacket): one sequence number for several messages. In
+// 1.x each message takes a sequence number of its own (the window holds
+// 64 messages), and the emitter still packs several into one datagram.
 func (c *relChan) fill(cn uint8) {
 	for c.queue.len() > 0 && relSeq(c.localSeq, c.localStart) < windowSize {
 		p := c.nextPacket(cn)
@@ -66,7 +69,7 @@ func (c *relChan) nextPacket(cn uint8) *pkt {
 	}
 	var merged *pkt
 	pos := 0
-	for c.queue.len() > 0 {
+	for c.merge && c.queue.len() > 0 {
 		m := c.queue.peek()
 		if m.seq == fragmentMark || len(m.b) == 0 {
 			break // an empty message cannot be merged: length 0 ends a container

@@ -37,6 +37,12 @@ type socket struct {
 	c  *net.UDPConn // static
 	rd datagramReader
 	rx rx // owned by readLoop
+	// v1: the socket speaks LiteNetLib 1.x (static): datagrams are
+	// renumbered as they are read and written (version.go).
+	v1 bool
+	// scratch holds an answer to an unknown sender while it is renumbered
+	// (owned by readLoop).
+	scratch [32]byte
 
 	flushMu lockrank.Mutex
 	out     *outBatch // guarded by flushMu
@@ -238,7 +244,7 @@ func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
 		s.out.write()
 	}
 	p.mu.Lock()
-	s.em.start(s.out, p.uaddr, p.connNum)
+	s.em.start(s.out, p.uaddr, p.connNum, s.v1)
 	next, left, forget := p.emit(&s.em, now)
 	why := p.reason
 	// The handler stopped at a backlog limit and everything it queued has
@@ -281,6 +287,9 @@ func (s *socket) handle(addr netip.AddrPort, b []byte, now int64) {
 	e := s.e
 	e.stats.datagrams.Add(1)
 	e.stats.bytes.Add(uint64(len(b)))
+	if s.v1 {
+		fromV1(b)
+	}
 	if !verify(b) {
 		e.stats.malformed.Add(1)
 		return
@@ -290,7 +299,9 @@ func (s *socket) handle(addr netip.AddrPort, b []byte, now int64) {
 		s.connectRequest(addr, b, now)
 		return
 	case PropNatMessage:
-		s.nat(addr, b)
+		if !s.v1 { // 1.x serves no NAT introduction, as PurrLay's 1.x listener
+			s.nat(addr, b)
+		}
 		return
 	case PropBroadcast, PropUnconnectedMessage:
 		return
@@ -341,7 +352,7 @@ func (s *socket) receive(p *Peer, b []byte, now int64) {
 	}
 	for _, r := range rx.replies {
 		if r == byte(PropShutdownOk) {
-			_, _ = s.c.WriteToUDPAddrPort(shutdownOk, p.addr)
+			s.write(shutdownOk, p.addr)
 		}
 	}
 	if rx.connected {
@@ -393,6 +404,14 @@ func (s *socket) unknown(addr netip.AddrPort, b []byte, now int64) {
 			s.networkChanged(addr, b, now)
 		}
 		return
+	case PropConnectAccept:
+		if s.v1 && is2xConnectRequest(b) {
+			// 2.x's InvalidProtocol, not renumbered: the 2.x client that
+			// knocked at the 1.x port fails at once, as it would at a 2.x
+			// server that refused its protocol id.
+			s.raw(addr, invalidProtocol, now)
+		}
+		return
 	case PropUnreliable, PropChanneled, PropReliableMerged, PropAck, PropPing, PropPong, PropMerged,
 		PropMtuCheck, PropMtuOk:
 		reply = peerNotFound
@@ -409,8 +428,29 @@ func (s *socket) reply(addr netip.AddrPort, b []byte, now int64) bool {
 		s.e.stats.limited.Add(1)
 		return false
 	}
-	_, _ = s.c.WriteToUDPAddrPort(b, addr)
+	s.write(b, addr)
 	return true
+}
+
+// raw is reply without renumbering: b is already in the wire's numbering.
+func (s *socket) raw(addr netip.AddrPort, b []byte, now int64) {
+	if !s.rate.take(now) {
+		s.e.stats.limited.Add(1)
+		return
+	}
+	_, _ = s.c.WriteToUDPAddrPort(b, addr)
+}
+
+// write sends one packet in the engine's numbering to addr, renumbered
+// for a 1.x socket (on the reader: the answers to unknown senders and
+// ShutdownOk; b is at most 15 bytes there).
+func (s *socket) write(b []byte, addr netip.AddrPort) {
+	if s.v1 && len(b) > 0 && len(b) <= len(s.scratch) {
+		n := copy(s.scratch[:], b)
+		s.scratch[0] = toV1(s.scratch[0])
+		b = s.scratch[:n]
+	}
+	_, _ = s.c.WriteToUDPAddrPort(b, addr)
 }
 
 // tokenBucket is a plain token bucket on the Endpoint's clock.

@@ -35,7 +35,9 @@ func nextOf(t *testing.T, raw *rawConn, prop Property) []byte {
 }
 
 // A silent peer is dropped after DisconnectTimeout, with a Disconnect.
-func TestDisconnectTimeout(t *testing.T) {
+func TestDisconnectTimeout(t *testing.T) { bothVersions(t, disconnectTimeout) }
+
+func disconnectTimeout(t *testing.T) {
 	clk := fakeClock()
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, DisconnectTimeout: 5 * time.Second, PingInterval: time.Hour})
@@ -51,7 +53,9 @@ func TestDisconnectTimeout(t *testing.T) {
 }
 
 // A connection the application never confirms ends after PendingTimeout.
-func TestPendingTimeout(t *testing.T) {
+func TestPendingTimeout(t *testing.T) { bothVersions(t, pendingTimeout) }
+
+func pendingTimeout(t *testing.T) {
 	clk := fakeClock()
 	srv := newRecorder(false)
 	srv.noConfirm.Store(true)
@@ -69,7 +73,9 @@ func TestPendingTimeout(t *testing.T) {
 // The server pings every PingInterval, answers pings with pongs, measures
 // the RTT from the pong and resends an unacknowledged reliable packet after
 // 25 ms + 2.1 x RTT.
-func TestPingPongAndResend(t *testing.T) {
+func TestPingPongAndResend(t *testing.T) { bothVersions(t, pingPongAndResend) }
+
+func pingPongAndResend(t *testing.T) {
 	clk := fakeClock()
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Second})
@@ -94,10 +100,14 @@ func TestPingPongAndResend(t *testing.T) {
 	if err := p.Send(ReliableOrdered, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	first := nextOf(t, raw, PropReliableMerged)
+	data := PropReliableMerged
+	if testVersion == V1 {
+		data = PropChanneled // 1.x has no ReliableMerged
+	}
+	first := nextOf(t, raw, data)
 	advance(t, clk, 230*time.Millisecond, e)
 	advance(t, clk, DefaultTick, e)
-	if again := nextOf(t, raw, PropReliableMerged); !bytes.Equal(again, first) {
+	if again := nextOf(t, raw, data); !bytes.Equal(again, first) {
 		t.Fatalf("resent %x, want %x", again, first)
 	}
 	// Acknowledged, it is not sent again.
@@ -190,9 +200,11 @@ func TestDialRetriesThenFails(t *testing.T) {
 }
 
 // A client learns that the server rejected it.
-func TestDialRejected(t *testing.T) {
+func TestDialRejected(t *testing.T) { bothVersions(t, dialRejected) }
+
+func dialRejected(t *testing.T) {
 	e := listen(t, Config{Handler: newRecorder(false)})
-	_, _, err := Dial(context.Background(), e.LocalAddr(), "wrong-key", Config{Handler: newRecorder(false)})
+	_, _, err := Dial(context.Background(), e.LocalAddr(), "wrong-key", Config{Handler: newRecorder(false), Version: testVersion})
 	var de *DialError
 	if !errors.As(err, &de) || de.Reason != ReasonRejected {
 		t.Fatalf("Dial: %v", err)
