@@ -74,6 +74,8 @@ type ready struct {
 	HTTPURL string `json:"http_url,omitempty"`
 	// UDPAddr is a relay child's LiteNetLib socket (127.0.0.1:port).
 	UDPAddr string `json:"udp_addr,omitempty"`
+	// UDP1Addr is its LiteNetLib 1.x socket.
+	UDP1Addr string `json:"udp1_addr,omitempty"`
 }
 
 // child is a running server process. The parent owns it; stop kills it.
@@ -83,6 +85,7 @@ type child struct {
 	url   string
 	http  string // relay children: the main HTTP port's URL
 	udp   string // relay children: the LiteNetLib socket's address
+	udp1  string // relay children: the LiteNetLib 1.x socket's address
 	pid   int
 	done  chan struct{} // closed when Wait returned
 }
@@ -144,7 +147,7 @@ func startChild(ctx context.Context, o Options, cfg ServerConfig) (*child, error
 	select {
 	case r, ok := <-lines:
 		if ok && r.URL != "" {
-			c.url, c.http, c.udp = r.URL, r.HTTPURL, r.UDPAddr
+			c.url, c.http, c.udp, c.udp1 = r.URL, r.HTTPURL, r.UDPAddr, r.UDP1Addr
 			return c, nil
 		}
 		c.stop()

@@ -31,6 +31,7 @@ type target struct {
 	// udpPort is the relay child's LiteNetLib port (0 = unknown): every
 	// allocation and join of a UDP run must carry it as udpPortV2.
 	udpPort int
+	udp1    bool   // udpPort is the LiteNetLib 1.x port: the capability's udpPort
 	metrics string // the relay child's /metrics URL (UDP: datagram counters; WebSocket: direct writes and batches)
 
 	// Forwarding mode: hosts dial hostURL and clients clientURL, both
@@ -141,7 +142,7 @@ func connect(ctx context.Context, o Options, t target) ([]*room, error) {
 	// Dials run DialParallel at once: rooms in parallel, a room's
 	// connections one after another.
 	par := o.DialParallel
-	if o.Transport == client.TransportUDP {
+	if o.Transport.UDP() {
 		par = min(par, udpDialParallel)
 	}
 	g.SetLimit(max(1, par/(min(o.Clients, 8)+1)))
@@ -243,8 +244,8 @@ const udpDialParallel = 32
 // mode's, without the session hint, as PurrNet connects); over UDP to the
 // capability's host at its udpPortV2.
 func dialOptions(o Options, d *dialer, url string) *client.DialOptions {
-	if o.Transport == client.TransportUDP {
-		return &client.DialOptions{Transport: client.TransportUDP, UDPFlush: max(o.PeerFlush, 0)}
+	if o.Transport.UDP() {
+		return &client.DialOptions{Transport: o.Transport, UDPFlush: max(o.PeerFlush, 0)}
 	}
 	return &client.DialOptions{HTTPClient: d.next(), URL: url, NoSessionHint: url != ""}
 }
@@ -252,10 +253,14 @@ func dialOptions(o Options, d *dialer, url string) *client.DialOptions {
 // checkUDPPort fails a UDP run whose capability does not name the relay
 // child's LiteNetLib port (t.udpPort, set for UDP runs only).
 func (t target) checkUDPPort(c wire.Capability, room string) error {
-	if t.udpPort == 0 || c.UDPPortV2 == t.udpPort {
+	got, field := c.UDPPortV2, "udpPortV2"
+	if t.udp1 {
+		got, field = c.UDPPort, "udpPort"
+	}
+	if t.udpPort == 0 || got == t.udpPort {
 		return nil
 	}
-	return fmt.Errorf("room %s came with udpPortV2 %d, not the relay child's UDP port %d", room, c.UDPPortV2, t.udpPort)
+	return fmt.Errorf("room %s came with %s %d, not the relay child's UDP port %d", room, field, got, t.udpPort)
 }
 
 // udpCloseParallel bounds the graceful closes at the end of a UDP run.
@@ -268,7 +273,7 @@ const udpCloseParallel = 256
 // the next run, so UDP connections leave gracefully, udpCloseParallel at
 // once, each bounded by the client's own wait.
 func endRooms(rooms []*room, o Options) {
-	if o.Transport != client.TransportUDP {
+	if !o.Transport.UDP() {
 		closeRooms(rooms)
 		return
 	}

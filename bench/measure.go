@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/internal/clock"
 )
 
@@ -107,7 +106,7 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 	}
 	s.MeshForwards, s.MeshPackets = mesh.forwards(), mesh.packetsInWindow()
 	s.UDPDatagramsIn, s.UDPDatagramsOut = lnl.udpInWindow()
-	if o.Transport != client.TransportUDP {
+	if !o.Transport.UDP() {
 		s.DirectFrames, s.WriteBatches = lnl.writesInWindow()
 	}
 	return s, nil

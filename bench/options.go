@@ -267,7 +267,7 @@ func (o Options) withDefaults() (Options, error) {
 
 // checkTransport validates Transport and Delivery and sets method.
 func (o *Options) checkTransport() error {
-	udp := o.Transport == client.TransportUDP
+	udp := o.Transport.UDP()
 	switch {
 	case o.Transport != client.TransportWebSocket && !udp:
 		return fmt.Errorf("%w: transport %d (want ws or udp)", ErrInvalidOptions, o.Transport)

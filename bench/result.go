@@ -4,8 +4,6 @@ import (
 	"runtime"
 	"slices"
 	"time"
-
-	"github.com/purrfly/purrfly/client"
 )
 
 // Result is what Run reports; `purrctl bench --json` prints it as is.
@@ -159,7 +157,7 @@ func newShape(o Options) Shape {
 		Size: o.Size, Rate: o.Rate, DurationSec: o.Duration.Seconds(), WarmupSec: o.Warmup.Seconds(),
 		CPUs: runtime.NumCPU(), Balancer: "in-process", Repeat: o.Repeat, Transport: o.Transport.String(),
 	}
-	if o.Transport == client.TransportUDP {
+	if o.Transport.UDP() {
 		s.Delivery = o.Delivery.String()
 	}
 	if o.Rate == 0 {

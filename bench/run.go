@@ -137,10 +137,14 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 		}
 		o.Logger.Info("relay child ready", "pid", s.relayCh.pid, "ws", s.relayCh.url, "udp", s.relayCh.udp)
 		s.relay = target{name: "relay", pid: s.relayCh.pid, bal: bc, region: benchRegion, children: []*child{s.relayCh}}
-		if o.Transport == client.TransportUDP {
-			ap, err := netip.ParseAddrPort(s.relayCh.udp)
+		if o.Transport.UDP() {
+			addr := s.relayCh.udp
+			if o.Transport == client.TransportUDP1 {
+				addr, s.relay.udp1 = s.relayCh.udp1, true
+			}
+			ap, err := netip.ParseAddrPort(addr)
 			if err != nil {
-				return nil, fmt.Errorf("failed to read the relay child's UDP address %q: %w", s.relayCh.udp, err)
+				return nil, fmt.Errorf("failed to read the relay child's UDP address %q: %w", addr, err)
 			}
 			s.relay.udpPort = int(ap.Port())
 		}
@@ -158,7 +162,7 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 // echo child for a UDP run.
 func (s *servers) startEcho(ctx context.Context, o Options) error {
 	kind := KindEcho
-	if o.Transport == client.TransportUDP {
+	if o.Transport.UDP() {
 		kind = KindUDPEcho
 	}
 	var err error

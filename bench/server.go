@@ -100,10 +100,11 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		BalancerURL: cfg.BalancerURL,
 		ListenHost:  "127.0.0.1",
 		PublicHost:  "127.0.0.1",
-		// LiteNetLib on an ephemeral port of loopback, advertised as the
-		// allocations' and joins' udpPortV2.
+		// LiteNetLib 2.x and 1.x on ephemeral ports of loopback,
+		// advertised as the allocations' and joins' udpPortV2 and udpPort.
 		UDPHost:   "127.0.0.1",
 		UDPPortV2: 0,
+		UDPPort:   0,
 		Region:    cfg.Region,
 		Version:   "bench",
 		Logger:    log,
@@ -136,7 +137,7 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		return fmt.Errorf("failed to start the relay: %w", err)
 	}
 	defer srv.Close()
-	if err := printReadyLine(stdout, ready{URL: srv.WSURL(), HTTPURL: srv.HTTPURL(), UDPAddr: srv.UDPAddr()}); err != nil {
+	if err := printReadyLine(stdout, ready{URL: srv.WSURL(), HTTPURL: srv.HTTPURL(), UDPAddr: srv.UDPAddr(), UDP1Addr: srv.UDP1Addr()}); err != nil {
 		return err
 	}
 	<-ctx.Done()

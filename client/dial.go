@@ -82,9 +82,10 @@ type DialOptions struct {
 	NAT bool
 	// ProvisionalHostSecret is sent by a host being promoted by migration.
 	ProvisionalHostSecret string
-	// Transport is TransportWebSocket (default) or TransportUDP: LiteNetLib
+	// Transport is TransportWebSocket (default), TransportUDP (LiteNetLib
 	// 2.x to the first IPv4 address of the capability's host at its
-	// udpPortV2, as PurrNet's desktop builds connect. URL, NoSessionHint,
+	// udpPortV2, as PurrNet's desktop builds connect) or TransportUDP1
+	// (LiteNetLib 1.x at its udpPort, as older builds connect). URL, NoSessionHint,
 	// HTTPHeader and HTTPClient are WebSocket's; UDPAddr is UDP's.
 	Transport Transport
 	// UDPAddr overrides the UDP address (ip:port) derived from the
@@ -239,7 +240,7 @@ func exchangeAuth(ctx context.Context, l link, auth []byte) (link, []byte, strin
 // dialLink connects to the relay of capability c for room over the
 // transport opts asks for and authenticates with auth.
 func dialLink(ctx context.Context, c wire.Capability, room string, auth []byte, opts *DialOptions) (link, []byte, string, error) {
-	if opts.Transport != TransportUDP {
+	if !opts.Transport.UDP() {
 		u, err := roomURL(c, room, opts)
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("failed to connect: %w", err)
@@ -252,7 +253,7 @@ func dialLink(ctx context.Context, c wire.Capability, room string, auth []byte, 
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("failed to connect: %w", err)
 	}
-	l, err := dialUDP(ctx, to, opts.UDPFlush)
+	l, err := dialUDP(ctx, to, opts.Transport, opts.UDPFlush)
 	if err != nil {
 		return nil, nil, "", err
 	}

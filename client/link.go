@@ -20,22 +20,42 @@ const (
 	// TransportUDP: LiteNetLib 2.x to host:udpPortV2, as PurrNet's
 	// desktop, mobile and Editor builds (udp.go).
 	TransportUDP
+	// TransportUDP1: LiteNetLib 1.x to host:udpPort, as PurrNet builds
+	// made before its move to LiteNetLib 2.x connect.
+	TransportUDP1
 )
 
 func (t Transport) String() string {
-	if t == TransportUDP {
+	switch t {
+	case TransportUDP:
 		return "udp"
+	case TransportUDP1:
+		return "udp1"
 	}
 	return "ws"
 }
 
-// ParseTransport reads "ws" or "udp".
+// UDP reports whether t is LiteNetLib (either version): PurrNet's UDP
+// framing and delivery methods apply.
+func (t Transport) UDP() bool { return t == TransportUDP || t == TransportUDP1 }
+
+// version is the LiteNetLib wire version of a UDP transport.
+func (t Transport) version() litenet.Version {
+	if t == TransportUDP1 {
+		return litenet.V1
+	}
+	return litenet.V2
+}
+
+// ParseTransport reads "ws", "udp" (LiteNetLib 2.x) or "udp1" (1.x).
 func ParseTransport(s string) (Transport, bool) {
 	switch s {
 	case "ws", "websocket":
 		return TransportWebSocket, true
-	case "udp":
+	case "udp", "udp2":
 		return TransportUDP, true
+	case "udp1":
+		return TransportUDP1, true
 	}
 	return 0, false
 }
@@ -76,6 +96,9 @@ func (l wsLink) closeNow() error { return closeNow(l.ws) }
 func (l wsLink) udp() bool       { return false }
 
 func transportOf(l link) Transport {
+	if u, ok := l.(*udpLink); ok {
+		return u.tr
+	}
 	if l.udp() {
 		return TransportUDP
 	}

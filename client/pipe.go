@@ -27,8 +27,8 @@ func DialPipe(ctx context.Context, url string, opts *DialOptions) (*Pipe, error)
 	var l link
 	var reply []byte
 	var err error
-	if opts.Transport == TransportUDP {
-		l, reply, err = dialPipeUDP(ctx, opts.UDPAddr)
+	if opts.Transport.UDP() {
+		l, reply, err = dialPipeUDP(ctx, opts.UDPAddr, opts.Transport)
 	} else {
 		l, reply, _, err = authenticate(ctx, url, []byte(PipeAuthJSON), opts)
 	}
@@ -42,14 +42,14 @@ func DialPipe(ctx context.Context, url string, opts *DialOptions) (*Pipe, error)
 	return &Pipe{l: l, id: le32(reply[1:])}, nil
 }
 
-func dialPipeUDP(ctx context.Context, addr string) (link, []byte, error) {
+func dialPipeUDP(ctx context.Context, addr string, tr Transport) (link, []byte, error) {
 	to, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid UDP address %q: %w", addr, err)
 	}
 	ctx, cancel := dialContext(ctx)
 	defer cancel()
-	u, err := dialUDP(ctx, to, 0)
+	u, err := dialUDP(ctx, to, tr, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -199,8 +199,11 @@ func (s *smoke) allocate(ctx context.Context) error {
 	}
 	s.hostC = c
 	s.rep.RelayURL, _ = RelayURL(c)
-	if s.opts.Transport == TransportUDP {
+	switch s.opts.Transport {
+	case TransportUDP:
 		s.rep.RelayURL = "udp://" + net.JoinHostPort(c.Host, strconv.Itoa(c.UDPPortV2))
+	case TransportUDP1:
+		s.rep.RelayURL = "udp1://" + net.JoinHostPort(c.Host, strconv.Itoa(c.UDPPort))
 	}
 	s.opts.Logf("allocated room %s on relay %s", s.opts.Room, s.rep.RelayURL)
 	return nil

@@ -36,6 +36,7 @@ const (
 type udpLink struct {
 	ep *litenet.Endpoint // static after dial
 	p  *litenet.Peer     // static after dial
+	tr Transport         // static: TransportUDP or TransportUDP1
 
 	mu     sync.Mutex
 	q      []udpMsg // guarded by mu: received, not yet read
@@ -55,7 +56,7 @@ type udpMsg struct {
 
 // udpTarget is the relay's UDP address for a capability: the first IPv4
 // address of its host (PurrTransport resolves and takes the first IPv4) at
-// udpPortV2, or opts.UDPAddr.
+// udpPortV2 (udpPort for LiteNetLib 1.x), or opts.UDPAddr.
 func udpTarget(ctx context.Context, c wire.Capability, opts *DialOptions) (netip.AddrPort, error) {
 	if opts.UDPAddr != "" {
 		ap, err := netip.ParseAddrPort(opts.UDPAddr)
@@ -64,24 +65,30 @@ func udpTarget(ctx context.Context, c wire.Capability, opts *DialOptions) (netip
 		}
 		return ap, nil
 	}
-	if c.UDPPortV2 < 1 || c.UDPPortV2 > 65535 {
-		return netip.AddrPort{}, fmt.Errorf("invalid relay UDP port %d", c.UDPPortV2)
+	port := c.UDPPortV2
+	if opts.Transport == TransportUDP1 {
+		port = c.UDPPort
+	}
+	if port < 1 || port > 65535 {
+		return netip.AddrPort{}, fmt.Errorf("invalid relay UDP port %d", port)
 	}
 	if ip, err := netip.ParseAddr(c.Host); err == nil {
-		return netip.AddrPortFrom(ip.Unmap(), uint16(c.UDPPortV2)), nil
+		return netip.AddrPortFrom(ip.Unmap(), uint16(port)), nil
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", c.Host)
 	if err != nil || len(ips) == 0 {
 		return netip.AddrPort{}, fmt.Errorf("failed to resolve relay host %q to an IPv4 address: %w", c.Host, err)
 	}
-	return netip.AddrPortFrom(ips[0].Unmap(), uint16(c.UDPPortV2)), nil
+	return netip.AddrPortFrom(ips[0].Unmap(), uint16(port)), nil
 }
 
-// dialUDP connects over LiteNetLib with key "PurrNet", set up as
-// PurrTransport sets its client up (ping every 900 ms, 5 s timeout).
-func dialUDP(ctx context.Context, to netip.AddrPort, flush time.Duration) (*udpLink, error) {
-	l := &udpLink{notify: make(chan struct{}, 1), natSig: make(chan struct{}, 1), gone: make(chan struct{})}
+// dialUDP connects over LiteNetLib (tr: 2.x or 1.x) with key "PurrNet",
+// set up as PurrTransport sets its client up (ping every 900 ms, 5 s
+// timeout).
+func dialUDP(ctx context.Context, to netip.AddrPort, tr Transport, flush time.Duration) (*udpLink, error) {
+	l := &udpLink{tr: tr, notify: make(chan struct{}, 1), natSig: make(chan struct{}, 1), gone: make(chan struct{})}
 	ep, p, err := litenet.Dial(ctx, to, "PurrNet", litenet.Config{
+		Version:           tr.version(),
 		Handler:           l,
 		PingInterval:      udpPingEvery,
 		DisconnectTimeout: udpTimeout,

@@ -37,8 +37,10 @@ type Options struct {
 	// relays taking the next ports; 0 = an ephemeral port each. Every relay
 	// advertises the port it bound.
 	UDPBasePort int
-	Regions     []string // one relay per entry; default DefaultRegions
-	Secret      string   // default DefaultSecret
+	// UDP1BasePort is the same for LiteNetLib 1.x (older PurrNet builds).
+	UDP1BasePort int
+	Regions      []string // one relay per entry; default DefaultRegions
+	Secret       string   // default DefaultSecret
 	// AdminKey is the balancer's /v1 admin key; "" = one generated for
 	// the stack (Stack.AdminKey tells it).
 	AdminKey string
@@ -126,11 +128,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s := &Stack{Balancer: b, opts: opts}
 	for i, region := range opts.Regions {
-		udpPort := 0
+		udpPort, udp1Port := 0, 0
 		if opts.UDPBasePort > 0 {
 			udpPort = opts.UDPBasePort + i
 		}
-		r, err := s.startRelay(region, udpPort)
+		if opts.UDP1BasePort > 0 {
+			udp1Port = opts.UDP1BasePort + i
+		}
+		r, err := s.startRelay(region, udpPort, udp1Port)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -144,14 +149,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	return s, nil
 }
 
-func (s *Stack) startRelay(region string, udpPort int) (*relay.Server, error) {
+func (s *Stack) startRelay(region string, udpPort, udp1Port int) (*relay.Server, error) {
 	r, err := relay.New(relay.Options{
 		Secret:            s.opts.Secret,
 		BalancerURL:       s.Balancer.URL(),
 		ListenHost:        s.opts.Host,
 		PublicHost:        s.opts.Host,
 		Region:            region,
-		UDPPort:           7777,
+		UDPPort:           udp1Port,
 		UDPPortV2:         udpPort,
 		HeartbeatInterval: s.opts.HeartbeatInterval,
 		EmptyRoomTimeout:  s.opts.EmptyRoomTimeout,

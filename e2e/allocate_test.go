@@ -23,9 +23,9 @@ func TestAllocateNewAndLegacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsPort, udpPort := map[string]int{}, map[string]int{}
+	wsPort, udpPort, udp1Port := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, sv := range servers {
-		wsPort[sv.Region], udpPort[sv.Region] = sv.WebSocketsPort, sv.UDPPortV2
+		wsPort[sv.Region], udpPort[sv.Region], udp1Port[sv.Region] = sv.WebSocketsPort, sv.UDPPortV2, sv.UDPPort
 	}
 	for _, tc := range []struct {
 		name, region string
@@ -45,9 +45,9 @@ func TestAllocateNewAndLegacy(t *testing.T) {
 			if c.Host == "" { // an older answer may leave host out: take it from /servers
 				c.Host = "127.0.0.1"
 			}
-			if c.Secret == "" || c.Port != wsPort[tc.region] || c.UDPPortV2 != udpPort[tc.region] || c.UDPPort != 7777 || c.SSL {
-				t.Fatalf("capability %+v: want a secret, port %d and UDP port %d of region %s, udp 7777, no ssl",
-					redact(c), wsPort[tc.region], udpPort[tc.region], tc.region)
+			if c.Secret == "" || c.Port != wsPort[tc.region] || c.UDPPortV2 != udpPort[tc.region] || c.UDPPort != udp1Port[tc.region] || c.UDPPort == 0 || c.SSL {
+				t.Fatalf("capability %+v: want a secret, port %d and UDP ports %d, %d (1.x) of region %s, no ssl",
+					redact(c), wsPort[tc.region], udpPort[tc.region], udp1Port[tc.region], tc.region)
 			}
 			h, err := client.DialHost(tctx(t), c, room, nil)
 			if err != nil {

@@ -163,7 +163,7 @@ func TestServersFields(t *testing.T) {
 		sv, ok := byEndpoint[r.HTTPURL()]
 		want := []string{"eu", "us"}[i]
 		if !ok || sv.Host != "127.0.0.1" || sv.Region != want || sv.WebSocketsPort != portOf(t, r.WSURL()) ||
-			sv.RestPort != portOf(t, r.HTTPURL()) || sv.UDPPort != 7777 || sv.UDPPortV2 != portOf(t, "udp://"+r.UDPAddr()) {
+			sv.RestPort != portOf(t, r.HTTPURL()) || sv.UDPPort != portOf(t, "udp://"+r.UDP1Addr()) || sv.UDPPortV2 != portOf(t, "udp://"+r.UDPAddr()) {
 			t.Fatalf("/servers entry for %s = %+v (found %v)", r.HTTPURL(), sv, ok)
 		}
 		// PurrNet pings apiEndpoint to pick the fastest region.

@@ -50,7 +50,7 @@ func TestForgedHeartbeatsRefused(t *testing.T) {
 	p := newPair(t, s.api, "eu", "guarded")
 	live := wire.RelayInfo{
 		BootID: r.BootID(), Endpoint: r.HTTPURL(), Host: "127.0.0.1", Region: "eu",
-		Port: portOf(t, r.WSURL()), UDPPort: 7777, UDPPortV2: portOf(t, "udp://"+r.UDPAddr()),
+		Port: portOf(t, r.WSURL()), UDPPort: portOf(t, "udp://"+r.UDP1Addr()), UDPPortV2: portOf(t, "udp://"+r.UDPAddr()),
 	}
 	beat := func(info wire.RelayInfo) answer {
 		body, _ := json.Marshal(wire.RegisterRequest{Relay: info})

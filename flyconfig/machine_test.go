@@ -34,10 +34,10 @@ func TestRelayTomlBuildsItsMachineConfig(t *testing.T) {
 	if c.Metrics == nil || c.Metrics.Port != 8081 || c.Metrics.Path != "/metrics" {
 		t.Errorf("metrics %+v", c.Metrics)
 	}
-	if len(c.Services) != 2 {
+	if len(c.Services) != 3 {
 		t.Fatalf("services %+v", c.Services)
 	}
-	http, udp := c.Services[0], c.Services[1]
+	http, udp, udp1 := c.Services[0], c.Services[1], c.Services[2]
 	if http.Protocol != "tcp" || http.InternalPort != 8081 || len(http.Ports) != 2 || *http.Ports[0].Port != 80 ||
 		!http.Ports[0].ForceHTTPS || *http.Ports[1].Port != 443 || http.Concurrency.HardLimit != 10000 {
 		t.Errorf("http service %+v", http)
@@ -50,6 +50,9 @@ func TestRelayTomlBuildsItsMachineConfig(t *testing.T) {
 	}
 	if udp.Protocol != "udp" || udp.InternalPort != 7778 || *udp.Ports[0].Port != 7778 {
 		t.Errorf("udp service %+v", udp)
+	}
+	if udp1.Protocol != "udp" || udp1.InternalPort != 7777 || *udp1.Ports[0].Port != 7777 {
+		t.Errorf("LiteNetLib 1.x udp service %+v", udp1)
 	}
 	// A retired relay exits 0 and must stay stopped: no service starts
 	// it, and on-failure does not restart a clean exit.

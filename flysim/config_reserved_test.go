@@ -67,7 +67,8 @@ func TestReservedConfig(t *testing.T) {
 			t.Errorf("emptied app %+v", a)
 		}
 	}
-	if a := sim.Apps[1]; a.Name != "purrfly-relay-a" || len(a.UDP) != 1 || a.udpListenAddr(a.UDP[0]) != "127.0.0.1:4401" {
+	if a := sim.Apps[1]; a.Name != "purrfly-relay-a" || len(a.UDP) != 2 || a.udpListenAddr(a.UDP[0]) != "127.0.0.1:4401" ||
+		a.udpListenAddr(a.UDP[1]) != "127.0.0.1:4411" {
 		t.Errorf("emptied relay app lost its UDP service: %+v", a.UDP)
 	}
 }

@@ -43,21 +43,24 @@ func TestLoadConfigExample(t *testing.T) {
 }
 
 // TestLoadShippedConfig: fly/sim.toml loads, and each relay app has its UDP
-// service on 7778 at the public port its env advertises.
+// services, LiteNetLib 2.x on 7778 and 1.x on 7777, at the public ports
+// its env advertises.
 func TestLoadShippedConfig(t *testing.T) {
 	c, err := LoadConfig("../fly/sim.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"purrfly-relay-a": "127.0.0.1:4401", "purrfly-relay-b": "127.0.0.1:4402", "purrfly-relay-multi": "127.0.0.1:4403"}
+	want := map[string][2]string{"purrfly-relay-a": {"4401", "4411"}, "purrfly-relay-b": {"4402", "4412"}, "purrfly-relay-multi": {"4403", "4413"}}
 	for _, a := range c.Apps {
-		addr, ok := want[a.Name]
+		ports, ok := want[a.Name]
 		if !ok {
 			continue
 		}
 		delete(want, a.Name)
-		if len(a.UDP) != 1 || a.UDP[0].InternalPort != 7778 || a.udpListenAddr(a.UDP[0]) != addr ||
-			a.Env["UDP_HOST"] != "{ip}" || a.Env["UDP_PORT_V2"] != "7778" || a.Env["HOST_UDP_PORT_V2"] != addr[len("127.0.0.1:"):] {
+		if len(a.UDP) != 2 || a.UDP[0].InternalPort != 7778 || a.udpListenAddr(a.UDP[0]) != "127.0.0.1:"+ports[0] ||
+			a.UDP[1].InternalPort != 7777 || a.udpListenAddr(a.UDP[1]) != "127.0.0.1:"+ports[1] ||
+			a.Env["UDP_HOST"] != "{ip}" || a.Env["UDP_PORT_V2"] != "7778" || a.Env["HOST_UDP_PORT_V2"] != ports[0] ||
+			a.Env["UDP_PORT"] != "7777" || a.Env["HOST_UDP_PORT"] != ports[1] {
 			t.Errorf("%s: udp %+v, env %v", a.Name, a.UDP, a.Env)
 		}
 	}

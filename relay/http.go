@@ -151,7 +151,7 @@ func (s *Server) capability(secret string) wire.Capability {
 		Host:      s.opts.PublicHost,
 		Secret:    secret,
 		Port:      s.advertisedWSPort,
-		UDPPort:   s.opts.UDPPort,
+		UDPPort:   s.advertisedUDPPort,
 		UDPPortV2: s.advertisedUDPPortV2,
 		SSL:       s.opts.SSL,
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAllocate(t *testing.T) {
-	s := startRelay(t, Options{PublicHost: "relay.example", PublicWSPort: 443, SSL: true, PublicUDPPortV2: 7000})
+	s := startRelay(t, Options{PublicHost: "relay.example", PublicWSPort: 443, SSL: true, PublicUDPPortV2: 7000, PublicUDPPort: 7001})
 
 	a, status, e := allocate(t, s, "room", "id-1")
 	if status != http.StatusOK {
@@ -21,7 +21,7 @@ func TestAllocate(t *testing.T) {
 		t.Fatalf("capability: %v", err)
 	}
 	c := a.Capability
-	if c.Host != "relay.example" || c.Port != 443 || !c.SSL || c.UDPPortV2 != 7000 || c.UDPPort != DefaultUDPPort {
+	if c.Host != "relay.example" || c.Port != 443 || !c.SSL || c.UDPPortV2 != 7000 || c.UDPPort != 7001 {
 		t.Fatalf("capability %+v", c)
 	}
 	p := a.Publication

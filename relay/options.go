@@ -61,7 +61,14 @@ type Options struct {
 	Endpoint     string // HOST_ENDPOINT: apiEndpoint URL; "" = http(s)://PublicHost:<actual HTTP port> (MultiMachine: http://ListenHost:<port> when it binds one address)
 	Region       string // HOST_REGION
 	SSL          bool   // HOST_SSL
-	UDPPort      int    // UDP_PORT: advertised only (LiteNetLib 1.x is not served); 0 = 7777
+	// UDPPort is the LiteNetLib 1.x port (UDP_PORT, the caller applies
+	// 7777), for PurrNet builds older than its move to LiteNetLib 2.x: 0 =
+	// ephemeral, -1 = not served (7777 is still advertised, as clients
+	// need the field). Bound as UDPPortV2 is (UDPHost, UDPSockets,
+	// UDPTimeout, UDPFlush); PublicUDPPort (HOST_UDP_PORT) is advertised
+	// instead of the bound port when set.
+	UDPPort       int
+	PublicUDPPort int
 
 	// UDP (LiteNetLib 2.x, PurrNet's desktop, mobile and Editor builds).
 	// UDPPortV2 is the port (UDP_PORT_V2, the caller applies 7778): 0 =
@@ -203,16 +210,13 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("invalid relay options: WebSocket port %d", o.WSPort)
 	case o.PublicWSPort < 0 || o.PublicWSPort > 65535:
 		return o, fmt.Errorf("invalid relay options: public WebSocket port %d", o.PublicWSPort)
-	case o.UDPPort < 0 || o.UDPPort > 65535 || o.UDPPortV2 < -1 || o.UDPPortV2 > 65535 ||
-		o.PublicUDPPortV2 < 0 || o.PublicUDPPortV2 > 65535:
+	case o.UDPPort < -1 || o.UDPPort > 65535 || o.UDPPortV2 < -1 || o.UDPPortV2 > 65535 ||
+		o.PublicUDPPortV2 < 0 || o.PublicUDPPortV2 > 65535 || o.PublicUDPPort < 0 || o.PublicUDPPort > 65535:
 		return o, errors.New("invalid relay options: UDP port out of range")
 	case o.UDPSockets < 0 || o.UDPSockets > 64:
 		return o, errors.New("invalid relay options: UDP sockets must be between 1 and 64")
 	case len(o.Region) > wire.MaxRegionLen:
 		return o, errors.New("invalid relay options: region too long")
-	}
-	if o.UDPPort == 0 {
-		o.UDPPort = DefaultUDPPort
 	}
 	if o.UDPHost == "" {
 		o.UDPHost = o.ListenHost

@@ -16,7 +16,7 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, got := range map[string][2]any{
-		"UDPPort":             {o.UDPPort, DefaultUDPPort},
+		"UDPPort":             {o.UDPPort, 0}, // the caller applies 7777; 0 binds any free port
 		"UDPSockets":          {o.UDPSockets, 1},
 		"UDPTimeout":          {o.UDPTimeout, DefaultUDPTimeout},
 		"UDPFlush":            {o.UDPFlush, DefaultUDPFlush},

@@ -17,6 +17,7 @@ import (
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/internal/lockrank"
+	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/udptransport"
@@ -43,6 +44,7 @@ type Server struct {
 	reg      *registrar              // nil when standalone
 	mesh     *mesh                   // nil unless Options.MultiMachine
 	udp      *udptransport.Transport // nil when UDP is off; set by Start
+	udp1     *udptransport.Transport // LiteNetLib 1.x: nil when off; set by Start
 	retire   retirement              // its own lock (retire.go)
 	retireM  retireMetrics           // static
 	reach    reachability            // url static, reached set once by the probe (reachable.go)
@@ -55,6 +57,7 @@ type Server struct {
 	httpSrv, wsSrv      *http.Server
 	advertisedWSPort    int
 	advertisedUDPPortV2 int
+	advertisedUDPPort   int
 	ctx                 context.Context
 	cancel              context.CancelCauseFunc
 
@@ -161,15 +164,13 @@ func (s *Server) Start() error {
 	if s.mesh != nil {
 		s.mesh.start(self)
 	}
-	if s.opts.UDPPortV2 >= 0 {
-		if err := s.listenUDP(); err != nil {
-			s.cancel(err)
-			s.httpLn.Close()
-			if s.wsLn != nil {
-				s.wsLn.Close()
-			}
-			return err
+	if err := s.listenUDP(); err != nil {
+		s.cancel(err)
+		s.httpLn.Close()
+		if s.wsLn != nil {
+			s.wsLn.Close()
 		}
+		return err
 	}
 	s.started = true
 	s.completeAddresses(self)
@@ -199,8 +200,8 @@ func (s *Server) Start() error {
 			s.bg.Go(func() { s.probeReachable(s.ctx) })
 		}
 	}
-	s.log.Info("relay listening", "http", s.httpURLLocked(), "ws", s.wsURLLocked(), "udp", s.udpAddrLocked(),
-		"publicHost", s.opts.PublicHost, "port", s.advertisedWSPort, "udpPortV2", s.advertisedUDPPortV2,
+	s.log.Info("relay listening", "http", s.httpURLLocked(), "ws", s.wsURLLocked(), "udp", s.udpAddrLocked(), "udp1", s.udp1AddrLocked(),
+		"publicHost", s.opts.PublicHost, "port", s.advertisedWSPort, "udpPort", s.advertisedUDPPort, "udpPortV2", s.advertisedUDPPortV2,
 		"bootId", s.opts.BootID)
 	return nil
 }
@@ -256,6 +257,13 @@ func (s *Server) completeAddresses(self advertised) {
 	if s.opts.PublicUDPPortV2 != 0 {
 		s.advertisedUDPPortV2 = s.opts.PublicUDPPortV2
 	}
+	s.advertisedUDPPort = DefaultUDPPort
+	if s.udp1 != nil {
+		s.advertisedUDPPort = int(s.udp1.Addr().Port())
+	}
+	if s.opts.PublicUDPPort != 0 {
+		s.advertisedUDPPort = s.opts.PublicUDPPort
+	}
 }
 
 func (s *Server) relayInfo() wire.RelayInfo {
@@ -265,7 +273,7 @@ func (s *Server) relayInfo() wire.RelayInfo {
 		Host:           s.opts.PublicHost,
 		Region:         s.opts.Region,
 		Port:           s.advertisedWSPort,
-		UDPPort:        s.opts.UDPPort,
+		UDPPort:        s.advertisedUDPPort,
 		UDPPortV2:      s.advertisedUDPPortV2,
 		SSL:            s.opts.SSL,
 		MachineID:      s.opts.MachineID,
@@ -288,7 +296,7 @@ func (s *Server) cleanupLoop() {
 			s.mesh.given.sweep(s.clock.Now())
 		}
 		if s.udp != nil {
-			s.udp.Sweep()
+			s.udp.Sweep() // NAT tokens: the 1.x transport has none
 		}
 	})
 }
@@ -333,6 +341,21 @@ func (s *Server) UDPAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.udpAddrLocked()
+}
+
+// UDP1Addr is the bound address of the LiteNetLib 1.x socket ("" before
+// Start or when 1.x is off).
+func (s *Server) UDP1Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.udp1AddrLocked()
+}
+
+func (s *Server) udp1AddrLocked() string {
+	if s.udp1 == nil {
+		return ""
+	}
+	return s.udp1.Addr().String()
 }
 
 func (s *Server) udpAddrLocked() string {
@@ -459,6 +482,9 @@ func (s *Server) finish(ctx context.Context, graceful bool) {
 	if s.udp != nil {
 		s.udp.Close()
 	}
+	if s.udp1 != nil {
+		s.udp1.Close()
+	}
 	s.cancel(errors.New("relay closed"))
 	s.bg.Wait()
 	s.core.Wait()
@@ -494,15 +520,19 @@ func (s *Server) waitSessions(ctx context.Context, graceful bool) {
 	if s.udp != nil {
 		s.udp.Close() // every UDP peer ends at once
 	}
+	if s.udp1 != nil {
+		s.udp1.Close()
+	}
 	<-done
 }
 
-// listenUDP binds the LiteNetLib socket (UDPHost:UDPPortV2) and makes its
-// transport the core's NAT introducer.
+// listenUDP binds the LiteNetLib sockets: 2.x (UDPHost:UDPPortV2), whose
+// transport is the core's NAT introducer, and 1.x (UDPHost:UDPPort), each
+// unless its port is -1. A failure closes what was bound.
 func (s *Server) listenUDP() error {
 	cfg := udptransport.Config{
 		Core: s.core, Clock: s.clock, Log: s.log, Metrics: s.opts.Metrics,
-		Host: s.opts.UDPHost, Port: s.opts.UDPPortV2, Timeout: s.opts.UDPTimeout, AuthTimeout: s.opts.AuthTimeout,
+		Host: s.opts.UDPHost, Timeout: s.opts.UDPTimeout, AuthTimeout: s.opts.AuthTimeout,
 		Flush: s.opts.UDPFlush, Sockets: s.opts.UDPSockets,
 		Admit: s.admitSession, Sessions: &s.sessions,
 	}
@@ -510,11 +540,26 @@ func (s *Server) listenUDP() error {
 		cfg.MayForward = s.mesh.mayForward
 		cfg.Forward = func(c *core.Conn, first *buf.Buf, udp bool) bool { return s.mesh.forward(s.ctx, c, first, udp) }
 	}
-	u, err := udptransport.Listen(cfg)
-	if err != nil {
-		return err
+	if s.opts.UDPPortV2 >= 0 {
+		cfg.Port = s.opts.UDPPortV2
+		u, err := udptransport.Listen(cfg)
+		if err != nil {
+			return err
+		}
+		s.udp = u
+		s.core.SetNAT(u)
 	}
-	s.udp = u
-	s.core.SetNAT(u)
+	if s.opts.UDPPort >= 0 {
+		cfg.Port, cfg.Version = s.opts.UDPPort, litenet.V1
+		u, err := udptransport.Listen(cfg)
+		if err != nil {
+			if s.udp != nil {
+				s.udp.Close()
+				s.udp = nil
+			}
+			return fmt.Errorf("LiteNetLib 1.x: %w", err)
+		}
+		s.udp1 = u
+	}
 	return nil
 }

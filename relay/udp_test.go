@@ -236,26 +236,36 @@ func (p *probe) Nat(netip.AddrPort, litenet.NatPacket) {}
 
 // rawUDP is a hand-made LiteNetLib peer on a plain socket, for measuring
 // the relay alone: it allocates nothing itself.
+// It writes and reads packets in litenet's (2.x) numbering and speaks v
+// on the wire.
 type rawUDP struct {
 	tb    testing.TB
 	c     *net.UDPConn
 	relay netip.AddrPort
 	buf   []byte
+	v     litenet.Version
 }
 
 func newRawUDP(tb testing.TB, relay netip.AddrPort, connectTime int64) *rawUDP {
+	tb.Helper()
+	return newRawUDPV(tb, relay, connectTime, litenet.V2)
+}
+
+func newRawUDPV(tb testing.TB, relay netip.AddrPort, connectTime int64, v litenet.Version) *rawUDP {
 	tb.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		_, _ = c.WriteToUDPAddrPort(litenet.AppendDisconnect(nil, 0, connectTime), relay)
+		bye := litenet.AppendDisconnect(nil, 0, connectTime)
+		litenet.ToWire(v, bye)
+		_, _ = c.WriteToUDPAddrPort(bye, relay)
 		c.Close()
 	})
 	// One deadline for the whole test: setting one per read would allocate.
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // wall clock: a bound on a real socket
-	r := &rawUDP{tb: tb, c: c, relay: relay, buf: make([]byte, 2048)}
+	r := &rawUDP{tb: tb, c: c, relay: relay, buf: make([]byte, 2048), v: v}
 	r.send(litenet.AppendConnectRequest(nil, 0, connectTime, 1, relay, "PurrNet"))
 	if b := r.read(); len(b) != 15 || litenet.Property(b[0]) != litenet.PropConnectAccept {
 		tb.Fatalf("accept %x", b)
@@ -263,9 +273,14 @@ func newRawUDP(tb testing.TB, relay netip.AddrPort, connectTime int64) *rawUDP {
 	return r
 }
 
+// send writes b, renumbered for the wire and back (no copy: b is the
+// caller's again when it returns).
 func (r *rawUDP) send(b []byte) {
 	r.tb.Helper()
-	if _, err := r.c.WriteToUDPAddrPort(b, r.relay); err != nil {
+	litenet.ToWire(r.v, b)
+	_, err := r.c.WriteToUDPAddrPort(b, r.relay)
+	litenet.FromWire(r.v, b)
+	if err != nil {
 		r.tb.Fatal(err)
 	}
 }
@@ -276,6 +291,7 @@ func (r *rawUDP) read() []byte {
 	if err != nil {
 		r.tb.Fatal(err)
 	}
+	litenet.FromWire(r.v, r.buf[:n])
 	return r.buf[:n]
 }
 
@@ -285,18 +301,26 @@ func (r *rawUDP) auth(room, secret string, want byte) {
 	r.tb.Helper()
 	msg := client.AuthMessage(room, secret, false)
 	p := []byte{byte(litenet.PropReliableMerged), 0, 0, byte(litenet.ReliableOrdered), byte(len(msg)), byte(len(msg) >> 8)}
+	if r.v == litenet.V1 { // no ReliableMerged: a Channeled packet of its own
+		p = []byte{byte(litenet.PropChanneled), 0, 0, byte(litenet.ReliableOrdered)}
+	}
 	r.send(append(p, msg...))
 	r.expectReliable(want)
 }
 
 // expectReliable acknowledges every reliable packet of the relay (one ack
-// of the whole window) until a ReliableMerged message starting with want
-// arrives.
+// of the whole window) until a reliable message starting with want
+// arrives (in ReliableMerged over 2.x, a Channeled packet over 1.x).
 func (r *rawUDP) expectReliable(want byte) {
 	r.tb.Helper()
 	for {
 		for _, p := range litenet.Packets(r.read()) {
-			if litenet.Property(p[0]&0x1f) != litenet.PropReliableMerged {
+			at := 6
+			switch {
+			case litenet.Property(p[0]&0x1f) == litenet.PropReliableMerged:
+			case p[0] == byte(litenet.PropChanneled) && (p[3] == byte(litenet.ReliableOrdered) || p[3] == byte(litenet.ReliableUnordered)):
+				at = 4
+			default:
 				continue
 			}
 			ack := make([]byte, 13)
@@ -305,7 +329,7 @@ func (r *rawUDP) expectReliable(want byte) {
 				ack[4+i] = 0xff
 			}
 			r.send(ack)
-			if len(p) > 6 && p[6] == want {
+			if len(p) > at && p[at] == want {
 				return
 			}
 		}
@@ -319,14 +343,23 @@ func TestUDPForwardingAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
 	}
+	for _, v := range []litenet.Version{litenet.V2, litenet.V1} {
+		t.Run(v.String(), func(t *testing.T) { udpForwardingAllocs(t, v) })
+	}
+}
+
+func udpForwardingAllocs(t *testing.T, v litenet.Version) {
 	// A short flush delay: the path with one allocates nothing either, and
 	// 1,200 round trips do not wait 10 ms each.
 	s := startRelay(t, Options{UDPFlush: time.Millisecond})
 	hs, cs := mustAllocate(t, s, "udp-allocs")
 	relayAddr := netip.MustParseAddrPort(s.UDPAddr())
-	host := newRawUDP(t, relayAddr, 100)
+	if v == litenet.V1 {
+		relayAddr = netip.MustParseAddrPort(s.UDP1Addr())
+	}
+	host := newRawUDPV(t, relayAddr, 100, v)
 	host.auth("udp-allocs", hs, wire.Authenticated)
-	cl := newRawUDP(t, relayAddr, 200)
+	cl := newRawUDPV(t, relayAddr, 200, v)
 	cl.auth("udp-allocs", cs, wire.Authenticated)
 	host.expectReliable(wire.ToHostConnected)
 

@@ -35,7 +35,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "duration", Value: bench.DefaultDuration, Usage: "measured window (idle mode: how long the connections are held)"},
 			&cli.DurationFlag{Name: "warmup", Value: bench.DefaultWarmup, Usage: "traffic before the measured window"},
 			&cli.StringFlag{Name: "mode", Value: string(bench.FanIn), Usage: "fan-in (clients to host), fan-out (host to clients) or both"},
-			&cli.StringFlag{Name: "transport", Value: "ws", Usage: "ws (WebSocket, PurrNet's WebGL builds) or udp (LiteNetLib 2.x: desktop, mobile, Editor)"},
+			&cli.StringFlag{Name: "transport", Value: "ws", Usage: "ws (WebSocket, PurrNet's WebGL builds), udp (LiteNetLib 2.x: desktop, mobile, Editor) or udp1 (LiteNetLib 1.x: builds before PurrNet's move to 2.x)"},
 			&cli.StringFlag{Name: "delivery", Usage: "with --transport udp: ro (ReliableOrdered), ru (ReliableUnordered), seq (Sequenced), rs (ReliableSequenced) or unrel (Unreliable, the default)"},
 			&cli.IntFlag{Name: "server-procs", Usage: "GOMAXPROCS of the relay and baseline processes (0: all cores; 1: as on a Fly shared-cpu-1x machine)"},
 			&cli.DurationFlag{Name: "peer-flush", Value: bench.DefaultPeerFlush, Usage: "with --transport udp: how long a load peer's sends wait to leave merged, as PurrNet's client sends once per tick (0: at once)"},
@@ -78,7 +78,7 @@ func runBench(c *cli.Context) error {
 	}
 	tr, ok := client.ParseTransport(c.String("transport"))
 	if !ok {
-		return usagef("--transport must be ws or udp")
+		return usagef("--transport must be ws, udp or udp1")
 	}
 	balancerURL, err := httpURL(c, "balancer", true)
 	if err != nil {

@@ -25,7 +25,8 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "secret", Value: devstack.DefaultSecret, Usage: "shared relay/balancer secret of the stack"},
 			&cli.StringSliceFlag{Name: "regions", Value: cli.NewStringSlice(devstack.DefaultRegions...), Usage: "one relay per region, in order (repeat a region for two relays there)"},
 			&cli.IntFlag{Name: "port", Value: 8080, Usage: "balancer port on --host (0: any free port)"},
-			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib port of the first relay, the next ones counting up (0: any free ports)"},
+			&cli.IntFlag{Name: "udp-port", Value: 0, Usage: "LiteNetLib 2.x port of the first relay, the next ones counting up (0: any free ports)"},
+			&cli.IntFlag{Name: "udp1-port", Value: 0, Usage: "LiteNetLib 1.x port (older PurrNet builds) of the first relay, the next ones counting up (0: any free ports)"},
 			&cli.StringFlag{Name: "admin-key", EnvVars: []string{"ADMIN_KEY"}, Usage: "the balancer's /v1 admin key (default: one generated for the stack, printed)"},
 		}, migrationFlags()...),
 		Action: func(c *cli.Context) error {
@@ -50,6 +51,7 @@ func devCommand() *cli.Command {
 				Regions:         regions,
 				BalancerPort:    c.Int("port"),
 				UDPBasePort:     c.Int("udp-port"),
+				UDP1BasePort:    c.Int("udp1-port"),
 				AdminKey:        c.String("admin-key"),
 				DrainTimeout:    2 * time.Second,
 				ActivationLease: seconds(c, "migration-activation-timeout"),
@@ -63,7 +65,7 @@ func devCommand() *cli.Command {
 			fmt.Fprintf(w, "purrfly dev stack is up.\n\n")
 			fmt.Fprintf(w, "  Master server (paste into PurrTransport): %s\n\n", stack.Balancer.URL())
 			for i, r := range stack.Relays {
-				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  boot %s\n", regions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.BootID())
+				fmt.Fprintf(w, "  relay %-3s api %s  ws %s  udp %s  udp1 %s  boot %s\n", regions[i], r.HTTPURL(), r.WSURL(), r.UDPAddr(), r.UDP1Addr(), r.BootID())
 			}
 			fmt.Fprintf(w, "\n  Dashboard: %s  (sign in with the admin key)\n  Admin API: %s\n  Admin key: %s\n", stack.DashboardURL(), stack.AdminURL(), stack.AdminKey())
 			fmt.Fprintf(w, "  (curl -H 'Authorization: Bearer <admin key>' %s/stats)\n", stack.AdminURL())

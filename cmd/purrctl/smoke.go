@@ -20,7 +20,7 @@ func smokeCommand() *cli.Command {
 			&cli.StringFlag{Name: "room", Usage: "room name (default: a fresh random name)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each step"},
 			&cli.BoolFlag{Name: "no-session-hint", Usage: "connect like PurrNet's own client, without the ?s= affinity hint"},
-			&cli.StringFlag{Name: "transport", Value: "both", Usage: "ws (WebGL builds), udp (LiteNetLib: desktop, mobile, Editor) or both, one after the other"},
+			&cli.StringFlag{Name: "transport", Value: "both", Usage: "ws (WebGL builds), udp (LiteNetLib 2.x: desktop, mobile, Editor), udp1 (LiteNetLib 1.x: builds before PurrNet's move to 2.x), both (ws and udp) or all (the three), one after the other"},
 			&cli.BoolFlag{Name: "migration", Usage: "check host migration instead: a graceful handoff to a client, then recovery from a host crash"},
 		},
 		Action: func(c *cli.Context) error {
@@ -32,10 +32,12 @@ func smokeCommand() *cli.Command {
 			switch v := c.String("transport"); v {
 			case "both":
 				trs = []client.Transport{client.TransportWebSocket, client.TransportUDP}
+			case "all":
+				trs = []client.Transport{client.TransportWebSocket, client.TransportUDP, client.TransportUDP1}
 			default:
 				tr, ok := client.ParseTransport(v)
 				if !ok {
-					return usagef("--transport must be ws, udp or both")
+					return usagef("--transport must be ws, udp, udp1, both or all")
 				}
 				trs = []client.Transport{tr}
 			}

@@ -2,14 +2,16 @@ package udptransport
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/litenet"
 )
 
-// metrics are purrfly_relay_udp_*: litenet's counters read at scrape
-// time, plus the transport's own.
+// metrics are purrfly_relay_udp_* (purrfly_relay_udp1_* for the 1.x
+// transport): litenet's counters read at scrape time, plus the
+// transport's own.
 type metrics struct {
 	upgraded prometheus.Counter // reliable frames too long for their method, sent ReliableOrdered
 	early    prometheus.Counter // frames that waited for a routed authentication
@@ -17,25 +19,26 @@ type metrics struct {
 	registered []prometheus.Collector // static after Listen: what it registered
 }
 
-func newMetrics(reg prometheus.Registerer, stats func() litenet.Stats) (*metrics, error) {
-	m := &metrics{
-		upgraded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "purrfly_relay_udp_upgraded_total",
-			Help: "Reliable frames too long for their delivery method, sent ReliableOrdered instead.",
-		}),
-		early: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "purrfly_relay_udp_early_total",
-			Help: "Frames a UDP peer sent while its authentication was being routed to another machine.",
-		}),
+func newMetrics(reg prometheus.Registerer, v litenet.Version, stats func() litenet.Stats) (*metrics, error) {
+	prefix := "purrfly_relay_udp_"
+	if v == litenet.V1 {
+		prefix = "purrfly_relay_udp1_"
 	}
+	m := &metrics{}
 	stat := func(name, help string, f func(litenet.Stats) uint64) prometheus.Collector {
+		name = prefix + strings.TrimPrefix(name, "purrfly_relay_udp_")
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(f(stats())) })
 	}
 	gauge := func(name, help string, f func(litenet.Stats) int) prometheus.Collector {
+		name = prefix + strings.TrimPrefix(name, "purrfly_relay_udp_")
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return float64(f(stats())) })
 	}
+	m.upgraded = prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "upgraded_total",
+		Help: "Reliable frames too long for their delivery method, sent ReliableOrdered instead."})
+	m.early = prometheus.NewCounter(prometheus.CounterOpts{Name: prefix + "early_total",
+		Help: "Frames a UDP peer sent while its authentication was being routed to another machine."})
 	cs := []prometheus.Collector{m.upgraded, m.early,
 		stat("purrfly_relay_udp_datagrams_received_total", "UDP datagrams received.", func(s litenet.Stats) uint64 { return s.Datagrams }),
 		stat("purrfly_relay_udp_received_bytes_total", "UDP bytes received.", func(s litenet.Stats) uint64 { return s.Bytes }),

@@ -47,6 +47,10 @@ type Config struct {
 	AuthTimeout time.Duration // a peer that does not authenticate by then is dropped
 	Flush       time.Duration // how long a woken peer's frames may wait to leave merged (litenet.Config.FlushDelay)
 	Sockets     int           // sockets sharing the port, each with its own reader
+	// Version is the LiteNetLib wire version served: 2.x (the zero value)
+	// or 1.x, the older PurrNet builds', which carries no NAT
+	// introduction. Its metrics are purrfly_relay_udp1_*.
+	Version litenet.Version
 
 	// Admit counts a new session unless the relay is closing (then the
 	// peer is refused); Sessions is what it counts on. A peer's session
@@ -79,7 +83,7 @@ func Listen(cfg Config) (*Transport, error) {
 	t := &Transport{cfg: cfg}
 	t.nat.init(cfg.Clock)
 	// Metrics first: once the socket is bound, only Close may fail.
-	m, err := newMetrics(cfg.Metrics, t.stats)
+	m, err := newMetrics(cfg.Metrics, cfg.Version, t.stats)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +103,7 @@ func Listen(cfg Config) (*Transport, error) {
 		MaxMessage:        wire.MaxMessageSize + 1, // a frame and its delivery method, as a WebSocket message
 		FlushDelay:        max(cfg.Flush, 0),
 		Sockets:           cfg.Sockets,
+		Version:           cfg.Version,
 	})
 	if err != nil {
 		m.unregister(cfg.Metrics)
@@ -163,17 +168,19 @@ func (t *Transport) Disconnected(p *litenet.Peer, why litenet.Reason) {
 	p.Tag.(*conn).gone(why)
 }
 
-// Nat takes NAT introduction requests (nat.go).
+// Nat takes NAT introduction requests (nat.go; a 1.x endpoint delivers
+// none).
 func (t *Transport) Nat(from netip.AddrPort, n litenet.NatPacket) {
-	if ep := t.ep.Load(); ep != nil && n.Kind == litenet.NatRequest {
+	if ep := t.ep.Load(); ep != nil && n.Kind == litenet.NatRequest && t.cfg.Version == litenet.V2 {
 		t.nat.request(ep, from, n.Internal, n.Token)
 	}
 }
 
-// CanPunch: a UDP peer of this machine (not a link from another machine).
+// CanPunch: a UDP peer of this transport (not a link from another
+// machine, nor a 1.x peer: 1.x carries no NAT introduction).
 func (t *Transport) CanPunch(tr core.Transport) bool {
-	_, ok := tr.(*conn)
-	return ok
+	uc, ok := tr.(*conn)
+	return ok && uc.t == t && t.cfg.Version == litenet.V2
 }
 
 // Expect registers a NAT introduction token for a host and a client.
