@@ -18,7 +18,7 @@
 //	internal/core/phase     a room's phase: the named transitions, each refusing the phases it may not start from
 //	internal/wstransport    WebSocket: the upgrade, a reader and a writer per connection, close codes, links to holders
 //	internal/wsframe        RFC 6455 frames on the upgraded socket: a Reader, a Writer with one owner at a time
-//	internal/udptransport   UDP: LiteNetLib peers (package litenet) as connections, NAT introduction
+//	internal/udptransport   UDP: LiteNetLib peers (package litenet; 2.x, and 1.x on its own port) as connections, NAT introduction
 //	internal/udpframe       PurrNet's UDP framing, read where it enters (UDP peers, links carrying one)
 //	internal/buf            pooled message buffers with headroom, one owner at a time
 //

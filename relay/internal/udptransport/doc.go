@@ -1,6 +1,8 @@
 // Package udptransport is the relay's UDP transport: PurrNet's desktop,
 // mobile and Editor builds over LiteNetLib 2.x (package litenet), beside
-// WebSocket. Each LiteNetLib peer is one connection of the routing core
+// WebSocket; a second Transport (Config.Version) serves older builds over
+// LiteNetLib 1.x on its own port, with the same code and no NAT
+// introduction. Each LiteNetLib peer is one connection of the routing core
 // (package core), in the same id space, rooms and limits as WebSocket
 // peers; a room may mix both. No goroutine per peer: litenet's socket
 // reader delivers every peer's messages (serialised per peer) and its
