@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -51,9 +52,26 @@ func TestForwardTriesAStaleHolderTwice(t *testing.T) {
 // holder's frames arrive with their delivery method stripped and applied,
 // and the player's reach the host with its own.
 func TestMeshForwardsAUDPPeer(t *testing.T) {
+	meshForwardsAUDPPeer(t, func(m *meshRoom) *client.Client { return udpClient(t, m.edge, "room", m.clientSecr, false) })
+}
+
+// TestMeshForwardsAUDP1Peer: the same for a LiteNetLib 1.x player.
+func TestMeshForwardsAUDP1Peer(t *testing.T) {
+	meshForwardsAUDPPeer(t, func(m *meshRoom) *client.Client {
+		c, o := udp1Cap(m.edge, m.clientSecr)
+		cl, err := client.DialClient(tctx(t), c, "room", o)
+		if err != nil {
+			t.Fatalf("1.x client: %v", err)
+		}
+		t.Cleanup(func() { _ = cl.CloseNow() })
+		return cl
+	})
+}
+
+func meshForwardsAUDPPeer(t *testing.T, dial func(*meshRoom) *client.Client) {
 	m := newMeshRoom(t)
 	host := join(t, m.holder, "room", m.hostSecret)
-	cl := udpClient(t, m.edge, "room", m.clientSecr, false)
+	cl := dial(&m)
 	id := host.expectToHost(wire.ToHostConnected).IDs[0]
 	host.send(sendOne(id, "state"))
 	d, got, err := cl.RecvWith(tctx(t))

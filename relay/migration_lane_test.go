@@ -128,7 +128,13 @@ func TestMigrationReservedRoom(t *testing.T) {
 // Both transports: the promoted host and its listen-client over UDP, an
 // ordinary WebSocket client isolated, then every old-generation socket of
 // both transports closed by the next claim.
-func TestMigrationOverUDP(t *testing.T) {
+func TestMigrationOverUDP(t *testing.T) { migrationOverUDP(t, udpCap) }
+
+// TestMigrationOverUDP1: the same with the promoted host and its lane on
+// LiteNetLib 1.x (an older PurrNet build).
+func TestMigrationOverUDP1(t *testing.T) { migrationOverUDP(t, udp1Cap) }
+
+func migrationOverUDP(t *testing.T, udpCap func(*Server, string) (wire.Capability, *client.DialOptions)) {
 	// The relay's fake clock drives its LiteNetLib side too: no flush
 	// delay to wait out, and no UDP timeout within the test's minutes.
 	m := newVacantRoom(t, "udp-mig", Options{UDPFlush: -1, UDPTimeout: time.Hour})
