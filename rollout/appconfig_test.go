@@ -24,13 +24,13 @@ func TestShippedRelayAppsComeFromTheTemplate(t *testing.T) {
 	for k, want := range map[string]string{
 		"HOST_DOMAIN": "purrfly-relay-b.fly.dev", "HOST_SSL": "true", "HOST_WS_PORT": "443",
 		"HOST_ENDPOINT": "https://purrfly-relay-b.fly.dev", "BALANCER_URL": "https://purrfly-balancer.fly.dev",
-		"PRIMARY_REGION": "sea", "UDP_PORT_V2": "7778", "PORT": "8081",
+		"PRIMARY_REGION": "sea", "UDP_PORT_V2": "7778", "UDP_PORT": "7777", "PORT": "8081",
 	} {
 		if b.Env[k] != want {
 			t.Errorf("prod relay-b %s = %q, want %q", k, b.Env[k], want)
 		}
 	}
-	if b.Image != "registry.fly.io/purrfly:v3" || strings.Join(b.Init.Cmd, " ") != "relay" || len(b.Services) != 2 {
+	if b.Image != "registry.fly.io/purrfly:v3" || strings.Join(b.Init.Cmd, " ") != "relay" || len(b.Services) != 3 {
 		t.Errorf("prod relay-b config %+v", b)
 	}
 	if bal := prod.Balancer.MachineConfig("i"); bal == nil || strings.Join(bal.Init.Cmd, " ") != "balancer" {
@@ -39,7 +39,7 @@ func TestShippedRelayAppsComeFromTheTemplate(t *testing.T) {
 	sim, _ := f.Env("sim")
 	multi := sim.Relays[2].MachineConfig("purrfly:v1")
 	for k, want := range map[string]string{
-		"HOST_DOMAIN": "127.0.0.1", "HOST_SSL": "false", "HOST_WS_PORT": "4303", "HOST_UDP_PORT_V2": "4403",
+		"HOST_DOMAIN": "127.0.0.1", "HOST_SSL": "false", "HOST_WS_PORT": "4303", "HOST_UDP_PORT_V2": "4403", "HOST_UDP_PORT": "4413",
 		"WEBSOCKET_PORT": "-1", "UDP_HOST": "{ip}", "BALANCER_URL": "http://127.0.0.1:4300",
 	} {
 		if multi.Env[k] != want {
