@@ -28,6 +28,7 @@ const (
 	DefaultUDPTimeout          = 10 * time.Second
 	DefaultUDPFlush            = 10 * time.Millisecond
 	DefaultAuthTimeout         = 10 * time.Second
+	DefaultMessageTimeout      = 10 * time.Second
 	DefaultMaxRooms            = core.DefaultMaxRooms
 	DefaultMaxPending          = 4096
 	DefaultMaxPendingPerSource = 64
@@ -145,6 +146,11 @@ type Options struct {
 	// AuthTimeout bounds a connection's wait for its authentication
 	// message, WebSocket or UDP (AUTH_TIMEOUT_SECONDS, default 10 s).
 	AuthTimeout time.Duration
+	// MessageTimeout bounds a WebSocket message from its first byte to its
+	// last (WEBSOCKET_MESSAGE_TIMEOUT_SECONDS, default 10 s: 64 KiB at
+	// 6.5 KB/s): a peer that announces a frame and stalls is dropped then.
+	// The wait between messages is not bounded.
+	MessageTimeout time.Duration
 	// SlowReceiverTimeout is how long a connection's backlog may stay above
 	// the soft bound before it is disconnected (slow_receiver; default 2 s;
 	// the queue bounds are the routing core's).
@@ -250,6 +256,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.AuthTimeout <= 0 {
 		o.AuthTimeout = DefaultAuthTimeout
+	}
+	if o.MessageTimeout <= 0 {
+		o.MessageTimeout = DefaultMessageTimeout
 	}
 	if o.SlowReceiverTimeout <= 0 {
 		o.SlowReceiverTimeout = DefaultSlowReceiverTimeout

@@ -24,6 +24,7 @@ func TestOptionsDefaults(t *testing.T) {
 		"EmptyRoomTimeout":    {o.EmptyRoomTimeout, DefaultEmptyRoomTimeout},
 		"DrainTimeout":        {o.DrainTimeout, DefaultDrainTimeout},
 		"AuthTimeout":         {o.AuthTimeout, DefaultAuthTimeout},
+		"MessageTimeout":      {o.MessageTimeout, DefaultMessageTimeout},
 		"MaxRooms":            {o.MaxRooms, DefaultMaxRooms},
 		"MaxPending":          {o.MaxPending, DefaultMaxPending},
 		"MaxPendingPerSource": {o.MaxPendingPerSource, DefaultMaxPendingPerSource},

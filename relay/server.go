@@ -113,7 +113,7 @@ func New(opts Options) (*Server, error) {
 	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	wc := wstransport.Config{
 		Core: s.core, Clock: o.Clock, Log: s.log, Metrics: o.Metrics,
-		AuthTimeout: o.AuthTimeout, Pending: s.pending, ClientIPHeader: o.ClientIPHeader,
+		AuthTimeout: o.AuthTimeout, MessageTimeout: o.MessageTimeout, Pending: s.pending, ClientIPHeader: o.ClientIPHeader,
 		Admit: s.admitSession,
 	}
 	if o.MultiMachine {

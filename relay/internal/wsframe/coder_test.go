@@ -141,7 +141,7 @@ func TestCoderLeavesTheSocketToUs(t *testing.T) {
 	if n := coderGoroutines(); n > before {
 		t.Fatalf("%d goroutines of coder/websocket run after Accept, %d before", n, before)
 	}
-	b, end := a.hw.Reader(1000).NextBefore(time.Now().Add(5 * time.Second)) // wall clock: a real socket's deadline
+	b, end := a.hw.Reader(1000, 0).NextBefore(time.Now().Add(5 * time.Second)) // wall clock: a real socket's deadline
 	if end != EndNone || string(b.Frame()) != "right behind" {
 		t.Fatalf("the frame behind the upgrade: end %v", end)
 	}
@@ -170,7 +170,7 @@ func TestCoderReadsThroughTheHandedReader(t *testing.T) {
 	if _, p, err := a.ws.Read(ctx); err != nil || string(p) != "coder's" {
 		t.Fatalf("coder/websocket read %q %v", p, err)
 	}
-	b, end := a.hw.Reader(1000).NextBefore(time.Now().Add(2 * time.Second)) // wall clock: a real socket's deadline
+	b, end := a.hw.Reader(1000, 0).NextBefore(time.Now().Add(2 * time.Second)) // wall clock: a real socket's deadline
 	if end != EndNone || string(b.Frame()) != "ours" {
 		t.Fatalf("the relay's Reader: end %v", end)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 )
 
 // Hijacker is the http.ResponseWriter an accepted connection is upgraded
@@ -47,10 +48,13 @@ func (h *Hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 func (h *Hijacker) Writer() *Writer { return h.w }
 
 // Reader reads the hijacked socket's frames, messages of up to limit
-// bytes (at most wire.MaxMessageSize); nil before the hijack.
-func (h *Hijacker) Reader(limit int) *Reader {
+// bytes (at most wire.MaxMessageSize), each whole within stall of its
+// first byte (0: no bound); nil before the hijack.
+func (h *Hijacker) Reader(limit int, stall time.Duration) *Reader {
 	if h.rc == nil {
 		return nil
 	}
-	return newReader(h.rc, limit)
+	r := newReader(h.rc, limit)
+	r.stall = stall
+	return r
 }

@@ -31,6 +31,20 @@ import (
 // fragmented or over 125 bytes, a continuation of nothing, a data frame
 // inside a fragmented message: a 1002 close frame, then as if the peer had
 // closed).
+//
+// Stalls. Waiting for a message is unbounded (an idle player sends
+// nothing), but once a frame's first byte is in, the rest of the message
+// (its frames, and control frames between them) must be in within the
+// Reader's stall bound, or the read ends with EndStalled: a peer that
+// announces a long frame and sends part of it holds a goroutine and a
+// message buffer only that long. The bound costs nothing on a frame the
+// socket already delivered whole: the deadline is armed only when a read
+// would wait (need), and disarmed before the next idle wait. A data frame
+// announcing more than the limit is refused at its header: the 1009 close
+// frame goes out at once, before anything of its payload is read (then up
+// to one byte past the limit is drained, for at most tooBigLinger or the
+// stall bound, so that a peer still writing sees the close rather than a
+// reset).
 
 // End is why a Reader stopped: EndNone, it did not.
 type End uint8
@@ -42,7 +56,11 @@ const (
 	EndTooBig          // a message over the limit (a 1009 close frame was sent)
 	EndTimeout         // NextBefore's deadline passed
 	EndWriteFailed     // a control frame could not be written in time: the peer does not read
+	EndStalled         // a message begun was not whole within the stall bound
 )
+
+// tooBigLinger bounds the drain after a refused frame's 1009 (see above).
+const tooBigLinger = time.Second
 
 // ctlWriteTimeout bounds each control frame the relay writes to a peer
 // (pong, close), as coder/websocket's 5 s did.
@@ -53,8 +71,9 @@ const ctlWriteTimeout = 5 * time.Second
 // holds (the package doc).
 type Reader struct {
 	mu    lockrank.Mutex
-	rc    *readConn // the socket, read through rc.br (what the upgrade left buffered comes first)
-	limit int       // the longest message
+	rc    *readConn     // the socket, read through rc.br (what the upgrade left buffered comes first)
+	limit int           // the longest message
+	stall time.Duration // a message begun must be whole within it (0: no bound)
 
 	skip   uint64        // payload bytes of the current frame left unread (a text frame, refused unread)
 	closed bool          // the peer's close frame was read, or the stream ended
@@ -62,6 +81,9 @@ type Reader struct {
 	// authBy is NextBefore's deadline while it reads, else zero: it
 	// bounds the control frames written meanwhile too.
 	authBy time.Time
+	// stallBy is the socket's deadline for the message being read, armed
+	// only when a read had to wait for it (need); zero: not armed.
+	stallBy time.Time
 }
 
 // newReader reads rc's frames, messages of up to limit bytes (at most
@@ -92,7 +114,7 @@ func (r *Reader) NextBefore(deadline time.Time) (*buf.Buf, End) {
 	r.authBy = deadline
 	_ = nc.SetReadDeadline(deadline)
 	b, end := r.next()
-	r.authBy = time.Time{}
+	r.authBy, r.stallBy = time.Time{}, time.Time{}
 	r.mu.Unlock()
 	_ = nc.SetReadDeadline(time.Time{})
 	return b, end
@@ -117,9 +139,24 @@ func (r *Reader) next() (*buf.Buf, End) {
 	var b *buf.Buf
 	pos := buf.Headroom
 	for {
+		if b == nil {
+			// Between messages: the wait for the next frame's first
+			// byte is idle, unbounded (but by NextBefore's deadline).
+			r.unstall()
+			if _, err := br.Peek(1); err != nil {
+				return nil, r.failed(err)
+			}
+		}
 		// The whole header first, then its checks, as coder/websocket
 		// read it: a stream that ends inside a header ends the same way
 		// whatever the header says.
+		r.need(2)
+		h, err := br.Peek(2)
+		if err != nil {
+			buf.Put(b)
+			return nil, r.failed(err)
+		}
+		r.need(uint64(headerLen(h[1])))
 		fh, err := peekHeader(br)
 		if err != nil {
 			buf.Put(b)
@@ -139,6 +176,7 @@ func (r *Reader) next() (*buf.Buf, End) {
 				buf.Put(b)
 				return nil, r.breach()
 			}
+			r.need(n)
 			if end := r.control(op, int(n), key); end != EndNone {
 				buf.Put(b)
 				return nil, end
@@ -174,15 +212,25 @@ func (r *Reader) next() (*buf.Buf, End) {
 func (r *Reader) payload(b *buf.Buf, pos int, n uint64, key [4]byte) (*buf.Buf, int, End) {
 	br := r.rc.br
 	if room := uint64(r.limit - (pos - buf.Headroom)); n > room {
-		// Taken in up to one byte past the limit first, as coder/websocket
-		// did: a peer still writing the message sees its close, not a
+		// Refused at the header: the close first, then up to one byte
+		// past the limit taken in, briefly, as coder/websocket took it
+		// in: a peer still writing the message sees the close, not a
 		// reset.
 		buf.Put(b)
-		if _, err := br.Discard(int(room + 1)); err != nil {
-			return nil, 0, r.failed(err)
+		end := r.tooBig()
+		wait := tooBigLinger
+		if r.stall > 0 {
+			wait = min(wait, r.stall)
 		}
-		return nil, 0, r.tooBig()
+		linger := time.Now().Add(wait) // wall clock: a real socket's deadline
+		if !r.authBy.IsZero() && r.authBy.Before(linger) {
+			linger = r.authBy
+		}
+		_ = r.rc.Writer.Conn.SetReadDeadline(linger)
+		_, _ = br.Discard(int(room + 1))
+		return nil, 0, end
 	}
+	r.need(n)
 	end := pos + int(n)
 	switch {
 	case b == nil:
@@ -199,6 +247,48 @@ func (r *Reader) payload(b *buf.Buf, pos int, n uint64, key [4]byte) (*buf.Buf, 
 	}
 	maskBytes(b.B[pos:end], b.B[pos:end], key)
 	return b, end, EndNone
+}
+
+// need arms the stall bound unless n more bytes are already read from
+// the socket (then the read ahead cannot wait) or it is armed already.
+// The caller holds mu.
+func (r *Reader) need(n uint64) {
+	if r.stall <= 0 || !r.stallBy.IsZero() {
+		return
+	}
+	if uint64(r.rc.br.Buffered()+len(r.rc.pending)+r.rc.rend-r.rc.rpos) >= n {
+		return
+	}
+	r.stallBy = time.Now().Add(r.stall) // wall clock: a real socket's deadline
+	if !r.authBy.IsZero() && r.authBy.Before(r.stallBy) {
+		r.stallBy = r.authBy
+	}
+	_ = r.rc.Writer.Conn.SetReadDeadline(r.stallBy)
+}
+
+// unstall disarms the stall bound, back to NextBefore's deadline or
+// none. The caller holds mu.
+func (r *Reader) unstall() {
+	if r.stallBy.IsZero() {
+		return
+	}
+	r.stallBy = time.Time{}
+	_ = r.rc.Writer.Conn.SetReadDeadline(r.authBy)
+}
+
+// headerLen is the length of a frame header whose second byte is b1.
+func headerLen(b1 byte) int {
+	n := 2
+	switch b1 & 0x7f {
+	case 126:
+		n += 2
+	case 127:
+		n += 8
+	}
+	if b1&0x80 != 0 {
+		n += 4
+	}
+	return n
 }
 
 // frameHeader is a frame's header as peekHeader read it.
@@ -327,6 +417,9 @@ func (r *Reader) writeFailed() End {
 func (r *Reader) failed(err error) End {
 	r.closed = true
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if !r.stallBy.IsZero() && (r.authBy.IsZero() || r.stallBy.Before(r.authBy)) {
+			return EndStalled
+		}
 		return EndTimeout
 	}
 	return EndClosed

@@ -67,6 +67,8 @@ func reasonOfEnd(end wsframe.End) core.Reason {
 		return core.ReasonAuthTimeout
 	case wsframe.EndWriteFailed:
 		return core.ReasonWriteError
+	case wsframe.EndStalled:
+		return core.ReasonPeerTimeout
 	}
 	return core.ReasonPeerClosed
 }

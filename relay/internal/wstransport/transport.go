@@ -47,7 +47,10 @@ type Config struct {
 	Log         *slog.Logger
 	Metrics     prometheus.Registerer
 	AuthTimeout time.Duration // a connection's wait for its first message
-	CloseGrace  time.Duration // 0: DefaultCloseGrace
+	// MessageTimeout bounds a message from its first byte to its last (a
+	// stalled frame); 0: no bound. The wait between messages is unbounded.
+	MessageTimeout time.Duration
+	CloseGrace     time.Duration // 0: DefaultCloseGrace
 	// Pending bounds the connections between their upgrade and their
 	// authentication, per source (ClientIPHeader names the header that
 	// carries it; "": the TCP peer).
@@ -148,6 +151,6 @@ func (t *Transport) Accept(w http.ResponseWriter, r *http.Request, p Peer) error
 		p.Ended()
 		return nil
 	}
-	t.run(ws, fc, hw.Reader(wire.MaxMessageSize), p)
+	t.run(ws, fc, hw.Reader(wire.MaxMessageSize, t.cfg.MessageTimeout), p)
 	return nil
 }
