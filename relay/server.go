@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
-	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
@@ -49,7 +48,6 @@ type Server struct {
 	retireM  retireMetrics           // static
 	reach    reachability            // url static, reached set once by the probe (reachable.go)
 
-	pending         *limit.Counts // static: WebSocket upgrades not authenticated yet, per source (the transport counts them)
 	cleanupInterval time.Duration // static
 
 	// Set by Start before anything is served; static afterwards.
@@ -110,10 +108,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.reach.url = o.ReachableURL
-	s.pending = limit.NewCounts(o.MaxPendingPerSource, o.MaxPending)
 	wc := wstransport.Config{
 		Core: s.core, Clock: o.Clock, Log: s.log, Metrics: o.Metrics,
-		AuthTimeout: o.AuthTimeout, MessageTimeout: o.MessageTimeout, Pending: s.pending, ClientIPHeader: o.ClientIPHeader,
+		AuthTimeout: o.AuthTimeout, MessageTimeout: o.MessageTimeout, ClientIPHeader: o.ClientIPHeader,
+		MaxPending: o.MaxPending, MaxPendingPerSource: o.MaxPendingPerSource,
 		Admit: s.admitSession,
 	}
 	if o.MultiMachine {

@@ -18,6 +18,7 @@ const (
 	ConnTable
 	FrameSocket
 	WSTransport
+	WSPending
 	Registrar
 	NATTable
 	Given
@@ -51,6 +52,7 @@ var classes = [numClasses]struct {
 	ConnTable:     {"core connection table shard", leaf},
 	FrameSocket:   {"wsframe Writer.own", leaf},
 	WSTransport:   {"wstransport conn.mu", leaf},
+	WSPending:     {"wstransport pendingPool.mu", leaf},
 	Registrar:     {"relay registrar.mu", leaf},
 	NATTable:      {"udptransport natTable.mu", leaf},
 	Given:         {"relay givenRooms.mu", leaf},

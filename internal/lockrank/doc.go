@@ -19,6 +19,7 @@
 //	100   core connection table shard        one shard of the id -> connection maps (every connection, the pipes)
 //	100   wsframe Writer.own                 one socket's writes: whole frames, one owner at a time (handed off with a frame's rest)
 //	100   wstransport conn.mu                a WebSocket's close grace timer
+//	100   wstransport pendingPool.mu         the WebSocket connections not authenticated yet, oldest first
 //	100   relay registrar.mu                 the dirty rooms and the unregister outbox
 //	100   udptransport natTable.mu           the NAT introduction tokens
 //	100   relay givenRooms.mu                the rooms handed over lately

@@ -9,7 +9,7 @@
 //
 // # Shape
 //
-//	Accept: the handshake checked (JSON errors), the Pending bound, Admit, coder/websocket's upgrade
+//	Accept: the handshake checked (JSON errors), the pending pool (pending.go), Admit, coder/websocket's upgrade
 //	  run: the handler goroutine reads and routes the first message, then a reader goroutine the rest (wsframe.Reader)
 //	       a writer goroutine drains the core's queue in batches (wsframe.Writer: one system call per 32 KiB)
 //	RunLink: a link's reader (coder/websocket reads) and writer (a masked wsframe.Writer)
@@ -20,7 +20,11 @@
 // returns: a goroutine's stack keeps the size it once needed, so an idle
 // connection keeps a reader that has only ever run the read loop, and
 // net/http's request state is garbage. The first message is bounded by
-// Config.AuthTimeout, on the socket.
+// Config.AuthTimeout, on the socket. Until it is in, the connection holds
+// a place in the pending pool, bounded per source and in all; a full pool
+// closes its oldest connection still waiting for its first message, so
+// upgrades that never authenticate push out only each other. A message
+// begun must be whole within Config.MessageTimeout (wsframe's stall bound).
 //
 // A reader that has nothing more buffered after a message lets the core
 // write the frame it routes to the receiver's socket itself
@@ -46,7 +50,8 @@
 //
 // # Ownership
 //
-//   - Transport: its configuration is static after New.
+//   - Transport: its configuration is static after New; the pending
+//     pool is guarded by its own mu (a leaf of the lock order).
 //   - conn (a connection's or a link's transport): its channels, socket,
 //     reader and clock are static; rest is handed from the sender whose
 //     direct write left it to the writer, ordered by the core's
@@ -57,7 +62,7 @@
 //     control frames and coder/websocket's on a link, each taking the
 //     socket's owner (wsframe.Writer) for whole frames.
 //
-// conn.mu is in the relay's lock order (the table in the doc of package
-// internal/lockrank): a leaf, taken under a room's lock when the core
-// closes a connection.
+// conn.mu and pendingPool.mu are in the relay's lock order (the table in
+// the doc of package internal/lockrank): leaves; conn.mu is taken under a
+// room's lock when the core closes a connection.
 package wstransport

@@ -1,6 +1,7 @@
 package wstransport
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"log/slog"
@@ -18,7 +19,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/purrfly/purrfly/internal/clock"
-	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/relay/internal/core"
@@ -42,6 +42,7 @@ func testLogger() *slog.Logger {
 type rig struct {
 	tb       testing.TB
 	core     *core.Core
+	tr       *Transport
 	reg      *prometheus.Registry
 	srv      *httptest.Server
 	sessions sync.WaitGroup
@@ -52,6 +53,10 @@ type rigConfig struct {
 	clock      clock.Clock
 	closeGrace time.Duration
 	slow       time.Duration // the core's slow-receiver timeout
+	// maxPending, maxPendingPerSource: the pending pool's bounds (0:
+	// 4,096 and 64); messageTimeout: the stall bound (0: none).
+	maxPending, maxPendingPerSource int
+	messageTimeout                  time.Duration
 }
 
 // newRig starts a rig; it ends with the test, once every connection is
@@ -66,12 +71,14 @@ func newRig(tb testing.TB, rc rigConfig) *rig {
 	}
 	t, err := New(Config{
 		Core: r.core, Clock: rc.clock, Log: testLogger(), Metrics: r.reg, AuthTimeout: 10 * time.Second,
-		CloseGrace: rc.closeGrace, Pending: limit.NewCounts(64, 4096),
+		CloseGrace: rc.closeGrace, MessageTimeout: rc.messageTimeout,
+		MaxPending: cmp.Or(rc.maxPending, 4096), MaxPendingPerSource: cmp.Or(rc.maxPendingPerSource, 64),
 		Admit: func() bool { r.sessions.Add(1); return true },
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	r.tr = t
 	r.srv = httptest.NewServer(wire.Common(wire.Handler(func(w http.ResponseWriter, req *http.Request) error {
 		return t.Accept(w, req, Peer{Ended: r.sessions.Done})
 	})))

@@ -26,7 +26,7 @@ import (
 // goroutine's stack keeps the size it once needed, so an idle connection
 // keeps a reader that has only ever run the read loop. With the handler
 // gone, net/http's request, response and 4 KiB buffers are garbage too.
-func (t *Transport) run(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reader, p Peer) {
+func (t *Transport) run(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Reader, p Peer, slot *pendingSlot) {
 	tc := newConn(t.cfg.Core, t.cfg.Clock, ws, fc, func() { _ = ws.CloseNow() }, t.cfg.CloseGrace)
 	tc.fr, tc.udp = fr, p.UDP
 	if p.UDP {
@@ -45,7 +45,7 @@ func (t *Transport) run(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Read
 		<-writerDone
 		p.Ended()
 	}
-	reason := t.auth(tc, c, p.Forwarded)
+	reason := t.auth(tc, c, p.Forwarded, slot)
 	if reason == core.ReasonNone && !c.Closing() {
 		go func() { end(t.readLoop(tc, c)) }()
 		return
@@ -58,13 +58,14 @@ func (t *Transport) run(ws *websocket.Conn, fc *wsframe.Writer, fr *wsframe.Read
 // (ReasonNone: it goes on). On a multi-machine relay, a connection whose
 // first message names a room held by another machine (and that is not
 // itself forwarded) is carried to that machine instead.
-func (t *Transport) auth(tc *conn, c *core.Conn, forwarded bool) core.Reason {
+func (t *Transport) auth(tc *conn, c *core.Conn, forwarded bool, slot *pendingSlot) core.Reason {
 	// Authenticated or not, the deadline only covers the first message
 	// (and the control frames written while it is read).
 	b, end := tc.fr.NextBefore(time.Now().Add(t.cfg.AuthTimeout)) // wall clock: the socket's own deadline bounds the authentication
 	if end != wsframe.EndNone {
 		return reasonOfEnd(end)
 	}
+	t.pending.arrived(slot) // no longer pushed out by newer upgrades
 	if t.cfg.Forward != nil && !forwarded && t.cfg.Forward(c, b, false) {
 		return core.ReasonNone
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
-	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/wsframe"
@@ -51,11 +50,12 @@ type Config struct {
 	// stalled frame); 0: no bound. The wait between messages is unbounded.
 	MessageTimeout time.Duration
 	CloseGrace     time.Duration // 0: DefaultCloseGrace
-	// Pending bounds the connections between their upgrade and their
-	// authentication, per source (ClientIPHeader names the header that
-	// carries it; "": the TCP peer).
-	Pending        *limit.Counts
-	ClientIPHeader string
+	// MaxPending and MaxPendingPerSource bound the connections between
+	// their upgrade and their authentication, in all and per source
+	// (ClientIPHeader names the header that carries it; "": the TCP peer);
+	// a full pool pushes out its oldest (pending.go). 0: no bound.
+	MaxPending, MaxPendingPerSource int
+	ClientIPHeader                  string
 	// Admit counts a new session unless the relay is closing (then the
 	// upgrade is refused, draining); the session ends with Peer.Ended.
 	Admit func() bool
@@ -64,17 +64,23 @@ type Config struct {
 	Forward Forwarder
 }
 
+// PendingCount is how many connections wait between their upgrade and
+// their authentication.
+func (t *Transport) PendingCount() int { return t.pending.count() }
+
 // Transport is the relay's WebSocket transport: it upgrades connections
 // (Accept) and runs each as a core connection with a reader and a writer
 // goroutine; it also runs the links toward other machines (link.go).
 type Transport struct {
-	cfg Config // static
-	m   metrics
+	cfg     Config       // static
+	pending *pendingPool // static: the connections not authenticated yet
+	m       metrics
 }
 
 // metrics are the transport's series.
 type metrics struct {
 	refusedUpgrades prometheus.Counter // upgrades past the bound on unauthenticated connections
+	evictedPending  prometheus.Counter // unauthenticated connections pushed out by newer upgrades
 	batches         prometheus.Counter // batches written (one system call per 32 KiB)
 }
 
@@ -84,16 +90,20 @@ func New(cfg Config) (*Transport, error) {
 		cfg.CloseGrace = DefaultCloseGrace
 	}
 	cfg.Clock = clock.OrReal(cfg.Clock)
-	t := &Transport{cfg: cfg}
+	t := &Transport{cfg: cfg, pending: newPendingPool(cfg.MaxPendingPerSource, cfg.MaxPending)}
 	t.m.refusedUpgrades = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_relay_refused_upgrades_total",
 		Help: "WebSocket upgrades refused: too many connections waiting to authenticate (in all or from one source).",
+	})
+	t.m.evictedPending = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_relay_evicted_pending_total",
+		Help: "WebSocket connections not authenticated yet closed to make room for a newer upgrade (the pool of them was full).",
 	})
 	t.m.batches = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_relay_write_batches_total",
 		Help: "Batches of queued frames written by connection writers (WebSocket: one system call per 32 KiB).",
 	})
-	for _, c := range []prometheus.Collector{t.m.refusedUpgrades, t.m.batches} {
+	for _, c := range []prometheus.Collector{t.m.refusedUpgrades, t.m.evictedPending, t.m.batches} {
 		if err := cfg.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay WebSocket metrics: %w", err)
 		}
@@ -122,16 +132,20 @@ func (t *Transport) Accept(w http.ResponseWriter, r *http.Request, p Peer) error
 	if err := checkHandshake(w, r); err != nil {
 		return err
 	}
+	var slot *pendingSlot
 	if !p.Forwarded {
 		// Bounded from the upgrade to the authentication, which this
 		// goroutine reads (run) before Accept returns.
-		src := wire.ClientIP(r, t.cfg.ClientIPHeader)
-		if !t.cfg.Pending.Acquire(src) {
+		var evicted bool
+		if slot, evicted = t.pending.acquire(wire.ClientIP(r, t.cfg.ClientIPHeader)); slot == nil {
 			t.m.refusedUpgrades.Inc()
 			w.Header().Set("Retry-After", "1")
 			return wire.ErrTooManyConns
 		}
-		defer t.cfg.Pending.Release(src)
+		if evicted {
+			t.m.evictedPending.Inc()
+		}
+		defer t.pending.release(slot)
 	}
 	if !t.cfg.Admit() {
 		return wire.ErrDraining
@@ -146,11 +160,11 @@ func (t *Transport) Accept(w http.ResponseWriter, r *http.Request, p Peer) error
 		return nil // Accept has answered
 	}
 	fc := hw.Writer()
-	if fc == nil { // cannot happen: Accept hijacked through hw (TestCoderLeavesTheSocketToUs)
+	if fc == nil || !t.pending.bind(slot, fc.Conn) { // nil cannot happen: Accept hijacked through hw (TestCoderLeavesTheSocketToUs)
 		_ = ws.CloseNow()
 		p.Ended()
 		return nil
 	}
-	t.run(ws, fc, hw.Reader(wire.MaxMessageSize, t.cfg.MessageTimeout), p)
+	t.run(ws, fc, hw.Reader(wire.MaxMessageSize, t.cfg.MessageTimeout), p, slot)
 	return nil
 }
