@@ -72,7 +72,8 @@
 // takeovers of a vacant room, draining, capacity). Its life is its phase
 // machine; its count (host included, as PurrLay counts it) bumps its
 // revision on every change; an empty room expires EmptyRoomTimeout after it
-// became empty, on the cleanup tick of the injected clock.
+// became empty, and one whose host never came HostConnectTimeout after its
+// allocation, on the cleanup tick of the injected clock.
 //
 // With a BalancerURL, the registrar sends a heartbeat (wire.PathRegister)
 // at start and on every HeartbeatInterval tick (sooner, with a doubling

@@ -273,6 +273,12 @@ func metricIn(tb testing.TB, g prometheus.Gatherer, name, label, value string) f
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 { // a series without labels
+				if m.Counter != nil {
+					return m.Counter.GetValue()
+				}
+				return m.Gauge.GetValue()
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
 					if m.Counter != nil {

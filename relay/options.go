@@ -21,6 +21,7 @@ import (
 const (
 	DefaultHeartbeatInterval   = 30 * time.Second
 	DefaultEmptyRoomTimeout    = core.DefaultEmptyRoomTimeout
+	DefaultHostConnectTimeout  = core.DefaultHostConnectTimeout
 	DefaultDrainTimeout        = 25 * time.Second
 	DefaultRequestTimeout      = 5 * time.Second
 	DefaultUDPPort             = 7777
@@ -34,7 +35,8 @@ const (
 	DefaultMaxPendingPerSource = 64
 	DefaultSlowReceiverTimeout = core.DefaultSlowReceiverTimeout
 	// DefaultCleanupInterval is the empty-room cleanup tick (PurrLay's 30 s);
-	// New shortens it to EmptyRoomTimeout when that is smaller.
+	// New shortens it to EmptyRoomTimeout or HostConnectTimeout when one
+	// is smaller.
 	DefaultCleanupInterval = 30 * time.Second
 	// DefaultLocateTTL is how long a room location learned from the
 	// balancer is reused (multi-machine apps).
@@ -109,6 +111,11 @@ type Options struct {
 
 	HeartbeatInterval time.Duration // default 30s
 	EmptyRoomTimeout  time.Duration // default 300s
+	// HostConnectTimeout releases a room whose allocation's host has not
+	// connected this long after the allocation (HOST_CONNECT_TIMEOUT_SECONDS,
+	// default 60s; PurrNet connects right after allocating): an unused
+	// allocation does not hold a room slot for EmptyRoomTimeout.
+	HostConnectTimeout time.Duration
 	// ActivationLease is host migration's fixed activation lease from a
 	// claim (MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS, default 60s); it
 	// must exceed PurrNet's transition timeout plus HTTP, network and
@@ -250,6 +257,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.EmptyRoomTimeout <= 0 {
 		o.EmptyRoomTimeout = DefaultEmptyRoomTimeout
+	}
+	if o.HostConnectTimeout <= 0 {
+		o.HostConnectTimeout = DefaultHostConnectTimeout
 	}
 	if o.DrainTimeout == 0 {
 		o.DrainTimeout = DefaultDrainTimeout

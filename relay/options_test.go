@@ -22,6 +22,7 @@ func TestOptionsDefaults(t *testing.T) {
 		"UDPFlush":            {o.UDPFlush, DefaultUDPFlush},
 		"HeartbeatInterval":   {o.HeartbeatInterval, DefaultHeartbeatInterval},
 		"EmptyRoomTimeout":    {o.EmptyRoomTimeout, DefaultEmptyRoomTimeout},
+		"HostConnectTimeout":  {o.HostConnectTimeout, DefaultHostConnectTimeout},
 		"DrainTimeout":        {o.DrainTimeout, DefaultDrainTimeout},
 		"AuthTimeout":         {o.AuthTimeout, DefaultAuthTimeout},
 		"MessageTimeout":      {o.MessageTimeout, DefaultMessageTimeout},

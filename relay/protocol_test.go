@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -290,7 +291,9 @@ func TestPipe(t *testing.T) {
 
 func TestEmptyRoomExpiry(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
-	s := startRelay(t, Options{Clock: fake, EmptyRoomTimeout: 300 * time.Second})
+	// (The idle room never sees its host: the host window, which
+	// TestUnhostedRoomReleased tries, is set past the test.)
+	s := startRelay(t, Options{Clock: fake, EmptyRoomTimeout: 300 * time.Second, HostConnectTimeout: 2 * time.Hour})
 	waitFor(t, "cleanup ticker", func() bool { return fake.Waiters() >= 1 })
 	mustAllocate(t, s, "idle")
 	hs, cs := mustAllocate(t, s, "busy")
@@ -314,4 +317,34 @@ func TestEmptyRoomExpiry(t *testing.T) {
 	if s.core.Room("busy") == nil {
 		t.Fatal("a room with connections expired")
 	}
+}
+
+// TestUnhostedRoomReleased: an allocated room whose host never connects is
+// released by the cleanup loop's first tick past the host window, well
+// before the empty-room timeout, and counted; its slot takes a new room.
+// A room whose host came stays.
+func TestUnhostedRoomReleased(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_000_000, 0))
+	s := startRelay(t, Options{Clock: fake, MaxRooms: 2})
+	waitFor(t, "cleanup ticker", func() bool { return fake.Waiters() >= 1 })
+	mustAllocate(t, s, "squatted")
+	hs, _ := mustAllocate(t, s, "played")
+	_ = join(t, s, "played", hs)
+	if _, status, _ := allocate(t, s, "third", "id-3"); status != http.StatusServiceUnavailable {
+		t.Fatalf("a third room at the bound: %d, want 503", status)
+	}
+	fake.Advance(DefaultHostConnectTimeout - time.Second)
+	s.core.Expire()
+	if s.core.Room("squatted") == nil {
+		t.Fatal("released before the host window")
+	}
+	fake.Advance(DefaultCleanupInterval)
+	waitFor(t, "the unhosted room released", func() bool { return s.core.Room("squatted") == nil })
+	if s.core.Room("played") == nil {
+		t.Fatal("a hosted room released by the host window")
+	}
+	if got := metricValue(t, s, "purrfly_relay_rooms_unhosted_total", "", ""); got != 1 {
+		t.Fatalf("purrfly_relay_rooms_unhosted_total %v, want 1", got)
+	}
+	mustAllocate(t, s, "third")
 }

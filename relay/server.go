@@ -79,7 +79,7 @@ func New(opts Options) (*Server, error) {
 		opts:            o,
 		log:             o.Logger.With("component", "relay"),
 		clock:           o.Clock,
-		cleanupInterval: min(DefaultCleanupInterval, o.EmptyRoomTimeout),
+		cleanupInterval: min(DefaultCleanupInterval, o.EmptyRoomTimeout, o.HostConnectTimeout),
 		mu:              lockrank.Mutex{Class: lockrank.Server},
 		raw:             rawConns{mu: lockrank.Mutex{Class: lockrank.RawConns}},
 		retire:          retirement{mu: lockrank.Mutex{Class: lockrank.Retirement}, done: make(chan struct{})},
@@ -94,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.core, err = core.New(core.Config{
 		Clock: o.Clock, Log: s.log, Metrics: o.Metrics,
-		EmptyRoomTimeout: o.EmptyRoomTimeout, SlowReceiverTimeout: o.SlowReceiverTimeout,
+		EmptyRoomTimeout: o.EmptyRoomTimeout, HostConnectTimeout: o.HostConnectTimeout, SlowReceiverTimeout: o.SlowReceiverTimeout,
 		ActivationLease: o.ActivationLease, GrantLifetime: o.GrantLifetime,
 		MaxRooms: maxRooms, MaxConns: o.Capacity.MaxConnections,
 	})

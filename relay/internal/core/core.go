@@ -36,6 +36,7 @@ type Core struct {
 	m            *metrics      // static
 	notify       Notifier      // set once (SetNotifier) before any room; a nop until then
 	emptyTimeout time.Duration // static: a room empty this long is removed
+	hostWait     time.Duration // static: a room whose host has not connected this long after its allocation is removed
 	slowTimeout  time.Duration // static: a receiver above the soft queue bound this long is closed (core tests set it directly)
 	// activationLease and grantLifetime are host migration's lease and
 	// grant lifetime (migration.go); static after construction.
@@ -78,6 +79,7 @@ type NAT interface {
 // Defaults of a Config's zero values.
 const (
 	DefaultEmptyRoomTimeout    = 300 * time.Second
+	DefaultHostConnectTimeout  = 60 * time.Second
 	DefaultSlowReceiverTimeout = 2 * time.Second
 	DefaultActivationLease     = 60 * time.Second // MIGRATION_HOST_ACTIVATION_TIMEOUT_SECONDS
 	DefaultGrantLifetime       = 30 * time.Second // MIGRATION_GRANT_TIMEOUT_SECONDS
@@ -92,6 +94,7 @@ type Config struct {
 	Metrics prometheus.Registerer // where the core's metrics go; nil: a registry of its own
 
 	EmptyRoomTimeout    time.Duration // a room empty this long is removed
+	HostConnectTimeout  time.Duration // a room whose host has not connected this long after its allocation is removed
 	SlowReceiverTimeout time.Duration // a receiver above the soft queue bound this long is closed
 	ActivationLease     time.Duration // host migration's activation lease
 	GrantLifetime       time.Duration // a live host's grant's life
@@ -107,6 +110,7 @@ func New(cfg Config) (*Core, error) {
 		log:          cfg.Log,
 		notify:       nopNotifier{},
 		emptyTimeout: cmp.Or(cfg.EmptyRoomTimeout, DefaultEmptyRoomTimeout),
+		hostWait:     cmp.Or(cfg.HostConnectTimeout, DefaultHostConnectTimeout),
 		slowTimeout:  cmp.Or(cfg.SlowReceiverTimeout, DefaultSlowReceiverTimeout),
 		idle:         make(chan struct{}, 1),
 

@@ -208,6 +208,7 @@ func TestHostLeavingDuringShutdownSays1012(t *testing.T) {
 func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	c := testCore(t, clk)
+	c.hostWait = 10 * c.emptyTimeout // the room awaits its host: that window is TestUnhostedRoom's
 	if _, err := c.Allocate("idle", "id"); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +229,7 @@ func TestEmptyRoomExpiresAtItsTimeout(t *testing.T) {
 func TestIsolatedPlayersKeepTheRoom(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	c := testCore(t, clk)
+	c.hostWait = 10 * c.emptyTimeout // the room awaits its host: that window is TestUnhostedRoom's
 	if _, err := c.Allocate("migrating", "id"); err != nil {
 		t.Fatal(err)
 	}

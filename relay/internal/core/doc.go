@@ -118,7 +118,11 @@
 // The host leaving closes every client; a room that had clients stays,
 // vacant, for host migration, and so does one whose provisional host
 // left; an active host leaving an otherwise empty room ends it. An empty
-// room expires EmptyRoomTimeout after it became empty (Expire).
+// room expires EmptyRoomTimeout after it became empty, and a room whose
+// allocation's host has not connected HostConnectTimeout after its
+// allocation (or adoption) is released whoever else is in (Expire): an
+// allocation never used does not hold a room slot; host migration's
+// phases are never awaiting and keep their own windows.
 //
 // Deviations from PurrLay, on purpose: a host that logs in after clients
 // receives [3] first and then one [0][ids...] packet (PurrLay sends the

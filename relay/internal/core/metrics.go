@@ -58,6 +58,10 @@ type metrics struct {
 	direct [numDirectResults]prometheus.Counter
 
 	authOK, authFailed prometheus.Counter
+
+	// hostNeverCame counts the rooms released because their host did not
+	// connect in time (Expire).
+	hostNeverCame prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metrics, error) {
@@ -94,7 +98,11 @@ func newMetrics(reg prometheus.Registerer, conns, rooms func() float64) (*metric
 		Name: "purrfly_relay_rooms",
 		Help: "Rooms held by this relay.",
 	}, rooms)
-	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, direct, connG, roomG} {
+	m.hostNeverCame = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_relay_rooms_unhosted_total",
+		Help: "Rooms released because their allocation's host did not connect within HOST_CONNECT_TIMEOUT_SECONDS.",
+	})
+	for _, c := range []prometheus.Collector{fwdP, fwdB, drops, disc, auth, direct, connG, roomG, m.hostNeverCame} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay metrics: %w", err)
 		}

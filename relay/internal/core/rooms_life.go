@@ -12,19 +12,38 @@ func (c *Core) dropRoom(r *Room, rem wire.Removal) {
 	c.log.Debug("room removed", "room", r.name, "epoch", rem.Epoch, "revision", rem.Revision)
 }
 
-// Expire removes rooms that have been empty for emptyTimeout.
+// Expire removes rooms that have been empty for emptyTimeout, and rooms
+// whose allocation's host has not connected within hostWait of their
+// allocation (or adoption), whoever else is in: a room nobody hosts holds
+// a slot of the relay's MAX_ROOMS for nothing, and an allocation that is
+// never used must not hold it for the empty-room timeout. Their clients
+// are told the host left. A room host migration reserves (vacant,
+// claimed, expired lease) is never awaiting: it keeps its own windows.
 func (c *Core) Expire() {
 	now := c.clock.Now()
 	for _, r := range c.rooms.all() {
 		r.mu.Lock()
-		if !r.liveLocked() || r.countLocked() > 0 || now.Sub(r.emptySince) < c.emptyTimeout {
+		switch {
+		case !r.liveLocked():
+		case r.life.AwaitingFor() >= c.hostWait:
+			conns := r.takeConnsLocked()
+			rem := r.removeLocked()
+			for _, cn := range conns {
+				cn.Close(ReasonHostLeft)
+			}
 			r.mu.Unlock()
+			c.m.hostNeverCame.Inc()
+			c.log.Info("room released: its host never connected", "room", r.name, "clients", len(conns))
+			c.dropRoom(r, rem)
+			continue
+		case r.countLocked() == 0 && now.Sub(r.emptySince) >= c.emptyTimeout:
+			rem := r.removeLocked()
+			r.mu.Unlock()
+			c.log.Info("empty room expired", "room", r.name)
+			c.dropRoom(r, rem)
 			continue
 		}
-		rem := r.removeLocked()
 		r.mu.Unlock()
-		c.log.Info("empty room expired", "room", r.name)
-		c.dropRoom(r, rem)
 	}
 }
 

@@ -74,10 +74,11 @@ type Machine struct {
 	leaseUntil  time.Time // the activation deadline of the current claim (pending)
 	vacantSince time.Time // when the room last lost its host (vacant)
 	activatedAt time.Time // when the promoted host activated; zero until then
+	born        time.Time // when the incarnation was allocated (or adopted): its awaiting began
 }
 
-// New is a room's life from its allocation: awaiting its host.
-func New(clk clock.Clock) Machine { return Machine{clk: clk, p: Awaiting} }
+// New is a room's life from its allocation: awaiting its host, from now.
+func New(clk clock.Clock) Machine { return Machine{clk: clk, p: Awaiting, born: clk.Now()} }
 
 // Now is the phase, after applying what time alone changes: pending
 // becomes expired once the lease has elapsed.
@@ -98,6 +99,15 @@ func (m *Machine) LeaseUntil() time.Time { return m.leaseUntil }
 // ActivatedAt is when the promoted host of the current claim activated
 // (zero until it did, and at generation 0).
 func (m *Machine) ActivatedAt() time.Time { return m.activatedAt }
+
+// AwaitingFor is how long the room has been awaiting its allocation's
+// host (zero unless it is).
+func (m *Machine) AwaitingFor() time.Duration {
+	if m.Now() != Awaiting {
+		return 0
+	}
+	return m.clk.Now().Sub(m.born)
+}
 
 // VacantFor is how long the room has been vacant (zero unless it is).
 func (m *Machine) VacantFor() time.Duration {
