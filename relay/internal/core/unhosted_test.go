@@ -91,7 +91,7 @@ func TestHostWindowSparesHostedAndReservedRooms(t *testing.T) {
 	ph, _ := host("claimed")
 	r := c.rooms.get("claimed")
 	r.mu.Lock()
-	r.claimedLocked(c.activationLease)
+	r.claimedLocked(clk.Now().Add(c.activationLease))
 	r.mu.Unlock()
 
 	clk.Advance(c.hostWait + time.Second)
