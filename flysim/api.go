@@ -171,6 +171,19 @@ func (a *apiServer) routes() http.Handler {
 		}
 		_ = json.Unmarshal(raw, &kind)
 		var err error
+		if kind.Kind == NetHostDown || kind.Kind == NetHostUp { // host.go
+			var nf NetFault
+			if err = json.Unmarshal(raw, &nf); err == nil {
+				var host string
+				var ids []string
+				if host, ids, err = a.s.HostFault(nf); err == nil {
+					writeJSON(w, http.StatusOK, map[string]any{"ok": true, "host": host, "machines": ids})
+					return
+				}
+			}
+			writeFlyError(w, errf(http.StatusBadRequest, "%v", err))
+			return
+		}
 		if kind.Kind != "" { // a network fault (netfault.go)
 			var nf NetFault
 			if err = json.Unmarshal(raw, &nf); err == nil {
@@ -301,6 +314,21 @@ func (a *apiServer) machineOf(r *http.Request) (*machine, error) {
 	m := ap.machines[r.PathValue("id")]
 	if m == nil || !m.knownLocked(&a.s.cfg.Platform, a.s.clk.Now()) {
 		return nil, errf(http.StatusNotFound, "machine not found")
+	}
+	return m, nil
+}
+
+// machineOnUpHost is machineOf for the calls that change a machine: one
+// whose host failed cannot be reached (503) until the host returns.
+func (a *apiServer) machineOnUpHost(r *http.Request) (*machine, error) {
+	m, err := a.machineOf(r)
+	if err != nil {
+		return nil, err
+	}
+	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
+	if a.s.hostDownLocked(m) {
+		return nil, errf(http.StatusServiceUnavailable, "machine %s is on host %s, which is unreachable", m.id, m.host)
 	}
 	return m, nil
 }

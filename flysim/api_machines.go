@@ -104,7 +104,7 @@ func (a *apiServer) createMachine(w http.ResponseWriter, r *http.Request) error 
 // process (Fly replaces the running VM on every update), unless
 // skip_launch leaves it stopped.
 func (a *apiServer) updateMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.machineOf(r)
+	m, err := a.machineOnUpHost(r)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (a *apiServer) destroyMachine(w http.ResponseWriter, r *http.Request) error
 
 // startMachine is POST .../start.
 func (a *apiServer) startMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.machineOf(r)
+	m, err := a.machineOnUpHost(r)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (a *apiServer) startMachine(w http.ResponseWriter, r *http.Request) error {
 // stopMachine is POST .../stop with an optional {"signal","timeout"} body
 // overriding the config's stop_config.
 func (a *apiServer) stopMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.machineOf(r)
+	m, err := a.machineOnUpHost(r)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (a *apiServer) stopMachine(w http.ResponseWriter, r *http.Request) error {
 
 // restartMachine is POST .../restart?signal=&timeout=&force_stop=.
 func (a *apiServer) restartMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.machineOf(r)
+	m, err := a.machineOnUpHost(r)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 // requested_stop false), and the machine's restart policy decides what
 // happens next (restart.go).
 func (a *apiServer) signalMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.machineOf(r)
+	m, err := a.machineOnUpHost(r)
 	if err != nil {
 		return err
 	}

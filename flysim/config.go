@@ -61,6 +61,9 @@ type Config struct {
 	// Links are fault-injectable TCP paths between apps (link.go): a machine
 	// given {link:NAME} instead of {url:APP} reaches the target through it.
 	Links []*LinkConfig `toml:"links"`
+	// HostsPerRegion is how many hosts each region has (host.go; default
+	// DefaultHostsPerRegion, at most 64).
+	HostsPerRegion int `toml:"hosts_per_region"`
 	// Platform is how unkind the emulated Fly is (platform.go); LoadConfig
 	// starts from DefaultPlatform, a Config built in Go from a kind one.
 	Platform Platform `toml:"platform"`
@@ -239,6 +242,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Org == "" {
 		c.Org = "personal"
+	}
+	if c.HostsPerRegion == 0 {
+		c.HostsPerRegion = DefaultHostsPerRegion
+	}
+	if c.HostsPerRegion < 1 || c.HostsPerRegion > 64 {
+		return fmt.Errorf("hosts_per_region %d out of range (1 to 64)", c.HostsPerRegion)
 	}
 	if c.PortBase != 0 && (c.PortBase < 1024 || c.PortBase > 65535-PortSpan) {
 		return fmt.Errorf("port_base %d out of range (1024 to %d)", c.PortBase, 65535-PortSpan)

@@ -281,11 +281,12 @@ func (s *Sim) liveDNSMachines(appName string) ([]dnsMachine, bool) {
 		return nil, false
 	}
 	var out []dnsMachine
+	now := s.clk.Now()
 	for _, m := range a.order {
 		if m.state == StateDestroyed || m.state == StateDestroying {
 			continue
 		}
-		out = append(out, dnsMachine{id: m.id, region: m.region, ip: m.ip, started: m.state == StateStarted})
+		out = append(out, dnsMachine{id: m.id, region: m.region, ip: m.ip, started: s.dnsListedLocked(m, now)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, true

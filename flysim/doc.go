@@ -32,6 +32,10 @@
 //     the service's datagrams, as on Fly;
 //   - one fault link per [[links]] entry of the config (link.go), and the
 //     injected faults (fault.go, netfault.go);
+//   - hosts (host.go): each machine on one host of its region, never
+//     moved; a failed host's processes are SIGKILLed, its addresses
+//     black-holed (one listener each, closed on return), its machines'
+//     standbys started by one timer goroutine per failure;
 //   - per machine, one run goroutine (lifecycle.go) that alone owns the
 //     machine's process (process.go and its platform files) and its checks
 //     (checks.go), and applies its restart policy (restart.go).

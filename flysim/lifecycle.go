@@ -21,12 +21,14 @@ const (
 	opRestart               // stop if running, then start (update)
 	opDestroy               // stop with SIGKILL if running, then end the goroutine
 	opSignal                // send signal to the process group (Machines API signal)
+	opHostDown              // its host failed: SIGKILL, no exit recorded, no restart (host.go)
 )
 
 type op struct {
 	kind    opKind
 	signal  syscall.Signal // opStop/opRestart: 0 means the config's; opSignal: the signal
 	timeout time.Duration  // opStop/opRestart: 0 means the config's
+	done    chan struct{}  // opHostDown: closed once the process is gone
 }
 
 // opQueue bounds the pending work of one machine; a full queue answers 429.
@@ -63,8 +65,10 @@ func (s *Sim) createMachine(a *app, id, name, region string, cfg *fly.MachineCon
 	if name == "" {
 		name = a.cfg.Name + "-" + id[:6]
 	}
+	host := s.pickHostLocked(region, cfg)
 	m := &machine{
 		app: a, id: id, ip: ip, createdAt: now, ops: make(chan op, opQueue), byAPI: source == sourceUser,
+		host: host, hostDown: s.hosts[host] != nil,
 		name: name, region: region, state: StateCreated,
 		version: newULID(now), instanceID: newULID(now), config: cfg,
 		updatedAt: now, changed: make(chan struct{}),
@@ -146,7 +150,10 @@ func (s *Sim) run(m *machine) {
 	}
 	start := func() {
 		cancelRestart()
-		if p != nil {
+		s.mu.Lock()
+		down := s.hostDownLocked(m)
+		s.mu.Unlock()
+		if p != nil || down { // a failed host runs nothing; RestoreHost starts it again
 			return
 		}
 		var err error
@@ -210,6 +217,25 @@ func (s *Sim) run(m *machine) {
 				if p != nil {
 					signalGroup(p, o.signal)
 				}
+			case opHostDown:
+				// The host is gone: nothing stops the process gracefully,
+				// nothing records its exit, no policy restarts it.
+				cancelRestart()
+				endChecks()
+				if p != nil {
+					signalGroup(p, syscall.SIGKILL)
+					select {
+					case <-p.done:
+					case <-time.After(10 * time.Second):
+					}
+					s.mu.Lock()
+					if m.pid == p.pid {
+						m.pid = 0
+					}
+					s.mu.Unlock()
+					p = nil
+				}
+				close(o.done)
 			case opStop:
 				cancelRestart()
 				stop(o.signal, o.timeout, true)

@@ -67,6 +67,8 @@ type machine struct {
 	// byAPI: created through the Machines API, not from the config, so
 	// the platform's eventual consistency applies (ListLag, CreateNotFound).
 	byAPI bool
+	// host is where it lives (host.go); it never moves.
+	host string
 
 	// Guarded by Sim.mu.
 	name       string
@@ -81,6 +83,7 @@ type machine struct {
 	lease      *lease
 	updatedAt  time.Time
 	pid        int           // of the running process, 0 when none
+	hostDown   bool          // its host failed (host.go)
 	changed    chan struct{} // closed and replaced on every change (waiters)
 }
 
@@ -110,7 +113,7 @@ func (m *machine) eventLocked(now time.Time, typ, status, source string, req *fl
 // m: started, not cordoned, every check that routes passing (p's
 // ProxyChecks: service checks only, or every check).
 func (m *machine) routableLocked(p *Platform) bool {
-	if m.state != StateStarted || m.cordoned {
+	if m.state != StateStarted || m.cordoned || m.hostDown {
 		return false
 	}
 	for name, c := range m.checks {
@@ -215,6 +218,9 @@ func (m *machine) viewLocked(img *Image, p *Platform) *fly.Machine {
 		UpdatedAt:  m.updatedAt.UTC().Format(time.RFC3339),
 		Config:     copyConfig(m.config),
 		HostStatus: fly.HostStatusOk,
+	}
+	if m.hostDown {
+		out.HostStatus = fly.HostStatusUnreachable
 	}
 	if m.config != nil {
 		out.ImageRef = imageRef(m.config.Image, img)

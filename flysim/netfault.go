@@ -24,6 +24,11 @@ const (
 	NetLinkPartition = "link_partition"
 	// NetHeal ends the faults of Link and of App's DNS at once.
 	NetHeal = "heal"
+	// NetHostDown fails Host, or the host of Machine (host.go); it lasts
+	// until NetHostUp.
+	NetHostDown = "host_down"
+	// NetHostUp brings Host, or Machine's host, back.
+	NetHostUp = "host_up"
 )
 
 // maxNetFaultDuration bounds how long one NetFault lasts.
@@ -40,6 +45,32 @@ type NetFault struct {
 	Link       string `json:"link,omitempty"`
 	DelayMS    int    `json:"delay_ms,omitempty"`
 	DurationMS int    `json:"duration_ms,omitempty"`
+	// Host, or the host of Machine (NetHostDown, NetHostUp).
+	Host    string `json:"host,omitempty"`
+	Machine string `json:"machine,omitempty"`
+}
+
+// HostFault applies a NetHostDown or NetHostUp fault and answers the host
+// and the machines it holds.
+func (s *Sim) HostFault(f NetFault) (string, []string, error) {
+	host := f.Host
+	if host == "" {
+		host = s.MachineHost(f.Machine)
+		if host == "" {
+			return "", nil, fmt.Errorf("unknown machine %q", f.Machine)
+		}
+	}
+	var ids []string
+	var err error
+	switch f.Kind {
+	case NetHostDown:
+		ids, err = s.FailHost(host)
+	case NetHostUp:
+		ids, err = s.RestoreHost(host)
+	default:
+		err = fmt.Errorf("not a host fault: %q", f.Kind)
+	}
+	return host, ids, err
 }
 
 // staleDNS is an app's frozen machine set (Sim.dnsStale).

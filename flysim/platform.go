@@ -72,6 +72,13 @@ type Platform struct {
 	// listed in State. It reaches that app's routes only: any other app,
 	// the app list and app creation answer 403.
 	DeployTokens bool `toml:"deploy_tokens"`
+	// HostDNSDrop: the machines of a failed host stay in DNS's started
+	// records (vms.<app>.internal, <app>.internal, ...) this long after
+	// the failure (host.go).
+	HostDNSDrop Duration `toml:"host_dns_drop"`
+	// StandbyStart: this long after a host fails, every stopped machine
+	// whose config's standbys name one of its machines is started.
+	StandbyStart Duration `toml:"standby_start"`
 }
 
 // DefaultPlatform is Fly as a deploy tool meets it, the Platform
@@ -91,6 +98,8 @@ func DefaultPlatform() Platform {
 		OtherOrg:        "someone-else",
 		TakenAppNames:   []string{"purrfly", "relay", "balancer"},
 		DeployTokens:    true,
+		HostDNSDrop:     Duration{5 * time.Second},
+		StandbyStart:    Duration{2 * time.Second},
 	}
 }
 
@@ -112,6 +121,7 @@ func (p *Platform) validate(org string) error {
 	}{
 		{"list_lag", p.ListLag.Duration}, {"create_not_found", p.CreateNotFound.Duration},
 		{"proxy_hold", p.ProxyHold.Duration}, {"dns_delay", p.DNSDelay.Duration},
+		{"host_dns_drop", p.HostDNSDrop.Duration}, {"standby_start", p.StandbyStart.Duration},
 	} {
 		if d.v < 0 || d.v > maxPlatformDelay {
 			return fmt.Errorf("[platform] %s %s out of range (0 to %s)", d.name, d.v, maxPlatformDelay)

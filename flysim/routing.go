@@ -62,7 +62,7 @@ func (p *proxy) pickOnce(r *http.Request) (target, <-chan struct{}, error) {
 	a := p.app
 	if id := strings.TrimSpace(r.Header.Get(headerForceInstance)); id != "" {
 		m := a.machines[id]
-		if m == nil || m.state != StateStarted {
+		if m == nil || m.state != StateStarted || m.hostDown {
 			return target{}, nil, errf(http.StatusServiceUnavailable, "instance %s of app %s is not started", id, a.cfg.Name)
 		}
 		return m.targetLocked(), nil, nil
@@ -183,7 +183,7 @@ func (p *proxy) replayTarget(rp replay, sender target) (target, error) {
 	}
 	if rp.instance != "" {
 		m := a.machines[rp.instance]
-		if m == nil || m.state != StateStarted {
+		if m == nil || m.state != StateStarted || m.hostDown {
 			return fail("Fly-Replay target instance %s of app %s is not started", rp.instance, a.cfg.Name)
 		}
 		return m.targetLocked(), nil

@@ -100,6 +100,7 @@ type Sim struct {
 	faults   []*Fault
 	links    map[string]*link     // by name, set in bind, static afterwards
 	dnsStale map[string]*staleDNS // by app: frozen DNS answers (netfault.go)
+	hosts    map[string]*hostState // failed hosts by name (host.go)
 	started  bool
 	closed   bool
 
@@ -157,7 +158,7 @@ func New(cfg *Config, opts Options) (*Sim, error) {
 		clk: clock.OrReal(opts.Clock), exe: exe, logDir: logDir,
 		ctx: ctx, cancel: cancel,
 		apps: map[string]*app{}, usedIPs: map[string]bool{}, nextIP: base,
-		links: map[string]*link{}, dnsStale: map[string]*staleDNS{},
+		links: map[string]*link{}, dnsStale: map[string]*staleDNS{}, hosts: map[string]*hostState{},
 	}
 	now := s.clk.Now()
 	for _, ac := range cfg.Apps {
@@ -399,7 +400,15 @@ func (s *Sim) Close() error {
 	for _, l := range s.links {
 		links = append(links, l)
 	}
+	var holes []*blackhole
+	for _, hs := range s.hosts {
+		holes = append(holes, hs.holes...)
+		hs.holes = nil
+	}
 	s.mu.Unlock()
+	for _, h := range holes {
+		h.close()
+	}
 
 	s.cancel() // actors stop their processes; waits return
 	var errs []error

@@ -33,6 +33,7 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "rollout-config", Value: "fly/rollout.toml", Usage: "start each app's machines on the config a rollout of --rollout-env would deploy (its fly.toml), so a first dry run shows only what you changed (\"\": the sim config's own)"},
 			&cli.StringFlag{Name: "rollout-env", Value: "sim", Usage: "the environment of --rollout-config whose apps seed the machines"},
 		},
+		Subcommands: []*cli.Command{simHostCommand()},
 		Action: func(c *cli.Context) error {
 			cfg, err := flysim.LoadConfig(c.String("config"))
 			if err != nil {
