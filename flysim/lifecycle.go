@@ -16,12 +16,12 @@ import (
 type opKind int
 
 const (
-	opStart   opKind = iota // start the process if none runs
-	opStop                  // stop it (signal, then SIGKILL after timeout)
-	opRestart               // stop if running, then start (update)
-	opDestroy               // stop with SIGKILL if running, then end the goroutine
-	opSignal                // send signal to the process group (Machines API signal)
-	opHostDown              // its host failed: SIGKILL, no exit recorded, no restart (host.go)
+	opStart    opKind = iota // start the process if none runs
+	opStop                   // stop it (signal, then SIGKILL after timeout)
+	opRestart                // stop if running, then start (update)
+	opDestroy                // stop with SIGKILL if running, then end the goroutine
+	opSignal                 // send signal to the process group (Machines API signal)
+	opHostDown               // its host failed: SIGKILL, no exit recorded, no restart (host.go)
 )
 
 type op struct {

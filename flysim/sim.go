@@ -98,8 +98,8 @@ type Sim struct {
 	nextIP   uint32
 	spawned  []int // pid of every boot ever started (tests check none survives Close)
 	faults   []*Fault
-	links    map[string]*link     // by name, set in bind, static afterwards
-	dnsStale map[string]*staleDNS // by app: frozen DNS answers (netfault.go)
+	links    map[string]*link      // by name, set in bind, static afterwards
+	dnsStale map[string]*staleDNS  // by app: frozen DNS answers (netfault.go)
 	hosts    map[string]*hostState // failed hosts by name (host.go)
 	started  bool
 	closed   bool
