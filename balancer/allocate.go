@@ -45,6 +45,9 @@ func (s *Server) handleAllocate(w http.ResponseWriter, r *http.Request) error {
 	// Older PurrTransport versions connect the host to the relay they pinged
 	// from /servers, ignoring the answer's host: a legacy allocation must
 	// stay in the requested region when it has a relay.
+	if s.settling() {
+		return wire.ErrBalancerSettling
+	}
 	c, err := s.st.allocate(r.Context(), name, allocationID, p, r.Method == http.MethodGet, wire.ClientIP(r, s.opts.ClientIPHeader))
 	if err != nil {
 		var we *wire.Error

@@ -37,6 +37,7 @@ func (s *Server) handleBoot(w http.ResponseWriter, r *http.Request) error {
 		case <-t.C():
 		case <-r.Context().Done():
 		case <-s.stopping:
+		case <-s.yieldCh:
 		}
 		t.Stop()
 	}

@@ -206,6 +206,23 @@ type Options struct {
 	// allocation that can go nowhere else is 429 instance_busy (retryable),
 	// so one slow relay cannot gather every allocation's request.
 	RelayInflight int
+	// StandbyFor, when set, makes this machine the standby of the primary
+	// machine it names (BALANCER_STANDBY_FOR; standby.go): it serves only
+	// while that machine does not answer, and yields when it does.
+	StandbyFor string
+	// Peers finds the app's other balancer machines (nil funcs: a lone
+	// balancer, serving at once).
+	Peers Peers
+	// ClaimWait bounds a booting primary's wait for running standbys to
+	// yield (default DefaultClaimWait); PeerCheck is how often a serving
+	// standby looks for its primary, and a primary for standbys (default
+	// DefaultPeerCheck); PeerTimeout bounds one such call (default
+	// DefaultPeerTimeout).
+	ClaimWait, PeerCheck, PeerTimeout time.Duration
+	// SettleWindow: for this long after it starts serving, allocations
+	// answer 503 balancer_settling while relays republish their rooms
+	// (BALANCER_SETTLE_SECONDS; 0: none).
+	SettleWindow time.Duration
 	// EventPing is the interval of the ": ping" comment on an idle event
 	// stream (default DefaultEventPing).
 	EventPing time.Duration
@@ -256,6 +273,15 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxTombstones = DefaultMaxTombstones
 	}
 	def(&o.EventPing, DefaultEventPing)
+	def(&o.ClaimWait, DefaultClaimWait)
+	def(&o.PeerCheck, DefaultPeerCheck)
+	def(&o.PeerTimeout, DefaultPeerTimeout)
+	if o.SettleWindow < 0 {
+		o.SettleWindow = 0
+	}
+	if len(o.StandbyFor) > maxInfoLen {
+		return o, errors.New("standby's primary machine id is too long")
+	}
 	if o.AuthFailureRate.Every == 0 {
 		o.AuthFailureRate = DefaultAuthFailureRate
 	}

@@ -111,6 +111,9 @@ func (s *Server) Allocate(ctx context.Context, name, allocationID string, p Plac
 	if err := p.validate(); err != nil {
 		return wire.Capability{}, err
 	}
+	if s.settling() {
+		return wire.Capability{}, wire.ErrBalancerSettling
+	}
 	return s.st.allocate(ctx, name, allocationID, p, false, "")
 }
 

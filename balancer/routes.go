@@ -41,6 +41,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle(wire.PathUnregister, s.internal(post, s.handleUnregister))
 	mux.Handle(wire.PathRoomLocation, s.internal(get, s.handleRoomLocation))
 	mux.Handle(wire.PathBalancerBoot, s.internal(get, s.handleBoot))
+	mux.Handle(wire.PathBalancerYield, s.internal(post, s.handleYield))
 
 	// The operator's page: static files only; it signs in against /v1.
 	mux.Handle(dashboard.Path, dashboard.Handler())
@@ -51,7 +52,7 @@ func (s *Server) routes() http.Handler {
 	s.adminRoutes(mux)
 
 	mux.Handle("/", wire.Handler(func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound }))
-	return s.adminPreflight(wire.Common(mux))
+	return s.adminPreflight(wire.Common(s.gate(mux)))
 }
 
 // adminRoutes adds the /v1 admin API (adminroute.go guards each route).

@@ -50,7 +50,14 @@ type Server struct {
 	// SECRET (internally locked).
 	internalAuth internalAuthLog
 
-	draining atomic.Bool // Shutdown began: /ping says so
+	draining atomic.Bool // Shutdown began, or a standby yielded: /ping says so
+	// The standby's role (standby.go): role is written by startRole's
+	// loop and the yield route; yieldCh is closed once (yieldOnce) on
+	// yield; settleUntil (unix nanos) ends the settle window.
+	role        atomic.Int32
+	yieldOnce   sync.Once
+	yieldCh     chan struct{}
+	settleUntil atomic.Int64
 	// stopping is closed when Shutdown or Close begins (stopOnce): boot
 	// watches (bootwatch.go) answer at once instead of holding Shutdown.
 	stopping chan struct{}
@@ -80,6 +87,7 @@ func New(opts Options) (*Server, error) {
 		ownClient: own,
 		allocs:    limit.NewBuckets(o.AllocateRate, o.Clock, 0),
 		stopping:  make(chan struct{}),
+		yieldCh:   make(chan struct{}),
 		joins:     limit.NewBuckets(o.JoinRate, o.Clock, 0),
 	}
 	if len(o.AdminKeys) == 0 {
@@ -146,6 +154,7 @@ func (s *Server) Start() error {
 	go func() { defer s.wg.Done(); s.cleanupLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.eventLoop(ctx) }()
 	go func() { defer s.wg.Done(); s.historyLoop(ctx) }()
+	s.startRole(ctx)
 	s.log.Info("balancer listening", "addr", ln.Addr().String(), "boot", s.opts.BootID)
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/purrfly/purrfly/balancer"
+	"github.com/purrfly/purrfly/flyaffinity"
+	"github.com/purrfly/purrfly/wire"
 )
 
 func balancerCommand() *cli.Command {
@@ -26,6 +28,8 @@ func balancerCommand() *cli.Command {
 			&cli.StringFlag{Name: "placement", EnvVars: []string{"BALANCER_PLACEMENT"}, Value: "least", Usage: "where new rooms go, after region, labels and capacity: least (least loaded), most (most loaded: pack relays) or random"},
 			&cli.IntFlag{Name: "join-rate", EnvVars: []string{"JOIN_RATE_PER_MINUTE"}, Value: 600, Usage: "joins a minute per source address, half of them at once (0: no limit)"},
 			&cli.IntFlag{Name: "relay-inflight", EnvVars: []string{"BALANCER_RELAY_INFLIGHT"}, Value: balancer.DefaultRelayInflight, Usage: "allocation calls sent to one relay at once; past it the next relay is tried, or 429 instance_busy"},
+			&cli.StringFlag{Name: "standby-for", EnvVars: []string{wire.EnvBalancerStandbyFor}, Usage: "this machine is the standby of that balancer machine (set by purrctl launch and rollout): it serves only while that one does not answer"},
+			&cli.IntFlag{Name: "settle-seconds", EnvVars: []string{"BALANCER_SETTLE_SECONDS"}, Usage: "seconds after it starts serving during which allocations answer 503 balancer_settling while relays republish their rooms (0: none; fly/balancer.toml sets 2)"},
 			&cli.IntFlag{Name: "max-rooms-per-source", EnvVars: []string{"BALANCER_MAX_ROOMS_PER_SOURCE"}, Value: balancer.DefaultMaxRoomsPerSource, Usage: "live rooms one source address's allocations may hold at once (0: no limit)"},
 		}, append(adminFlags(), httpLimitFlags()...)...),
 		Action: runBalancer,
@@ -68,6 +72,8 @@ func runBalancer(c *cli.Context) error {
 		return usagef("BALANCER_PLACEMENT must be least, most or random")
 	}
 	log := newLogger(c)
+	peers, closePeers := balancerPeers(c.Int("port"), log)
+	defer closePeers()
 	srv, err := balancer.New(balancer.Options{
 		Placement:          placement,
 		Secret:             secret,
@@ -91,6 +97,9 @@ func runBalancer(c *cli.Context) error {
 		TrustProxy:         c.Bool("trust-proxy"),
 		AdminCORSOrigins:   splitList(c.String("admin-cors-origins")),
 		SSEQueryKey:        c.Bool("admin-sse-query-key"),
+		StandbyFor:         c.String("standby-for"),
+		Peers:              peers,
+		SettleWindow:       seconds(c, "settle-seconds"),
 		Logger:             log,
 	})
 	if err != nil {
@@ -103,10 +112,27 @@ func runBalancer(c *cli.Context) error {
 	if k := srv.GeneratedAdminKey(); k != "" {
 		showGeneratedKey(log, srv.URL(), k)
 	}
-	<-c.Context.Done()
+	select {
+	case <-c.Context.Done():
+	case <-srv.Yielded():
+		// A standby whose primary serves: exit 0, and the machine is
+		// stopped again (its restart policy restarts only failures).
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(ctx)
+}
+
+// balancerPeers finds the balancer app's other machines through Fly's
+// internal DNS (FLY_DNS_SERVER under flysim) when on Fly; off Fly, none.
+func balancerPeers(port int, log *slog.Logger) (balancer.Peers, func()) {
+	env := flyEnv()
+	if !env.OnFly() || env.MachineID == "" {
+		return balancer.Peers{}, func() {}
+	}
+	r := flyaffinity.NewWithConfig(flyaffinity.Config{App: env.AppName, Self: env.MachineID, DNSServer: env.DNSServer,
+		PeerPort: port, Logger: log.With("component", "balancer-peers")})
+	return balancer.Peers{Running: r.Started, URL: r.MachineURL}, r.Close
 }
 
 // showGeneratedKey prints a generated admin key once, to the controlling
