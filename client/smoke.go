@@ -193,7 +193,9 @@ func (s *smoke) cleanup() {
 }
 
 func (s *smoke) allocate(ctx context.Context) error {
-	c, err := s.bal.Allocate(ctx, s.opts.Region, s.opts.Room, NewAllocationID())
+	// As PurrNet allocates: a retryable answer (a balancer settling after
+	// its start, a standby handing over) is tried again, 1 s apart.
+	c, _, err := s.bal.AllocateRetry(ctx, s.opts.Region, s.opts.Room, Retry{Permanent: IsPermanent})
 	if err != nil {
 		return err
 	}

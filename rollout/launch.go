@@ -271,12 +271,18 @@ func checkAdminKey(key, secret string) error {
 func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bool, minSecrets uint64, created func(string), note func(Status, string)) error {
 	region := a.region()
 	var n int
+	var all []*fly.Machine // the app's live machines, standbys included
+	primary := ""          // the balancer machine, once known
 	if exists {
 		ms, err := r.api.list(ctx, a.Name)
 		if err != nil {
 			return failf(err, "could not list the machines of %s", a.Name)
 		}
-		ms = slices.DeleteFunc(live(ms), func(m *fly.Machine) bool { return m.Config != nil && len(m.Config.Standbys) > 0 })
+		all = live(ms)
+		ms = slices.DeleteFunc(slices.Clone(all), isStandby)
+		if role == RoleBalancer && len(ms) == 1 {
+			primary = ms[0].ID
+		}
 		if role == RoleBalancer && len(ms) > 1 {
 			return tooManyBalancers(a.Name, ms, "")
 		}
@@ -320,6 +326,9 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 		if err != nil {
 			return failf(err, "could not create a machine of %s", a.Name)
 		}
+		if role == RoleBalancer {
+			primary = m.ID
+		}
 		r.seed[a.Name] = append(r.seed[a.Name], m)
 		created(fmt.Sprintf("machine %s of %s in %s", m.ID, a.Name, region))
 		if role != RoleBalancer {
@@ -343,7 +352,12 @@ func (r *run) launchMachines(ctx context.Context, role string, a *App, exists bo
 			return failf(err, "the new balancer machine %s did not come up", m.ID)
 		}
 		r.emit(Event{Phase: PhaseLaunch, App: a.Name, Machine: m.ID, Region: region, Status: StatusDone, Image: r.image, Boot: tg.res.Boot,
-			Message: fmt.Sprintf("balancer machine %s is up (boot %s): creating the relays", m.ID, tg.res.Boot)})
+			Message: fmt.Sprintf("balancer machine %s is up (boot %s): creating its standby, then the relays", m.ID, tg.res.Boot)})
+	}
+	if role == RoleBalancer && (primary != "" || r.opts.DryRun) {
+		// Once the primary is proven: a standby of a machine that never
+		// came up would stand by for nothing.
+		return r.launchStandby(ctx, a, primary, all, created)
 	}
 	return nil
 }

@@ -28,11 +28,19 @@ func launchFleet(t *testing.T) *fleet { return launchFleetWith(t, "", true) }
 // of fly/relay.toml when it is not empty, on the shipped platform or (not
 // asShipped) the suite's shorter delays.
 func launchFleetWith(t *testing.T, relayConfig string, asShipped bool) *fleet {
+	return launchFleetTweak(t, relayConfig, asShipped, nil)
+}
+
+// launchFleetTweak is launchFleetWith with a last change to the sim's config.
+func launchFleetTweak(t *testing.T, relayConfig string, asShipped bool, tweak func(*flysim.Config)) *fleet {
 	t.Helper()
 	f := startFleetOf(t, func(c *flysim.Config) {
 		c.Empty()
 		if asShipped {
 			shipped(t, c)
+		}
+		if tweak != nil {
+			tweak(c)
 		}
 	}, true)
 	file, err := rollout.LoadFile("../fly/rollout.toml")
@@ -90,8 +98,11 @@ func TestLaunchBuildsTheFleetFromTheTomls(t *testing.T) {
 	if strings.Index(created, "of purrfly-balancer in ams") > strings.Index(created, "app purrfly-relay-a") {
 		t.Errorf("relays were created before the balancer machine:\n%s", created)
 	}
-	if n := strings.Count(created, "machine "); n != 6 {
-		t.Errorf("%d machines created, want 6 (1 balancer, 1 + 1 + 3 relays):\n%s", n, created)
+	if n := strings.Count(created, "machine "); n != 7 {
+		t.Errorf("%d machines created, want 7 (1 balancer and its standby, 1 + 1 + 3 relays):\n%s", n, created)
+	}
+	if !strings.Contains(created, "standby machine ") {
+		t.Errorf("launch created no standby balancer:\n%s", created)
 	}
 	if len(res.SmokeRegions) == 0 {
 		t.Errorf("no smoke region passed: %+v", res)

@@ -302,13 +302,18 @@ func (a *machinesAPI) get(ctx context.Context, app, id string) (*fly.Machine, er
 // running the wanted image counts as the answer. So a retry never deploys
 // twice.
 func (a *machinesAPI) update(ctx context.Context, app string, m *fly.Machine, cfg *fly.MachineConfig, nonce string) (*fly.Machine, error) {
+	return a.updateWith(ctx, app, m, cfg, nonce, false)
+}
+
+// updateWith is update; skip leaves the machine stopped (a standby).
+func (a *machinesAPI) updateWith(ctx context.Context, app string, m *fly.Machine, cfg *fly.MachineConfig, nonce string, skip bool) (*fly.Machine, error) {
 	delay := a.base
 	for try := 1; ; try++ {
 		if err := a.limit.wait(ctx, "update/"+m.ID); err != nil {
 			return nil, err
 		}
 		rctx, cancel := context.WithTimeout(ctx, apiRequestTimeout)
-		out, err := a.c.Update(rctx, app, fly.LaunchMachineInput{ID: m.ID, Region: m.Region, Config: cfg}, nonce)
+		out, err := a.c.Update(rctx, app, fly.LaunchMachineInput{ID: m.ID, Region: m.Region, Config: cfg, SkipLaunch: skip}, nonce)
 		cancel()
 		if err == nil {
 			return out, nil

@@ -142,6 +142,11 @@ func (a *machinesAPI) setSecrets(ctx context.Context, app string, values map[str
 // before the create is sent again; a machine found is the answer. So a
 // lost answer never makes a second machine.
 func (a *machinesAPI) launch(ctx context.Context, app, region string, cfg *fly.MachineConfig, minSecrets uint64) (*fly.Machine, error) {
+	return a.launchWith(ctx, app, region, cfg, minSecrets, false)
+}
+
+// launchWith is launch; skip creates the machine stopped (a standby).
+func (a *machinesAPI) launchWith(ctx context.Context, app, region string, cfg *fly.MachineConfig, minSecrets uint64, skip bool) (*fly.Machine, error) {
 	cfg, err := copyConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -151,7 +156,7 @@ func (a *machinesAPI) launch(ctx context.Context, app, region string, cfg *fly.M
 		cfg.Metadata = map[string]string{}
 	}
 	cfg.Metadata[MetaCreate] = key
-	in := fly.LaunchMachineInput{Region: region, Config: cfg}
+	in := fly.LaunchMachineInput{Region: region, Config: cfg, SkipLaunch: skip}
 	if minSecrets > 0 {
 		in.MinSecretsVersion = &minSecrets
 	}

@@ -58,7 +58,7 @@ func (r *run) plan(ctx context.Context) ([]*target, error) {
 			return nil, failf(err, "could not list the machines of %s", app.Name)
 		}
 		ms = r.withReferenced(ctx, app.Name, r.withSeed(ctx, app.Name, live(ms)))
-		ms = r.leaveStandbys(app.Name, ms)
+		ms = r.leaveStandbys(app.Name, role, ms)
 		var adopt map[string]*fly.Machine
 		if role == RoleRelay {
 			ms, adopt = r.sortRelayMachines(app, ms, &r.clean)
@@ -173,13 +173,17 @@ func (r *run) withSeed(ctx context.Context, app string, ms []*fly.Machine) []*fl
 // standbys: `fly machine clone --standby-for`, kept stopped for another
 // machine's host failure): neither capacity nor a target, they are left
 // as they are, and said so.
-func (r *run) leaveStandbys(app string, ms []*fly.Machine) []*fly.Machine {
+func (r *run) leaveStandbys(app, role string, ms []*fly.Machine) []*fly.Machine {
 	return slices.DeleteFunc(ms, func(m *fly.Machine) bool {
-		if m.Config == nil || len(m.Config.Standbys) == 0 {
+		if !isStandby(m) {
 			return false
 		}
-		r.emit(Event{Phase: PhasePlan, App: app, Machine: m.ID, Region: m.Region, Status: StatusWaiting, Image: imageOf(m),
-			Message: "standby for " + strings.Join(m.Config.Standbys, ", ") + ": left as it is (neither counted nor deployed)"})
+		msg := "standby for " + strings.Join(m.Config.Standbys, ", ") + ": left as it is (neither counted nor deployed)"
+		if role == RoleBalancer {
+			msg = "standby for " + strings.Join(m.Config.Standbys, ", ") + ": not a target; once the balancer is deployed it is put on " +
+				r.image + " and the balancer's config, left stopped"
+		}
+		r.emit(Event{Phase: PhasePlan, App: app, Machine: m.ID, Region: m.Region, Status: StatusWaiting, Image: imageOf(m), Message: msg})
 		return true
 	})
 }

@@ -269,6 +269,13 @@ func (r *run) run(ctx context.Context) error {
 			return r.fail(ctx, phase, tg, err)
 		}
 	}
+	for _, tg := range targets {
+		if tg.role == RoleBalancer {
+			if err := guard(func() error { return r.keepStandbys(ctx, tg.app, tg.m.ID) }); err != nil {
+				return r.fail(ctx, PhaseBalancer, tg, err)
+			}
+		}
+	}
 	if err := guard(func() error { return r.registration(ctx, targets) }); err != nil {
 		return r.fail(ctx, PhaseRegister, nil, err)
 	}
