@@ -45,6 +45,10 @@
 //     registers again and republishes).
 //   - dns_stale: the multi-machine relay app's .internal answers frozen for
 //     5 to 12 s while one of its machines stops and starts.
+//   - host_down (hostdown.go; a fleet whose balancer has a standby): the
+//     serving balancer's host fails (flysim: processes gone without a
+//     signal, addresses silent), Fly starts the standby; 5 to 15 s later
+//     the host returns and the two settle on the primary.
 //   - partition_rival (opt-in, Options.Rival, `--rival`; rival.go): a
 //     relay hosting a live room is partitioned long enough to be removed,
 //     and a second host allocates that room's name (PurrNet reuses a
@@ -74,6 +78,10 @@
 //   - secret_in_log: no machine log line holds the shared secret, the
 //     Machines API token, "secret=", "\"secret\":\"" or "Bearer ".
 //   - traffic_corrupted: every echo a player gets is one it sent.
+//   - allocation_failed_on_purrnet_schedule, balancers_not_settled: across
+//     a host_down, an allocation on PurrNet's schedule (10 tries, 1 s apart)
+//     succeeds once the host failed and once it returned, and within 60 s
+//     of its return exactly the primary runs.
 //
 // Bounds derive from the organisation's configured intervals (fleet.go
 // reads them from the config's env), not from guesses: joinBound is

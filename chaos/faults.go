@@ -18,10 +18,11 @@ const (
 	FaultLinkDrop     = "link_drop"     // cut one direction's connections for a while
 	FaultPartition    = "partition"     // partition a relay from the balancer, both directions
 	FaultDNSStale     = "dns_stale"     // freeze the multi-machine app's DNS, stop and start one of its machines meanwhile
+	FaultHostDown     = "host_down"     // fail the serving balancer's host (its standby takes over), then bring it back
 )
 
 // FaultKinds lists every kind, in report order.
-var FaultKinds = []string{FaultRelayKill, FaultBalancerKill, FaultMachineStop, FaultLinkDelay, FaultLinkDrop, FaultPartition, FaultDNSStale}
+var FaultKinds = []string{FaultRelayKill, FaultBalancerKill, FaultMachineStop, FaultLinkDelay, FaultLinkDrop, FaultPartition, FaultDNSStale, FaultHostDown}
 
 // scheduler injects one fault at a time, picked with a seeded RNG: first
 // every kind once (shuffled), then at random; each fault heals (by itself
@@ -49,6 +50,7 @@ func (s *scheduler) kinds() []string {
 		switch {
 		case (k == FaultLinkDelay || k == FaultLinkDrop || k == FaultPartition) && len(s.f.links) == 0:
 		case k == FaultDNSStale && s.f.multi == "":
+		case k == FaultHostDown && !s.f.balancerStandby:
 		default:
 			out = append(out, k)
 		}
@@ -151,6 +153,8 @@ func (s *scheduler) inject(ctx context.Context, kind string) error {
 		return nil
 	case FaultRival:
 		return s.rival(ctx)
+	case FaultHostDown:
+		return s.hostDown(ctx)
 	case FaultDNSStale:
 		d := s.heldFor(5*time.Second, 12*time.Second)
 		if err := s.f.netFault(ctx, flysim.NetFault{Kind: flysim.NetDNSStale, App: s.f.multi, DurationMS: int(d.Milliseconds())}); err != nil {

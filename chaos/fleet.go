@@ -34,9 +34,12 @@ type fleet struct {
 	regions  map[string]string    // app -> primary region
 	links    map[string][2]string // relay app -> {uplink, downlink} names ("" when none)
 	multi    string               // a relay app with more than one machine ("" when none)
-	hc       *http.Client         // Machines API and private-address calls
-	health   bounds
-	lists    *listCache // internally locked
+	// balancerStandby: the balancer app has a standby machine (a config
+	// machine with standby_for), so a host_down fault has something to fail over to.
+	balancerStandby bool
+	hc              *http.Client // Machines API and private-address calls
+	health          bounds
+	lists           *listCache // internally locked
 }
 
 // listEvery is how often the soak lists one app's machines at most: Fly
@@ -111,6 +114,7 @@ func newFleet(cfg *flysim.Config, st flysim.State) (*fleet, error) {
 		switch a.Cmd[0] {
 		case "balancer":
 			f.balancer = a.Name
+			f.balancerStandby = slices.ContainsFunc(a.Machines, func(m *flysim.MachineSpec) bool { return m != nil && m.StandbyFor != "" })
 			if d, ok := envSeconds(a.Env, "HEALTH_INTERVAL_SECONDS"); ok {
 				f.health.HealthInterval = d
 			}
@@ -166,7 +170,10 @@ type machine struct {
 	ID        string `json:"id"`
 	State     string `json:"state"`
 	PrivateIP string `json:"private_ip"`
-	app       string
+	Config    struct {
+		Standbys []string `json:"standbys"`
+	} `json:"config"`
+	app string
 }
 
 // base is the machine's own HTTP address (its private network side).

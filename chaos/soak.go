@@ -227,6 +227,9 @@ func (f *fleet) healAll(ctx context.Context) {
 			continue
 		}
 		for _, m := range ms {
+			if len(m.Config.Standbys) > 0 {
+				continue // a standby stays stopped until its machine's host fails
+			}
 			if m.State == flysim.StateStopped {
 				_ = f.start(ctx, m)
 			}

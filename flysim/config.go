@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -166,6 +167,11 @@ type MachineSpec struct {
 	Image  string `toml:"image"`
 	// Env is added to the app's env in this machine's config.
 	Env map[string]string `toml:"env"`
+	// StandbyFor makes the machine a standby (`fly machine clone
+	// --standby-for`): its config's standbys name that machine, an ID given
+	// to an earlier machine of the app; it is created and never started,
+	// on another host than that machine, until that host fails.
+	StandbyFor string `toml:"standby_for"`
 }
 
 // Duration is a TOML duration: a string like "5s" or an integer of seconds
@@ -381,6 +387,9 @@ func (a *AppConfig) validate(c *Config, ids map[string]bool) error {
 				return fmt.Errorf("machine id %s appears twice", m.ID)
 			}
 			ids[m.ID] = true
+		}
+		if m.StandbyFor != "" && !slices.ContainsFunc(a.Machines[:i], func(o *MachineSpec) bool { return o != nil && o.ID == m.StandbyFor }) {
+			return fmt.Errorf("machine %d: standby_for %q names no earlier machine of the app", i, m.StandbyFor)
 		}
 	}
 	return nil

@@ -198,10 +198,17 @@ func (s *Sim) Start(ctx context.Context) error {
 	for _, a := range s.order {
 		var ms []*machine
 		for _, spec := range a.cfg.Machines {
-			m, err := s.createMachine(a, spec.ID, spec.Name, spec.Region, initialConfig(a.cfg, spec), "flysim")
+			cfg := initialConfig(a.cfg, spec)
+			if spec.StandbyFor != "" {
+				cfg.Standbys = []string{spec.StandbyFor}
+			}
+			m, err := s.createMachine(a, spec.ID, spec.Name, spec.Region, cfg, "flysim")
 			if err != nil {
 				_ = s.Close()
 				return fmt.Errorf("failed to create machine of %s: %w", a.cfg.Name, err)
+			}
+			if spec.StandbyFor != "" {
+				continue // a standby waits, stopped, for its machine's host to fail
 			}
 			s.enqueueStart(m)
 			ms = append(ms, m)
