@@ -15,17 +15,11 @@ func (echoHandler) Flush(*Peer) bool                    { return false }
 func (echoHandler) Disconnected(*Peer, Reason)          {}
 func (echoHandler) Nat(netip.AddrPort, NatPacket)       {}
 
-// steadyServer is a server with one connected peer (a raw socket that never
-// sends: the test hands the peer's datagrams to the socket directly) and
-// the datagrams a game client sends every tick.
-func steadyServer(tb testing.TB) (*socket, netip.AddrPort, [][]byte) {
-	tb.Helper()
-	return steadyServerV(tb, V2)
-}
-
-// steadyServerV is steadyServer speaking v: the ticks are in v's
-// numbering, and a 1.x client sends its reliable message as a plain
-// Channeled packet. A 1.x socket renumbers a datagram in place, so feed
+// steadyServerV is a server speaking v with one connected peer (a raw
+// socket that never sends: the test hands the peer's datagrams to the
+// socket directly) and the datagrams a game client sends every tick, in
+// v's numbering (a 1.x client sends its reliable message as a plain
+// Channeled packet). A 1.x socket renumbers a datagram in place, so feed
 // it a copy of a tick.
 func steadyServerV(tb testing.TB, v Version) (*socket, netip.AddrPort, [][]byte) {
 	tb.Helper()
