@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -39,6 +40,34 @@ func (m *mesh) forward(ctx context.Context, c *core.Conn, first *buf.Buf, udp bo
 	return true
 }
 
+// Lookups that find no balancer answering (it restarts, or its standby
+// and its primary are switching: a few seconds) are tried again, at most
+// locateRetries more times locateRetryGap apart, within the connection's
+// authentication: refusing the player would fail a connect PurrNet does
+// not retry.
+const (
+	locateRetries  = 4
+	locateRetryGap = 500 * time.Millisecond
+)
+
+// locateRetrying is m.loc.locate, tried again while the balancer does not
+// answer.
+func (m *mesh) locateRetrying(ctx context.Context, room string) (wire.RoomLocation, bool, error) {
+	for try := 0; ; try++ {
+		loc, found, err := m.loc.locate(ctx, room)
+		if err == nil || try == locateRetries || errors.Is(err, errLocateBusy) || !errors.Is(err, errLocateUnavailable) {
+			return loc, found, err
+		}
+		t := time.NewTimer(locateRetryGap) // wall clock, as the link dials' deadline
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return loc, found, err
+		}
+	}
+}
+
 // openLink finds the holder of the room first names and opens a link to
 // it, or returns nil (see forward).
 func (m *mesh) openLink(ctx context.Context, first []byte, udp bool) *wstransport.Link {
@@ -52,7 +81,7 @@ func (m *mesh) openLink(ctx context.Context, first []byte, udp bool) *wstranspor
 	// is forgotten and looked up once more before giving up.
 	var deadline time.Time
 	for attempt := 0; ; attempt++ {
-		loc, found, err := m.loc.locate(ctx, a.RoomName)
+		loc, found, err := m.locateRetrying(ctx, a.RoomName)
 		switch {
 		case err != nil:
 			m.m.forwards.WithLabelValues("unreachable").Inc()

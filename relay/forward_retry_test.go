@@ -91,3 +91,30 @@ func meshForwardsAUDPPeer(t *testing.T, dial func(*meshRoom) *client.Client) {
 		t.Fatalf("links accepted by the holder = %v, want 1", n)
 	}
 }
+
+// TestForwardWaitsOutASwitchingBalancer: while the balancer does not
+// answer (a restart, its standby and primary switching), a player reaching
+// a machine without its room is not refused at once: the lookup is tried
+// again within its authentication, and the player plays once the
+// balancer answers.
+func TestForwardWaitsOutASwitchingBalancer(t *testing.T) {
+	m := newMeshRoom(t)
+	host := join(t, m.holder, "room", m.hostSecret)
+	m.edge.mesh.loc.forget("room")
+	m.b.failLookups.Store(2)
+	m.b.mu.Lock()
+	before := m.b.lookups
+	m.b.mu.Unlock()
+	fwd := join(t, m.edge, "room", m.clientSecr) // forwarded after two failed lookups
+	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	host.send(sendOne(id, "through"))
+	if got := fwd.recv(); !equal(got, "through") {
+		t.Fatalf("forwarded client got %q", got)
+	}
+	m.b.mu.Lock()
+	n := m.b.lookups - before
+	m.b.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d lookups, want 3 (two unanswered, then the location)", n)
+	}
+}

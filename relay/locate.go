@@ -30,6 +30,10 @@ const negativeLocateTTL = 250 * time.Millisecond
 // balancer (as opposed to its answer "no such room").
 var errLocateUnavailable = errors.New("room location unavailable")
 
+// errLocateBusy: the relay's own bound on lookups in flight refused one.
+// Unlike a balancer that does not answer, it is not worth waiting out.
+var errLocateBusy = fmt.Errorf("%w: too many lookups in flight", errLocateUnavailable)
+
 // locator asks the balancer which machine holds a room
 // (wire.PathRoomLocation) and caches the answers briefly. Concurrent
 // lookups of one room share one request. It never holds its lock across
@@ -100,7 +104,7 @@ func (l *locator) fetch(ctx context.Context, room string) (locEntry, error) {
 			defer func() { <-l.slots }()
 		default:
 			l.m.lookups.WithLabelValues("busy").Inc()
-			return locEntry{}, fmt.Errorf("%w: too many lookups in flight", errLocateUnavailable)
+			return locEntry{}, errLocateBusy
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)

@@ -29,6 +29,7 @@ type meshBalancer struct {
 	noHandover    atomic.Bool  // answer as a balancer that predates handovers
 	conflictMoves atomic.Bool  // refuse moved publications as conflicts
 	failMoves     atomic.Int32 // answer that many publish requests carrying a moved room with a 503
+	failLookups   atomic.Int32 // answer that many room lookups with a 502, as a proxy with no balancer behind it
 }
 
 type liveRoom struct {
@@ -107,6 +108,11 @@ func newMeshBalancer(t testing.TB) *meshBalancer {
 	mux.HandleFunc("GET "+wire.PathRoomLocation, func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		b.lookups++
+		if b.failLookups.Add(-1) >= 0 {
+			b.mu.Unlock()
+			http.Error(w, "no machine to route to", http.StatusBadGateway)
+			return
+		}
 		loc, ok := b.rooms[r.URL.Query().Get("name")]
 		b.mu.Unlock()
 		if !ok {
