@@ -30,6 +30,9 @@ import (
 //   - purrfly_create: on every machine a rollout or launch created, the key
 //     it chose before sending the create, by which it finds the machine
 //     when the create's answer was lost.
+//
+// (purrfly_secrets, the stamp of the app's secrets a machine was deployed
+// with, is part of the wanted config instead: secretstamp.go.)
 const (
 	MetaCreate     = "purrfly_create"
 	MetaRollout    = "purrfly_rollout"
