@@ -41,24 +41,25 @@ func (m *mesh) forward(ctx context.Context, c *core.Conn, first *buf.Buf, udp bo
 }
 
 // Lookups that find no balancer answering (it restarts, or its standby
-// and its primary are switching: a few seconds) are tried again, at most
-// locateRetries more times locateRetryGap apart, within the connection's
-// authentication: refusing the player would fail a connect PurrNet does
-// not retry.
+// and its primary are switching: a few seconds) are tried again,
+// locateRetryGap apart, for at most locateRetryFor in all (half the
+// connection's authentication timeout): refusing the player would fail a
+// connect PurrNet does not retry.
 const (
-	locateRetries  = 4
+	locateRetryFor = 5 * time.Second
 	locateRetryGap = 500 * time.Millisecond
 )
 
 // locateRetrying is m.loc.locate, tried again while the balancer does not
 // answer.
 func (m *mesh) locateRetrying(ctx context.Context, room string) (wire.RoomLocation, bool, error) {
-	for try := 0; ; try++ {
+	give := time.Now().Add(locateRetryFor) // wall clock, as the link dials' deadline
+	for {
 		loc, found, err := m.loc.locate(ctx, room)
-		if err == nil || try == locateRetries || errors.Is(err, errLocateBusy) || !errors.Is(err, errLocateUnavailable) {
+		if err == nil || errors.Is(err, errLocateBusy) || !errors.Is(err, errLocateUnavailable) || time.Now().Add(locateRetryGap).After(give) {
 			return loc, found, err
 		}
-		t := time.NewTimer(locateRetryGap) // wall clock, as the link dials' deadline
+		t := time.NewTimer(locateRetryGap)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
