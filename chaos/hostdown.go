@@ -45,7 +45,7 @@ func (s *scheduler) hostDown(ctx context.Context) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			s.led.violate("balancers_not_settled", "", "60 s after host %s returned, the balancer machines started are %v", res.Host, ms)
+			s.led.violate(InvBalancerSettled, "", "60 s after host %s returned, the balancer machines started are %v", res.Host, ms)
 			break
 		}
 		pause(ctx, 500*time.Millisecond)
@@ -61,6 +61,6 @@ func (s *scheduler) hostDown(ctx context.Context) error {
 func (s *scheduler) allocateOnPurrNetSchedule(ctx context.Context, when string) {
 	name := fmt.Sprintf("chaos-probe-%s-%d", when, time.Now().UnixNano())
 	if _, _, err := s.w.api.AllocateRetry(ctx, "", name, client.Retry{}); err != nil && ctx.Err() == nil {
-		s.led.violate("allocation_failed_on_purrnet_schedule", name, "%s: %v", when, err)
+		s.led.violate(InvAllocSchedule, name, "%s: %v", when, err)
 	}
 }

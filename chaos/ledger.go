@@ -19,10 +19,14 @@ const (
 	InvLeak         = "goroutine_or_fd_leak"  // goroutines or fds above baseline after the storm
 	InvSecretInLog  = "secret_in_log"         // a log line that looks like a secret
 	InvTraffic      = "traffic_corrupted"     // an echo that was not what was sent
+	// host_down (hostdown.go): an allocation on PurrNet's schedule failed,
+	// or the balancer machines did not settle on the primary.
+	InvAllocSchedule   = "allocation_failed_on_purrnet_schedule"
+	InvBalancerSettled = "balancers_not_settled"
 )
 
 // Invariants lists every invariant in report order.
-var Invariants = []string{InvSplitBrain, InvRoomLost, InvSocketOpen, InvJoinUnserved, InvLeak, InvSecretInLog, InvTraffic}
+var Invariants = []string{InvSplitBrain, InvRoomLost, InvSocketOpen, InvJoinUnserved, InvLeak, InvSecretInLog, InvTraffic, InvAllocSchedule, InvBalancerSettled}
 
 // Violation is one broken invariant.
 type Violation struct {
