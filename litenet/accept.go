@@ -15,9 +15,10 @@ import (
 // newer connect time from a connected address a reconnection with the next
 // connection number. A new connection is accepted at once with a 15-byte
 // ConnectAccept, and is pending until the application confirms it: the
-// pending table is bounded in total and per source address, and when full
-// the oldest pending connection that never sent a second packet is evicted
-// (a flood of spoofed requests only pushes out its own entries).
+// pending table is bounded in total and per source address, and at either
+// bound the oldest pending connection whose address has not proved itself
+// is evicted, of the same source at its bound (tables.go), so requests
+// forged from an address never keep out a client that receives there.
 func (s *socket) connectRequest(addr netip.AddrPort, b []byte, now int64) {
 	e := s.e
 	req, err := ParseConnectRequest(b)
@@ -48,6 +49,8 @@ func (s *socket) connectRequest(addr netip.AddrPort, b []byte, now int64) {
 			if old.state == stateConnected || old.state == stateClosing {
 				var a [15]byte
 				AppendConnectAccept(a[:0], old.connectTime, old.connNum, old.id)
+				old.countInLocked(len(b))
+				old.countOutLocked(1, len(a)) // counted sent, rate limit or not: never less than was
 				old.mu.Unlock()
 				s.reply(addr, a[:], now) // the accept was lost: the same one again
 				return
@@ -75,6 +78,9 @@ func (s *socket) connectRequest(addr netip.AddrPort, b []byte, now int64) {
 	if int(e.peers.n.Load()) < e.cfg.MaxPeers {
 		p := newPeer(e, s, addr, req.ConnectTime, cn, now)
 		p.remoteID, p.id = req.PeerID, id
+		p.pingSeq = firstPingSeq()
+		p.countInLocked(len(b))
+		p.countOutLocked(1, len(accept))
 		if e.admit(p, false) {
 			e.stats.accepted.Add(1)
 			p.wake() // the flush puts its timers (pending timeout) on the wheel
@@ -142,7 +148,7 @@ func (s *socket) networkChanged(addr netip.AddrPort, b []byte, now int64) {
 	}
 	p := newPeer(e, s, addr, connectTime, cn, now)
 	p.id = id
-	p.progressed = true
+	p.progressed, p.proven = true, true // it echoed the cookie: it receives here
 	p.pingDue = now + int64(e.cfg.PingInterval)
 	if !e.admit(p, true) {
 		return

@@ -40,7 +40,7 @@ func Dial(ctx context.Context, raddr netip.AddrPort, key string, cfg Config) (*E
 	now := e.now()
 	p := newPeer(e, e.socks[0], raddr, Ticks(e.clk.Now()), 0, now)
 	p.state = stateOutgoing
-	p.confirmed = true
+	p.confirmed, p.proven = true, true // the server's address is the one we chose
 	p.ready = make(chan struct{})
 	p.request = AppendConnectRequest(nil, 0, p.connectTime, 0, raddr, key)
 	e.peers.put(p)

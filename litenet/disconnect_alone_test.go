@@ -27,6 +27,7 @@ func disconnectTravelsAlone(t *testing.T) {
 	}
 	p := srv.waitKind(t, "connected", wait).p
 	srv.waitKind(t, "recv", wait)
+	waitProven(t, e, p.Addr()) // the client answered the first ping
 
 	p.mu.Lock()
 	p.pongOwed = true // its ping was read, the pong not sent yet

@@ -100,13 +100,19 @@
 // request, a pending connection: the pending table is bounded in total
 // (MaxPending) and per source address (MaxPendingPerIP), entries expire
 // after PendingTimeout unless the application confirms them
-// (Peer.Confirm, the relay: on authentication), and when the table is full
-// the oldest entry that never sent a second packet is evicted, so a flood
-// of spoofed requests only pushes out its own entries. Before a
-// connection proves itself (a packet after the accept) it is never pinged,
-// and nothing sent to an address without a connection (accept, reject,
-// PeerNotFound, ShutdownOk, InvalidProtocol) is longer than what it
-// answers; those answers are rate-limited per socket (ReplyRate).
+// (Peer.Confirm, the relay: on authentication). An address proves it
+// receives by answering the ping sent at once after its first packet (its
+// sequence random) or by echoing the accept's cookie in "network changed"
+// (accept.go); at either bound the oldest unproven entry (of that source,
+// at its bound) is evicted, so forged requests push out only unproven
+// entries, never a client that proves itself. Until it proves itself an
+// address is sent no more datagrams and bytes than it sent, over the
+// peer's life (reflect.go): never pinged again, answered within that
+// credit, forgotten without a word if it never went on; answers to
+// addresses without a connection (accept, reject, PeerNotFound,
+// ShutdownOk, InvalidProtocol) are never longer than what they answer and
+// are rate-limited per socket (ReplyRate). Every datagram written is
+// counted in Stats.Sent.
 // Reassembly holds at most 4 messages per peer, each of at most
 // MaxMessage bytes and 256 parts; a message past that ends the peer
 // (ReasonTooBig). Malformed packets from a connected peer are dropped and

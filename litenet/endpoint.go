@@ -136,7 +136,7 @@ type Handler interface {
 // Stats are an Endpoint's counters since it started.
 type Stats struct {
 	Datagrams, Bytes uint64 // received
-	Sent, SendErrors uint64 // datagrams written, lost to errors
+	Sent, SendErrors uint64 // datagrams written (every one: answers to strangers too), lost to errors
 	Resent           uint64 // reliable packets sent again
 	Malformed        uint64 // datagrams or packets dropped as malformed
 	Unknown          uint64 // datagrams from addresses with no connection
@@ -280,8 +280,8 @@ func (e *Endpoint) Stats() Stats {
 		Pending:     e.pend.count(),
 	}
 	for _, s := range e.socks {
-		st.Sent += s.sent.Load()
-		st.SendErrors += s.sendErrs.Load()
+		st.Sent += s.sent.Load() + s.direct.Load()
+		st.SendErrors += s.sendErrs.Load() + s.directErrs.Load()
 	}
 	return st
 }
@@ -309,8 +309,9 @@ func (e *Endpoint) Close() error {
 		var bye []byte
 		p.mu.Lock()
 		live := p.state != stateGone && p.state != stateShutdown
-		if live && p.state != stateOutgoing {
+		if c := p.creditLocked(); live && p.state != stateOutgoing && c.dgrams >= 1 && c.bytes >= len(d) {
 			bye = AppendDisconnect(d[:0], p.connNum, p.connectTime)
+			p.countOutLocked(1, len(bye))
 		}
 		if live {
 			p.state, p.reason = stateGone, ReasonShutdown
@@ -323,7 +324,7 @@ func (e *Endpoint) Close() error {
 			if p.s.v1 {
 				bye[0] = toV1(bye[0])
 			}
-			_, _ = p.s.c.WriteToUDPAddrPort(bye, p.addr)
+			p.s.writeRaw(bye, p.addr)
 		}
 		e.notify(p, ReasonShutdown)
 		e.forget(p)

@@ -95,8 +95,14 @@ func pendingPerSourceBound(t *testing.T) {
 			t.Fatalf("request %d answered %x", i, b)
 		}
 	}
-	if st := e.Stats(); st.Pending != 3 || st.Peers != 3 || st.Refused != 3 {
-		t.Fatalf("pending %d, peers %d, refused %d; want 3, 3, 3", st.Pending, st.Peers, st.Refused)
+	// Each past the bound pushed out the source's oldest unproven entry.
+	if st := e.Stats(); st.Pending != 3 || st.Peers != 3 || st.Evicted != 3 || st.Refused != 0 {
+		t.Fatalf("pending %d, peers %d, evicted %d, refused %d; want 3, 3, 3, 0", st.Pending, st.Peers, st.Evicted, st.Refused)
+	}
+	for _, s := range socks[:3] {
+		if e.peers.get(s.addr()) != nil {
+			t.Fatalf("%v, among the oldest, was kept", s.addr())
+		}
 	}
 }
 
@@ -140,6 +146,8 @@ func acceptCookieRecovers(t *testing.T) {
 	srv.noConfirm.Store(true)
 	filler.send([]byte{byte(PropUnreliable), 0})
 	srv.waitKind(t, "connected", wait)
+	filler.prove()
+	waitProven(t, e, filler.addr())
 
 	raw := newRaw(t, e.LocalAddr())
 	raw.send(connectRequest(0, 42, "PurrNet"))

@@ -146,10 +146,11 @@ func dial(tb testing.TB, to netip.AddrPort, cfg Config) (*Endpoint, *Peer) {
 // rawConn is a plain UDP socket for crafted datagrams, written and read
 // in the engine's numbering and renumbered on the wire for version v.
 type rawConn struct {
-	tb testing.TB
-	c  *net.UDPConn
-	to netip.AddrPort
-	v  Version
+	tb     testing.TB
+	c      *net.UDPConn
+	to     netip.AddrPort
+	v      Version
+	proved []byte // the ping connectRaw answered to prove the address
 }
 
 func newRaw(tb testing.TB, to netip.AddrPort) *rawConn {

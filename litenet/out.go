@@ -90,10 +90,31 @@ type emitter struct {
 	cur    []byte // the open Merged datagram, header byte first; nil if none
 	count  int    // packets in cur
 	added  int    // packets added in this flush
+	// credit: what an unproven peer may still be sent (reflect.go), in
+	// datagrams and bytes; a Merged datagram is charged as if it stays
+	// merged (3 bytes more than bare). starved: a packet was held back
+	// for want of it.
+	credit  credit
+	starved bool
 }
 
 func (e *emitter) start(o *outBatch, addr net.Addr, cn uint8, v1 bool) {
-	*e = emitter{o: o, addr: addr, cn: cn, v1: v1, budget: min(peerBudget, o.free())}
+	*e = emitter{o: o, addr: addr, cn: cn, v1: v1, budget: min(peerBudget, o.free()), credit: unlimited}
+}
+
+// afford charges a new datagram of n bytes (dgram) or n more bytes of
+// the open one to the credit, or reports that it cannot.
+func (e *emitter) afford(dgram bool, n int) bool {
+	c := &e.credit
+	if (dgram && c.dgrams < 1) || c.bytes < n {
+		e.starved = true
+		return false
+	}
+	if dgram {
+		c.dgrams--
+	}
+	c.bytes -= n
+	return true
 }
 
 // renumber turns the packet starting at d[i] into 1.x numbering when the
@@ -114,7 +135,7 @@ func (e *emitter) add2(head, tail []byte) bool {
 	if 1+2+n+mergeThreshold >= MTU {
 		// Too large to merge: a datagram of its own.
 		e.close()
-		if e.budget == 0 {
+		if e.budget == 0 || !e.afford(true, n) {
 			return false
 		}
 		d := append(append(e.o.slot(), head...), tail...)
@@ -128,11 +149,13 @@ func (e *emitter) add2(head, tail []byte) bool {
 		e.close()
 	}
 	if e.cur == nil {
-		if e.budget == 0 {
+		if e.budget == 0 || !e.afford(true, 3+n) {
 			return false
 		}
 		e.cur = append(e.o.slot(), byte(PropMerged)|e.cn<<5)
 		e.renumber(e.cur, 0)
+	} else if !e.afford(false, 2+n) {
+		return false
 	}
 	e.cur = binary.LittleEndian.AppendUint16(e.cur, uint16(n))
 	at := len(e.cur)
@@ -148,7 +171,7 @@ func (e *emitter) add2(head, tail []byte) bool {
 // does; inside a Merged one its NetPeer, like Peer.packet, ignores it).
 func (e *emitter) addAlone(p []byte) bool {
 	e.close()
-	if e.budget == 0 {
+	if e.budget == 0 || !e.afford(true, len(p)) {
 		return false
 	}
 	d := append(e.o.slot(), p...)

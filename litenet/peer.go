@@ -113,43 +113,53 @@ type Peer struct {
 
 	// Pending-table links: guarded by the Endpoint's pendMu.
 	pendPrev, pendNext *Peer
-	pending            bool // guarded by pendMu: counted in the pending table
-	pendListed         bool // guarded by pendMu: in the unprogressed list (evictable)
+	srcPrev, srcNext   *Peer // the same, within the source address's list
+	pending            bool  // guarded by pendMu: counted in the pending table
+	pendListed         bool  // guarded by pendMu: in the unproven lists (evictable)
 
-	mu          lockrank.Mutex
-	state       peerState    // guarded by mu
-	reason      Reason       // guarded by mu: why the peer is closing or gone
-	connNum     uint8        // guarded by mu (set by ConnectAccept on a client)
-	remoteID    int32        // guarded by mu
-	progressed  bool         // guarded by mu: a packet arrived after the connect request
-	confirmed   bool         // guarded by mu: Confirm was called (out of the pending table)
-	lastRecv    int64        // guarded by mu
-	created     int64        // guarded by mu
-	pingSeq     uint16       // guarded by mu: the last ping's sequence
-	pingSentAt  int64        // guarded by mu: 0 once its pong came
-	pingDue     int64        // guarded by mu
-	pongSeq     uint16       // guarded by mu: the last ping answered
-	pongOwed    bool         // guarded by mu
-	ackSince    int64        // guarded by mu: when the oldest ack still owed became owed (0: none)
-	rttSum      int64        // guarded by mu (ms)
-	rttCount    int64        // guarded by mu
-	rttReset    int64        // guarded by mu
-	resendDelay int64        // guarded by mu (ns): 25 ms + 2.1 x average RTT
-	avgRTT      int64        // guarded by mu (ms)
-	mtuReply    *pkt         // guarded by mu: an MtuOk to send
-	ro, ru      *relChan     // guarded by mu; created on first use
-	sq, rs      *seqChan     // guarded by mu; created on first use
-	unrel       pktQueue     // guarded by mu: Unreliable payloads to send
-	fragID      uint16       // guarded by mu: last fragment group id sent
-	frags       []*fragGroup // guarded by mu: messages in reassembly
-	fragBytes   int          // guarded by mu: bytes they hold
-	changedAt   int64        // guarded by mu: when this side last sent "network changed" (0: never)
-	closeBy     int64        // guarded by mu: a graceful close sends Disconnect by then
-	shutNext    int64        // guarded by mu: next Disconnect repeat
-	shutUntil   int64        // guarded by mu: stop repeating (and forget the peer) then
-	attempts    int          // guarded by mu: connect requests sent (client)
-	connectNext int64        // guarded by mu: next connect request (client)
-	request     []byte
+	mu         lockrank.Mutex
+	state      peerState // guarded by mu
+	reason     Reason    // guarded by mu: why the peer is closing or gone
+	connNum    uint8     // guarded by mu (set by ConnectAccept on a client)
+	remoteID   int32     // guarded by mu
+	progressed bool      // guarded by mu: a packet arrived after the connect request
+	confirmed  bool      // guarded by mu: Confirm was called (out of the pending table)
+	// proven: the address proved it receives what we send it (a server's
+	// peer: the pong to a ping of its random sequence, or the accept's
+	// cookie echoed; a client's: always). Until then what is sent to it is
+	// held within what it sent (reflect.go).
+	proven bool // guarded by mu
+	// Reflection accounting of an unproven peer: what came from its
+	// address and what went to it, datagrams and bytes, over its life.
+	inDgrams, inBytes, outDgrams, outBytes int          // guarded by mu
+	starved                                bool         // guarded by mu: the last flush held packets back for want of credit
+	lastRecv                               int64        // guarded by mu
+	created                                int64        // guarded by mu
+	pingSeq                                uint16       // guarded by mu: the last ping's sequence
+	pingSentAt                             int64        // guarded by mu: 0 once its pong came
+	pingDue                                int64        // guarded by mu
+	pongSeq                                uint16       // guarded by mu: the last ping answered
+	pongOwed                               bool         // guarded by mu
+	ackSince                               int64        // guarded by mu: when the oldest ack still owed became owed (0: none)
+	rttSum                                 int64        // guarded by mu (ms)
+	rttCount                               int64        // guarded by mu
+	rttReset                               int64        // guarded by mu
+	resendDelay                            int64        // guarded by mu (ns): 25 ms + 2.1 x average RTT
+	avgRTT                                 int64        // guarded by mu (ms)
+	mtuReply                               *pkt         // guarded by mu: an MtuOk to send
+	ro, ru                                 *relChan     // guarded by mu; created on first use
+	sq, rs                                 *seqChan     // guarded by mu; created on first use
+	unrel                                  pktQueue     // guarded by mu: Unreliable payloads to send
+	fragID                                 uint16       // guarded by mu: last fragment group id sent
+	frags                                  []*fragGroup // guarded by mu: messages in reassembly
+	fragBytes                              int          // guarded by mu: bytes they hold
+	changedAt                              int64        // guarded by mu: when this side last sent "network changed" (0: never)
+	closeBy                                int64        // guarded by mu: a graceful close sends Disconnect by then
+	shutNext                               int64        // guarded by mu: next Disconnect repeat
+	shutUntil                              int64        // guarded by mu: stop repeating (and forget the peer) then
+	attempts                               int          // guarded by mu: connect requests sent (client)
+	connectNext                            int64        // guarded by mu: next connect request (client)
+	request                                []byte
 }
 
 // Addr is the peer's address.

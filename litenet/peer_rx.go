@@ -61,6 +61,9 @@ func (p *Peer) receive(rx *rx, b []byte) {
 		rx.connected = true
 		rx.flush = true // its timers change: pings start
 		p.pingDue = rx.now + int64(p.e.cfg.PingInterval)
+		if !p.proven {
+			p.pingDue = rx.now // the first ping asks the address to prove itself (reflect.go)
+		}
 	}
 	if prop != PropMerged {
 		p.packet(rx, b)
@@ -137,6 +140,10 @@ func (p *Peer) packet(rx *rx, b []byte) {
 		if binary.LittleEndian.Uint16(b[1:]) == p.pingSeq && p.pingSentAt != 0 {
 			p.rttLocked((rx.now - p.pingSentAt) / int64(time.Millisecond))
 			p.pingSentAt = 0
+			if !p.proven {
+				// Only the address could read the ping's random sequence.
+				p.proven, rx.proven = true, true
+			}
 		}
 	case PropAck:
 		switch id := b[3]; Method(id) {

@@ -24,7 +24,9 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 		}
 		if now >= p.shutNext {
 			var d [9]byte
-			if e.addAlone(AppendDisconnect(d[:0], p.connNum, p.connectTime)) {
+			// Repeated on schedule even when an unproven address's credit
+			// held it back: only its own datagrams would release it.
+			if e.addAlone(AppendDisconnect(d[:0], p.connNum, p.connectTime)) || e.starved {
 				p.shutNext = now + int64(shutdownDelay)
 			}
 		}
@@ -32,19 +34,23 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 	}
 
 	// Connected or closing.
+	timedOut := now-p.lastRecv > int64(cfg.DisconnectTimeout)
+	pendingOut := !p.confirmed && now-p.created > int64(cfg.PendingTimeout)
 	switch {
-	case now-p.lastRecv > int64(cfg.DisconnectTimeout):
+	case (timedOut || pendingOut) && !p.progressed:
+		// Never heard from after the accept (maybe a forged address):
+		// forgotten without a word, so nothing but the accept was ever
+		// sent to it.
+		p.state, p.reason = stateGone, ReasonPendingTimeout
+		if timedOut {
+			p.reason = ReasonTimeout
+		}
+		p.releaseLocked()
+		return 0, true, true
+	case timedOut:
 		p.shutdownLocked(now, ReasonTimeout)
 		return p.emitShutdown(e, now)
-	case !p.confirmed && now-p.created > int64(cfg.PendingTimeout):
-		if !p.progressed {
-			// Never heard from after the accept (maybe a forged address):
-			// forgotten without a word, so nothing but the accept was ever
-			// sent to it.
-			p.state, p.reason = stateGone, ReasonPendingTimeout
-			p.releaseLocked()
-			return 0, true, true
-		}
+	case pendingOut:
 		p.shutdownLocked(now, ReasonPendingTimeout)
 		return p.emitShutdown(e, now)
 	}
@@ -58,7 +64,7 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 		b[0] = byte(PropPing) | p.connNum<<5
 		binary.LittleEndian.PutUint16(b[1:], p.pingSeq)
 		if e.add(b[:]) {
-			p.pingSentAt = now
+			p.pingSentAt = max(now, 1) // 0 means no ping outstanding
 		}
 		p.pingDue = now + int64(cfg.PingInterval)
 	}
@@ -86,6 +92,7 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 	if !p.confirmed {
 		next = min(next, p.created+int64(cfg.PendingTimeout))
 	}
+	timers := next // what falls due without sending anything
 	resends := 0
 	for _, c := range [...]*relChan{p.ro, p.ru} {
 		if c == nil {
@@ -105,7 +112,7 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 	for p.unrel.len() > 0 {
 		b := [1]byte{byte(PropUnreliable) | p.connNum<<5}
 		if !e.add2(b[:], p.unrel.peek().b) {
-			next = now // out of room: due again at once
+			next = now // out of room: due again at once (unless starved, below)
 			break
 		}
 		putPkt(p.unrel.pop())
@@ -123,6 +130,11 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 	}
 	if resends > 0 {
 		p.e.stats.resent.Add(uint64(resends))
+	}
+	if e.starved {
+		// Held back for want of credit (reflect.go): nothing is due until
+		// the address sends more (receive wakes the peer) or a timer runs.
+		next = timers
 	}
 	if p.state == stateClosing {
 		if now >= p.closeBy || p.drainedLocked() && !p.wantMore.Load() {

@@ -19,6 +19,7 @@ type rx struct {
 	now       int64
 	d         []delivery
 	connected bool   // the peer's first packet after the connect request: Connected first
+	proven    bool   // the peer's address just proved it receives (reflect.go)
 	gone      Reason // the peer went away (remote Disconnect, PeerNotFound, a message too big)
 	flush     bool   // something to send back (acks, a pong)
 	freed     bool   // window space was freed
@@ -36,7 +37,7 @@ func (rx *rx) reset(p *Peer, now int64) {
 	}
 	rx.d = rx.d[:0]
 	rx.now, rx.connected, rx.gone, rx.flush, rx.freed, rx.drops = now, false, ReasonNone, false, false, 0
-	rx.networkChanged = false
+	rx.networkChanged, rx.proven = false, false
 	rx.replies = rx.replies[:0]
 }
 

@@ -72,6 +72,9 @@ type socket struct {
 	parked atomic.Bool
 
 	sent, sendErrs atomic.Uint64
+	// direct, directErrs: datagrams written outside the batch (writeRaw),
+	// and those lost to errors.
+	direct, directErrs atomic.Uint64
 }
 
 // gone is a peer that left or is to be forgotten during a flush; the
@@ -245,7 +248,10 @@ func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
 	}
 	p.mu.Lock()
 	s.em.start(s.out, p.uaddr, p.connNum, s.v1)
+	given := p.creditLocked()
+	s.em.credit = given
 	next, left, forget := p.emit(&s.em, now)
+	p.spentLocked(given, &s.em)
 	why := p.reason
 	// The handler stopped at a backlog limit and everything it queued has
 	// gone out (unreliable and sequenced packets need no ack to leave the
@@ -327,6 +333,10 @@ func (s *socket) receive(p *Peer, b []byte, now int64) {
 	p.rmu.Lock()
 	p.mu.Lock()
 	rx.reset(p, now)
+	p.countInLocked(len(b))
+	if p.starved {
+		rx.flush = true // more credit: what was held back may go now
+	}
 	p.receive(rx, b)
 	if rx.gone != ReasonNone && p.state != stateGone {
 		p.shutdownLocked(now, rx.gone) // a message too big: Disconnect follows
@@ -352,11 +362,13 @@ func (s *socket) receive(p *Peer, b []byte, now int64) {
 	}
 	for _, r := range rx.replies {
 		if r == byte(PropShutdownOk) {
-			s.write(shutdownOk, p.addr)
+			s.write(shutdownOk, p.addr) // one byte for a Disconnect's nine: within any credit
 		}
 	}
+	if rx.proven {
+		e.pend.proven(p)
+	}
 	if rx.connected {
-		e.pend.progressed(p)
 		if !p.notified {
 			e.connected(p)
 		}
@@ -438,7 +450,7 @@ func (s *socket) raw(addr netip.AddrPort, b []byte, now int64) {
 		s.e.stats.limited.Add(1)
 		return
 	}
-	_, _ = s.c.WriteToUDPAddrPort(b, addr)
+	s.writeRaw(b, addr)
 }
 
 // write sends one packet in the engine's numbering to addr, renumbered
@@ -450,7 +462,17 @@ func (s *socket) write(b []byte, addr netip.AddrPort) {
 		s.scratch[0] = toV1(s.scratch[0])
 		b = s.scratch[:n]
 	}
-	_, _ = s.c.WriteToUDPAddrPort(b, addr)
+	s.writeRaw(b, addr)
+}
+
+// writeRaw writes one datagram outside the flush's batch (answers on the
+// reader, the Disconnects of Close) and counts it with the batch's.
+func (s *socket) writeRaw(b []byte, addr netip.AddrPort) {
+	if _, err := s.c.WriteToUDPAddrPort(b, addr); err != nil {
+		s.directErrs.Add(1)
+		return
+	}
+	s.direct.Add(1)
 }
 
 // tokenBucket is a plain token bucket on the Endpoint's clock.

@@ -78,19 +78,31 @@ func (t *peerTable) all() []*Peer {
 }
 
 // pendingTable counts the connections accepted but not yet confirmed, in
-// total and per source address, and keeps those that never sent a second
-// packet in accept order, the eviction candidates. The peers' pending
-// fields are guarded by mu.
+// total and per source address, and keeps those whose address has not
+// proved it receives (unproven: no answer to the accept's cookie or to a
+// ping's random sequence yet) in accept order, twice: in one list for the
+// whole table and in one per source address. Those are the eviction
+// candidates: at the per-source bound the oldest unproven entry of that
+// source goes, at the total bound the oldest unproven entry of any, so
+// requests forged from an address push out only unproven entries and
+// never keep out a client that proves it receives there. The peers'
+// pending fields are guarded by mu.
 type pendingTable struct {
 	mu         lockrank.Mutex
 	n          int
-	head, tail *Peer                // unprogressed, oldest first
-	perIP      map[netip.Addr]int32 // guarded by mu
+	head, tail *Peer                      // unproven, oldest first
+	perIP      map[netip.Addr]*srcPending // guarded by mu
+}
+
+// srcPending is one source address's share of the pending table.
+type srcPending struct {
+	n          int32 // pending entries of the source, proven or not
+	head, tail *Peer // its unproven entries, oldest first
 }
 
 func (t *pendingTable) init() {
 	t.mu.Class = lockrank.LitePending
-	t.perIP = make(map[netip.Addr]int32)
+	t.perIP = make(map[netip.Addr]*srcPending)
 }
 
 func (t *pendingTable) count() int {
@@ -99,25 +111,34 @@ func (t *pendingTable) count() int {
 	return t.n
 }
 
-// admit counts p as pending. At the total bound the oldest unprogressed
-// entry is evicted (returned, already out of this table) to make room; at
-// the per-address bound, or with nothing to evict, p is refused.
+// admit counts p as pending. At the source's bound its oldest unproven
+// entry is evicted (returned, already out of this table) to make room, at
+// the total bound the oldest unproven entry of any source; with nothing
+// unproven to evict, p is refused.
 func (t *pendingTable) admit(p *Peer, max, perIP int, proven bool) (evicted *Peer, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ip := p.addr.Addr()
-	if int(t.perIP[ip]) >= perIP {
-		return nil, false
-	}
-	if t.n >= max {
+	if src := t.perIP[ip]; src != nil && int(src.n) >= perIP {
+		if src.head == nil {
+			return nil, false
+		}
+		evicted = src.head
+		t.removeLocked(evicted)
+	} else if t.n >= max {
 		if t.head == nil {
 			return nil, false
 		}
 		evicted = t.head
 		t.removeLocked(evicted)
 	}
+	src := t.perIP[ip]
+	if src == nil {
+		src = &srcPending{}
+		t.perIP[ip] = src
+	}
 	t.n++
-	t.perIP[ip]++
+	src.n++
 	p.pending = true
 	if proven {
 		return evicted, true
@@ -130,11 +151,18 @@ func (t *pendingTable) admit(p *Peer, max, perIP int, proven bool) (evicted *Pee
 		t.head = p
 	}
 	t.tail = p
+	p.srcPrev, p.srcNext = src.tail, nil
+	if src.tail != nil {
+		src.tail.srcNext = p
+	} else {
+		src.head = p
+	}
+	src.tail = p
 	return evicted, true
 }
 
-// progressed takes p off the eviction list: it answered its accept.
-func (t *pendingTable) progressed(p *Peer) {
+// proven takes p off the eviction lists: its address proved it receives.
+func (t *pendingTable) proven(p *Peer) {
 	t.mu.Lock()
 	t.unlistLocked(p)
 	t.mu.Unlock()
@@ -154,8 +182,10 @@ func (t *pendingTable) removeLocked(p *Peer) {
 	p.pending = false
 	t.n--
 	ip := p.addr.Addr()
-	if t.perIP[ip]--; t.perIP[ip] <= 0 {
-		delete(t.perIP, ip)
+	if src := t.perIP[ip]; src != nil {
+		if src.n--; src.n <= 0 {
+			delete(t.perIP, ip)
+		}
 	}
 }
 
@@ -173,5 +203,17 @@ func (t *pendingTable) unlistLocked(p *Peer) {
 	} else {
 		t.tail = p.pendPrev
 	}
-	p.pendPrev, p.pendNext, p.pendListed = nil, nil, false
+	if src := t.perIP[p.addr.Addr()]; src != nil {
+		if p.srcPrev != nil {
+			p.srcPrev.srcNext = p.srcNext
+		} else {
+			src.head = p.srcNext
+		}
+		if p.srcNext != nil {
+			p.srcNext.srcPrev = p.srcPrev
+		} else {
+			src.tail = p.srcPrev
+		}
+	}
+	p.pendPrev, p.pendNext, p.srcPrev, p.srcNext, p.pendListed = nil, nil, nil, nil, false
 }

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net/netip"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/internal/clock"
 )
 
 // connectRaw connects a raw socket to e and proves the connection with
@@ -19,7 +23,30 @@ func connectRaw(t *testing.T, e *Endpoint, srv *recorder, connectTime int64) (*r
 	raw.send([]byte{byte(PropUnreliable), 0})
 	p := srv.waitKind(t, "connected", wait).p
 	srv.waitKind(t, "recv", wait)
+	if fc, ok := e.clk.(*clock.Fake); ok && e.cfg.FlushDelay > 0 {
+		advance(t, fc, e.cfg.FlushDelay+time.Millisecond, e) // the ping waits for the flush
+	}
+	raw.proved = raw.prove()
+	waitProven(t, e, raw.addr())
 	return raw, p
+}
+
+// prove answers the server's first ping, as a client does at once: the
+// pong proves the address receives, and the server sends it freely from
+// then on (reflect.go). It returns the ping.
+func (r *rawConn) prove() []byte {
+	r.tb.Helper()
+	for {
+		for _, p := range packets(r.mustRecv(wait)) {
+			if Property(p[0]&0x1f) == PropPing {
+				pong := make([]byte, 11)
+				pong[0] = byte(PropPong) | p[0]&0x60
+				copy(pong[1:3], p[1:3])
+				r.send(pong)
+				return p
+			}
+		}
+	}
 }
 
 // nextOf reads datagrams until one holds a packet of prop, and returns it.
@@ -80,14 +107,19 @@ func pingPongAndResend(t *testing.T) {
 	srv := newRecorder(false)
 	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Second})
 	raw, p := connectRaw(t, e, srv, 10)
+	proof := binary.LittleEndian.Uint16(raw.proved[1:])
+	settle(t, e) // the proof's pong is in: its RTT sample (0) is taken
+	p.mu.Lock()
+	p.rttSum, p.rttCount = 0, 0
+	p.mu.Unlock()
 
 	advance(t, clk, time.Second, e)
 	ping := nextOf(t, raw, PropPing)
-	if !bytes.Equal(ping, []byte{byte(PropPing), 2, 0}) {
-		t.Fatalf("first ping %x, want seq 2", ping)
+	if got := binary.LittleEndian.Uint16(ping[1:]); len(ping) != 3 || got != proof+1 {
+		t.Fatalf("ping %x, want the one after the proof's (seq %d)", ping, proof+1)
 	}
 	advance(t, clk, 100*time.Millisecond, e) // the pong takes 100 ms
-	raw.send([]byte{byte(PropPong), 2, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	raw.send([]byte{byte(PropPong), ping[1], ping[2], 0, 0, 0, 0, 0, 0, 0, 0})
 	raw.send([]byte{byte(PropPing), 9, 0}) // and the client pings
 	pong := nextOf(t, raw, PropPong)
 	if pong[1] != 9 || int64(binary.LittleEndian.Uint64(pong[3:])) != Ticks(clk.Now()) {
@@ -208,5 +240,26 @@ func dialRejected(t *testing.T) {
 	var de *DialError
 	if !errors.As(err, &de) || de.Reason != ReasonRejected {
 		t.Fatalf("Dial: %v", err)
+	}
+}
+
+// waitProven waits until the peer of addr has proved its address (its
+// pong was read).
+func waitProven(t *testing.T, e *Endpoint, addr netip.AddrPort) {
+	t.Helper()
+	deadline := time.Now().Add(wait) // wall clock: bounds a wait for the reader
+	for {
+		if p := e.peers.get(addr); p != nil {
+			p.mu.Lock()
+			ok := p.proven
+			p.mu.Unlock()
+			if ok {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v never proved itself", addr)
+		}
+		runtime.Gosched()
 	}
 }

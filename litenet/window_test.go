@@ -68,7 +68,7 @@ func TestDuplicateReliablePacketAcknowledgedAgain(t *testing.T) {
 	pkt := []byte{byte(PropChanneled), 0, 0, byte(ReliableOrdered), 'x'}
 	for i := range 2 {
 		raw.send(pkt)
-		waitDatagramsIn(t, e, uint64(3+i)) // request, proof, then these
+		waitDatagramsIn(t, e, uint64(4+i)) // request, first packet, pong, then these
 		advance(t, clk, ackWait, e)
 		if acks := lastAck(t, raw, byte(ReliableOrdered)); acks&1 == 0 {
 			t.Fatalf("send %d: ack %064b does not hold sequence 0", i, acks)

@@ -244,6 +244,7 @@ type rawUDP struct {
 	relay netip.AddrPort
 	buf   []byte
 	v     litenet.Version
+	pong  [11]byte // the answer to a ping, built in place
 }
 
 func newRawUDP(tb testing.TB, relay netip.AddrPort, connectTime int64) *rawUDP {
@@ -292,7 +293,34 @@ func (r *rawUDP) read() []byte {
 		r.tb.Fatal(err)
 	}
 	litenet.FromWire(r.v, r.buf[:n])
+	r.answerPings(r.buf[:n])
 	return r.buf[:n]
+}
+
+// answerPings answers every ping in b with its pong, as a LiteNetLib
+// client does: the first proves the address receives, without which the
+// relay sends it no more than it sent (litenet's reflection bound).
+func (r *rawUDP) answerPings(b []byte) {
+	pong := func(p []byte) {
+		if len(p) == 3 && litenet.Property(p[0]&0x1f) == litenet.PropPing {
+			r.pong[0] = byte(litenet.PropPong) | p[0]&0x60
+			r.pong[1], r.pong[2] = p[1], p[2]
+			r.send(r.pong[:])
+		}
+	}
+	if len(b) == 0 || litenet.Property(b[0]&0x1f) != litenet.PropMerged {
+		pong(b)
+		return
+	}
+	for pos := 1; pos+2 <= len(b); {
+		n := int(b[pos]) | int(b[pos+1])<<8
+		pos += 2
+		if n == 0 || pos+n > len(b) {
+			return
+		}
+		pong(b[pos : pos+n])
+		pos += n
+	}
 }
 
 // auth sends the authentication message (ReliableOrdered, sequence 0) and
