@@ -113,8 +113,10 @@
 // ShutdownOk, InvalidProtocol) are never longer than what they answer and
 // are rate-limited per socket (ReplyRate). Every datagram written is
 // counted in Stats.Sent.
-// Reassembly holds at most 4 messages per peer, each of at most
-// MaxMessage bytes and 256 parts; a message past that ends the peer
+// Reassembly holds at most 64 messages per peer, each of at most
+// MaxMessage bytes and 256 parts, within a budget of the heap it really
+// holds (fragment.go: a part costs its pooled buffer and pkt, a group its
+// slice), so tiny parts are not free; a message past that ends the peer
 // (ReasonTooBig). Malformed packets from a connected peer are dropped and
 // counted; the peer stays.
 //

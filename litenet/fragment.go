@@ -1,32 +1,66 @@
 package litenet
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // Reassembly bounds. A peer holds at most maxFragGroups messages in
 // reassembly at once (LiteNetLib's 64: a sender's ReliableUnordered window
 // may carry 32 messages' fragments, ReliableOrdered one at a time), each of
 // at most maxFragments parts and Config.MaxMessage bytes, and at most
-// fragBudget bytes in all (unconfirmedFragBudget before the application
-// confirms the peer: all it may send then is an authentication message).
+// fragBudget in all (less before the application confirms the peer: all
+// it may send then is an authentication message).
+//
+// The budget counts what reassembly holds on the heap, not the payload it
+// carries: a part is a pooled buffer of its size class plus its pkt, a
+// group its struct, its slot in the peer's list and its slice of one
+// pointer per part; so empty or one-byte parts are not free. The budget is
+// stated in messages of full fragments (messageCost): two of MaxMessage
+// (confirmed), one of 16 KiB before.
+//
 // A ReliableUnordered fragment that would pass those bounds is refused
 // before it is acknowledged, so the sender sends it again once groups
 // complete: nothing acknowledged is ever dropped.
 const (
-	maxFragGroups         = 64
-	maxFragments          = 256
-	unconfirmedFragBudget = 16 << 10
+	maxFragGroups          = 64
+	maxFragments           = 256
+	unconfirmedFragMessage = 16 << 10
+	// maxFragmentPart is the most a fragment carries: LiteNetLib sends no
+	// datagram past MaxPacketSize. A longer one is dropped.
+	maxFragmentPart = MaxPacketSize - fragmentedHeader
 	// unconfirmedHeld bounds the out-of-order packets an unconfirmed
 	// peer's ReliableOrdered channel holds; past it they are refused
 	// unacknowledged (sent again later).
 	unconfirmedHeld = 8
 )
 
-// fragBudget is the bytes a confirmed peer may hold in reassembly.
+// What reassembly holds, in heap bytes.
+var (
+	partOverhead  = int(unsafe.Sizeof(pkt{}))
+	groupOverhead = int(unsafe.Sizeof(fragGroup{})) + int(unsafe.Sizeof((*fragGroup)(nil)))
+	partSlot      = int(unsafe.Sizeof((*pkt)(nil)))
+)
+
+// partCost is what a part of n bytes holds: its buffer's class and its pkt.
+func partCost(n int) int { return pktClassSize(n) + partOverhead }
+
+// groupCost is what a group of total parts holds before any part.
+func groupCost(total int) int { return groupOverhead + total*partSlot }
+
+// messageCost is what a message of n bytes holds in reassembly, sent as
+// LiteNetLib sends it: in fragments of fragmentPayload bytes.
+func messageCost(n int) int {
+	parts := max(1, (n+fragmentPayload-1)/fragmentPayload)
+	return groupCost(parts) + parts*partCost(fragmentPayload)
+}
+
+// fragBudget is the heap reassembly may hold for the peer.
 func (p *Peer) fragBudget() int {
 	if !p.confirmed {
-		return unconfirmedFragBudget
+		return messageCost(unconfirmedFragMessage)
 	}
-	return 2 * p.e.cfg.MaxMessage
+	return 2 * messageCost(p.e.cfg.MaxMessage)
 }
 
 // fragGroup is one message being reassembled. Guarded by the Peer's mu.
@@ -35,7 +69,8 @@ type fragGroup struct {
 	ch    uint8
 	total int
 	got   int
-	size  int
+	size  int    // payload bytes held
+	cost  int    // heap bytes held (groupCost and its parts' partCost)
 	parts []*pkt // by part index; each holds the fragment's payload
 }
 
@@ -51,7 +86,12 @@ func (p *Peer) admitFragment(b []byte) bool {
 			return true
 		}
 	}
-	return len(p.frags) < maxFragGroups && p.fragBytes+len(b)-fragmentedHeader <= p.fragBudget()
+	total := int(binary.LittleEndian.Uint16(b[8:]))
+	if total == 0 || total > maxFragments || len(b)-fragmentedHeader > maxFragmentPart {
+		return true // refused by addFragment, after the ack
+	}
+	cost := groupCost(total) + partCost(len(b)-fragmentedHeader)
+	return len(p.frags) < maxFragGroups && p.fragCost+cost <= p.fragBudget()
 }
 
 // addFragment takes one fragment (a whole fragmented Channeled packet of a
@@ -69,6 +109,10 @@ func (p *Peer) addFragment(rx *rx, m Method, b []byte) (bool, error) {
 	if total > maxFragments {
 		return false, errTooBig
 	}
+	data := b[fragmentedHeader:]
+	if len(data) > maxFragmentPart {
+		return false, nil
+	}
 	var g *fragGroup
 	for _, x := range p.frags {
 		if x.id == id {
@@ -76,29 +120,30 @@ func (p *Peer) addFragment(rx *rx, m Method, b []byte) (bool, error) {
 			break
 		}
 	}
+	cost := partCost(len(data))
+	if g == nil {
+		cost += groupCost(total)
+	} else if g.total != total || g.ch != b[3] || g.parts[part] != nil {
+		return false, nil
+	}
+	limit := p.fragBudget()
+	if p.confirmed {
+		limit += messageCost(p.e.cfg.MaxMessage) // the ReliableOrdered message, beyond ReliableUnordered's budget
+	}
+	if p.fragCost+cost > limit || g != nil && g.size+len(data) > p.e.cfg.MaxMessage {
+		return false, errTooBig
+	}
 	if g == nil {
 		if len(p.frags) >= maxFragGroups {
 			return false, errTooBig // only a ReliableOrdered group can get here: one at a time is all a sender makes
 		}
 		g = &fragGroup{id: id, ch: b[3], total: total, parts: make([]*pkt, total)}
 		p.frags = append(p.frags, g)
-	} else if g.total != total || g.ch != b[3] {
-		return false, nil
-	}
-	if g.parts[part] != nil {
-		return false, nil
-	}
-	data := b[fragmentedHeader:]
-	limit := p.fragBudget()
-	if p.confirmed {
-		limit += p.e.cfg.MaxMessage // the ReliableOrdered message, beyond ReliableUnordered's budget
-	}
-	if g.size+len(data) > p.e.cfg.MaxMessage || p.fragBytes+len(data) > limit {
-		return false, errTooBig
 	}
 	g.parts[part] = copyPkt(data)
 	g.size += len(data)
-	p.fragBytes += len(data)
+	g.cost += cost
+	p.fragCost += cost
 	g.got++
 	if g.got < g.total {
 		return true, nil
@@ -115,7 +160,7 @@ func (p *Peer) addFragment(rx *rx, m Method, b []byte) (bool, error) {
 }
 
 func (p *Peer) dropGroup(g *fragGroup) {
-	p.fragBytes -= g.size
+	p.fragCost -= g.cost
 	for i, x := range p.frags {
 		if x == g {
 			last := len(p.frags) - 1
@@ -135,5 +180,5 @@ func (p *Peer) releaseFrags() {
 			g.parts[i] = nil
 		}
 	}
-	p.frags, p.fragBytes = nil, 0
+	p.frags, p.fragCost = nil, 0
 }

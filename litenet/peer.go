@@ -152,7 +152,7 @@ type Peer struct {
 	unrel                                  pktQueue     // guarded by mu: Unreliable payloads to send
 	fragID                                 uint16       // guarded by mu: last fragment group id sent
 	frags                                  []*fragGroup // guarded by mu: messages in reassembly
-	fragBytes                              int          // guarded by mu: bytes they hold
+	fragCost                               int          // guarded by mu: heap bytes they hold (fragment.go)
 	changedAt                              int64        // guarded by mu: when this side last sent "network changed" (0: never)
 	closeBy                                int64        // guarded by mu: a graceful close sends Disconnect by then
 	shutNext                               int64        // guarded by mu: next Disconnect repeat

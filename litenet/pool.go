@@ -40,6 +40,16 @@ func getPkt(n int) *pkt {
 	return nil
 }
 
+// pktClassSize is the capacity of the buffer getPkt(n) returns.
+func pktClassSize(n int) int {
+	for _, size := range pktClasses {
+		if n <= size {
+			return size
+		}
+	}
+	return n
+}
+
 // copyPkt returns a pooled copy of b.
 func copyPkt(b []byte) *pkt {
 	p := getPkt(len(b))

@@ -69,7 +69,7 @@ func fragmentPastBudgetIsNotAcknowledged(t *testing.T) {
 	srv.noConfirm.Store(true)
 	e := listen(t, Config{Handler: srv})
 	raw, p := connectRaw(t, e, srv, 10)
-	taken := unconfirmedFragBudget / fragmentPayload
+	taken := messageCost(unconfirmedFragMessage) / (groupCost(2) + partCost(fragmentPayload))
 	groups := taken + 3
 	part := pattern(fragmentPayload)
 	second := func(g int) []byte { return fragment(ReliableUnordered, g, uint16(g+1), 1, 2, part) }
