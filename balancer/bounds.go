@@ -12,7 +12,8 @@ func (st *state) bounds() wire.Bounds {
 			Refusing: refusing, Refused: g.refused.Load()},
 		Tombstones: wire.TombstoneBounds{Held: ts.entries, Max: ts.max, RetentionSeconds: st.opts.TombstoneRetention.Seconds(),
 			HorizonSeconds: ts.horizon.Seconds(), Evicted: ts.evicted},
-		Pending: wire.PendingBounds{Held: st.rooms.pendings.Load(), Max: maxPendingAllocations, Dropped: st.rooms.pendingDropped.Load()},
-		Sources: wire.SourceBounds{Max: src.max, Sources: src.sources.Load(), AtMax: src.atCap.Load(), Refused: src.refused.Load()},
+		Pending:  wire.PendingBounds{Held: st.rooms.pendings.Load(), Max: maxPendingAllocations, Dropped: st.rooms.pendingDropped.Load()},
+		Sources:  wire.SourceBounds{Max: src.max, Sources: src.sources.Load(), AtMax: src.atCap.Load(), Refused: src.refused.Load()},
+		Unhosted: st.reg.unhostedTotal(),
 	}
 }

@@ -41,7 +41,9 @@ type relayEntry struct {
 	retireBy time.Time
 	// unreachable: its last heartbeat said players cannot reach it yet.
 	unreachable bool
-	failures    int // consecutive failed health probes since the last good one or heartbeat
+	// unhosted: the rooms it released unhosted, as its last heartbeat said.
+	unhosted uint64
+	failures int // consecutive failed health probes since the last good one or heartbeat
 	// inflight counts the allocation calls to this relay under way
 	// (allocateOn; atomic, no lock), bounded by Options.RelayInflight.
 	inflight atomic.Int32
@@ -197,9 +199,21 @@ func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time
 		}
 	}
 	r.unreachable = req.Unreachable && !r.retiring
+	r.unhosted = req.UnhostedReleased
 	r.failures = 0
 	r.expiry = 3 * time.Duration(req.HeartbeatSeconds) * time.Second
 	return r.liveness
+}
+
+// unhostedTotal sums the registrations' unhosted releases.
+func (g *registry) unhostedTotal() uint64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var n uint64
+	for _, r := range g.byEndpoint {
+		n += r.unhosted
+	}
+	return n
 }
 
 // fullLocked reports whether a new endpoint would pass the bound.

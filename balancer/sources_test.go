@@ -117,3 +117,24 @@ func TestTakenNameIsTakenWhateverTheBounds(t *testing.T) {
 	wantCode(t, allocateFrom(h, "203.0.113.9", "room", "id-3"), wire.ErrRoomTaken.Code)
 	wantCode(t, allocateFrom(h, "203.0.113.9", "other", "id-4"), wire.ErrBalancerFull.Code)
 }
+
+// TestStatsCountUnhostedReleases: the rooms each relay released because
+// their host never came (squatted or abandoned allocations), as its
+// heartbeats report them, are summed in /v1/stats over the relays
+// registered now.
+func TestStatsCountUnhostedReleases(t *testing.T) {
+	h, _ := adminHarness(t, nil, nil)
+	a, b := newFakeRelay(t, "eu"), newFakeRelay(t, "us")
+	for _, r := range []*fakeRelay{a, b} {
+		r.register(h)
+	}
+	if n := statsBounds(t, h, adminKeyA).Unhosted; n != 0 {
+		t.Fatalf("roomsReleasedUnhosted %d before any release, want 0", n)
+	}
+	var resp wire.RegisterResponse
+	noErr(t, a.post(h, wire.PathRegister, wire.RegisterRequest{Relay: a.info, UnhostedReleased: 3}, &resp))
+	noErr(t, b.post(h, wire.PathRegister, wire.RegisterRequest{Relay: b.info, UnhostedReleased: 2}, &resp))
+	if n := statsBounds(t, h, adminKeyA).Unhosted; n != 5 {
+		t.Fatalf("roomsReleasedUnhosted %d, want 5 (3 + 2)", n)
+	}
+}

@@ -343,8 +343,8 @@ func TestUnhostedRoomReleased(t *testing.T) {
 	if s.core.Room("played") == nil {
 		t.Fatal("a hosted room released by the host window")
 	}
-	if got := metricValue(t, s, "purrfly_relay_rooms_unhosted_total", "", ""); got != 1 {
-		t.Fatalf("purrfly_relay_rooms_unhosted_total %v, want 1", got)
+	if got := metricValue(t, s, "purrfly_relay_rooms_unhosted_total", "", ""); got != 1 || s.core.UnhostedReleased() != 1 {
+		t.Fatalf("purrfly_relay_rooms_unhosted_total %v (heartbeat count %d), want 1", got, s.core.UnhostedReleased())
 	}
 	mustAllocate(t, s, "third")
 }

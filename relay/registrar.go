@@ -220,6 +220,7 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 		Draining:         g.core.Draining(),
 		Connections:      g.core.NumConns(),
 		Rooms:            g.core.NumRooms(),
+		UnhostedReleased: g.core.UnhostedReleased(),
 		HeartbeatSeconds: heartbeatSeconds(g.interval),
 	}
 	if g.state != nil {

@@ -23,6 +23,10 @@ type Bounds struct {
 	Tombstones TombstoneBounds `json:"tombstones"`
 	Pending    PendingBounds   `json:"pendingAllocations"`
 	Sources    SourceBounds    `json:"roomsPerSource"`
+	// Unhosted sums, over the relays registered now, the rooms each has
+	// released since its start because their host never connected
+	// (squatted or abandoned allocations).
+	Unhosted uint64 `json:"roomsReleasedUnhosted"`
 }
 
 // MemoryBounds: the memory budget and the heap measured against it.

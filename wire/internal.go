@@ -177,6 +177,10 @@ type RegisterRequest struct {
 	// checks pass). The balancer lists it but places no room on it (added
 	// within version 2; absent means reachable).
 	Unreachable bool `json:"unreachable,omitempty"`
+	// UnhostedReleased counts the rooms this boot released because their
+	// host never connected within its host window (HOST_CONNECT_TIMEOUT_
+	// SECONDS): rooms allocated and never played (added within version 2).
+	UnhostedReleased uint64 `json:"unhostedReleased,omitempty"`
 }
 
 // RegisterResponse answers a heartbeat.

@@ -66,6 +66,10 @@ func (c *Core) Conn(id wire.ConnID) *Conn { return c.conns.get(id) }
 // NumRooms and NumConns count the rooms held and the connections open.
 func (c *Core) NumRooms() int { return int(c.rooms.n.Load()) }
 
+// UnhostedReleased counts the rooms released because their host never
+// connected within the host window, since this relay started.
+func (c *Core) UnhostedReleased() uint64 { return c.unhosted.Load() }
+
 // NumConns counts the connections open.
 func (c *Core) NumConns() int { return int(c.conns.n.Load()) }
 

@@ -37,7 +37,10 @@ type Core struct {
 	notify       Notifier      // set once (SetNotifier) before any room; a nop until then
 	emptyTimeout time.Duration // static: a room empty this long is removed
 	hostWait     time.Duration // static: a room whose host has not connected this long after its allocation is removed
-	slowTimeout  time.Duration // static: a receiver above the soft queue bound this long is closed (core tests set it directly)
+	// unhosted counts the rooms released for that (atomic; the relay's
+	// heartbeat reports it to the balancer's /v1/stats).
+	unhosted    atomic.Uint64
+	slowTimeout time.Duration // static: a receiver above the soft queue bound this long is closed (core tests set it directly)
 	// activationLease and grantLifetime are host migration's lease and
 	// grant lifetime (migration.go); static after construction.
 	activationLease time.Duration

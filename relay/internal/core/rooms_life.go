@@ -33,6 +33,7 @@ func (c *Core) Expire() {
 			}
 			r.mu.Unlock()
 			c.m.hostNeverCame.Inc()
+			c.unhosted.Add(1)
 			c.log.Info("room released: its host never connected", "room", r.name, "clients", len(conns))
 			c.dropRoom(r, rem)
 			continue
