@@ -283,6 +283,9 @@ func TestLaunchConvergesAfterFailures(t *testing.T) {
 	if err != nil || len(plan.Created) == 0 {
 		t.Fatalf("dry run: %v %+v", err, plan)
 	}
+	if !strings.Contains(strings.Join(plan.Created, "\n"), "standby machine of purrfly-balancer") {
+		t.Errorf("the dry run does not list the balancer's standby:\n%s", strings.Join(plan.Created, "\n"))
+	}
 	if _, err := f.fc.GetApp(ctx, "purrfly-balancer"); err == nil {
 		t.Fatal("a dry run created the balancer app")
 	}
