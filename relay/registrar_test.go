@@ -17,8 +17,10 @@ func startRegistered(t *testing.T) (*Server, *fakeBalancer, *clock.Fake) {
 	t.Helper()
 	fb := newFakeBalancer(t)
 	fake := clock.NewFake(time.Unix(2_000_000, 0))
+	// The host window is set past the tests' horizon: they follow rooms
+	// that are allocated and never hosted through the empty-room timeout.
 	s := startRelay(t, Options{BalancerURL: fb.srv.URL, Clock: fake, Region: "ams", BootID: "relay-boot-1",
-		HeartbeatInterval: 30 * time.Second, EmptyRoomTimeout: 300 * time.Second})
+		HeartbeatInterval: 30 * time.Second, EmptyRoomTimeout: 300 * time.Second, HostConnectTimeout: time.Hour})
 	waitFor(t, "first heartbeat", func() bool { return s.reg.beats.Load() == 1 })
 	waitFor(t, "tickers armed", func() bool { return fake.Waiters() >= 2 })
 	return s, fb, fake
