@@ -12,8 +12,8 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// Every test here names the sentence of the seed's migration half
-// (seeds/purrbalancer-purrlay.txt) that it checks.
+// Every test here names the rule of host migration that it checks, in the
+// words of the product behaviour docs/MIGRATION.md describes.
 
 // "Every room allocation or reuse gets a new opaque incarnation;
 // migration generation starts at zero for that incarnation." and "The

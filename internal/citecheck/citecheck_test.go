@@ -74,13 +74,13 @@ func TestMissingPathsFire(t *testing.T) {
 		name, file, content string
 		want                []string
 	}{
-		{"a seed in a code span", "README.md", "The behaviour is `seeds/purrbalancer-purrlay.txt`, sentence by sentence.\n",
-			[]string{"seeds/purrbalancer-purrlay.txt"}},
-		{"a seed directory", "docs/A.md", "See `seeds/` for the product documents.\n", []string{"seeds/"}},
-		{"a brief's vectors in prose", "docs/A.md", "Every datagram is in litenetlib/VECTORS.md.\n", []string{"litenetlib/VECTORS.md"}},
-		{"a link out of the repository", "docs/A.md", "The [design](../shared/DESIGN.md) says so.\n", []string{"../shared/DESIGN.md"}},
-		{"a climb in code", "docs/A.md", "Copied from `../shared/`.\n", []string{"../shared/"}},
-		{"an absolute path", "docs/A.md", "Read `/work/shared/UDP.md` first.\n", []string{"/work/shared/UDP.md"}},
+		{"a brief in a code span", "README.md", "The behaviour is `briefs/product-spec.txt`, sentence by sentence.\n",
+			[]string{"briefs/product-spec.txt"}},
+		{"a brief directory", "docs/A.md", "See `briefs/` for the product documents.\n", []string{"briefs/"}},
+		{"a brief's vectors in prose", "docs/A.md", "Every datagram is in captures/VECTORS.md.\n", []string{"captures/VECTORS.md"}},
+		{"a link out of the repository", "docs/A.md", "The [design](../outside/DESIGN.md) says so.\n", []string{"../outside/DESIGN.md"}},
+		{"a climb in code", "docs/A.md", "Copied from `../outside/`.\n", []string{"../outside/"}},
+		{"an absolute path", "docs/A.md", "Read `/srv/briefs/UDP.md` first.\n", []string{"/srv/briefs/UDP.md"}},
 		{"a link resolves from its own directory", "docs/A.md", "[B](docs/B.md)\n", []string{"docs/B.md"}},
 		{"a code span across lines", "docs/A.md", "Run `go test\n./relay/oldpkg` now.\n", []string{"./relay/oldpkg"}},
 		{"a renamed file in a package doc", "relay/doc.go", "// Package relay routes (relay/oldfile.go).\npackage relay\n",
