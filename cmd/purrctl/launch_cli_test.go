@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -38,32 +37,16 @@ func startEmptySim(t *testing.T, bin string, tweak func(*flysim.Config)) (*flysi
 		}
 		cfg.Apps = slices.DeleteFunc(cfg.Apps, func(a *flysim.AppConfig) bool { return a.Name == "purrfly-relay-b" })
 		cfg.Empty()
-		prefix := fmt.Sprintf("127.%d.%d.", 200+rand.IntN(50), rand.IntN(250))
-		cfg.MachinesAPI, cfg.DNS, cfg.MachineIPBase = "127.0.0.1:0", "127.0.0.1:0", prefix+"2"
-		for _, a := range cfg.Apps {
-			a.Proxy = strings.Replace(a.Proxy, "127.0.0.1:", prefix+"1:", 1)
-		}
+		onRandomPrefix(cfg)
 		if tweak != nil {
 			tweak(cfg)
 		}
-		sim, err := flysim.New(cfg, flysim.Options{Executable: bin, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
+		sim, err := runSim(t, cfg, flysim.Options{Executable: bin, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler),
 			CheckRetry: 50 * time.Millisecond})
 		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = sim.Start(ctx)
-		cancel()
-		if err != nil {
-			_ = sim.Close()
 			lastErr = err
 			continue
 		}
-		t.Cleanup(func() {
-			if err := sim.Close(); err != nil {
-				t.Errorf("sim close: %v", err)
-			}
-		})
 		st := sim.State()
 		fly, err := filepath.Abs("../../fly")
 		if err != nil {

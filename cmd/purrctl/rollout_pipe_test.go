@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -114,10 +113,8 @@ func startSim(t *testing.T, bin string) (*flysim.Sim, string) {
 		cfg.Apps = slices.DeleteFunc(cfg.Apps, func(a *flysim.AppConfig) bool {
 			return a.Name != "purrfly-balancer" && a.Name != "purrfly-relay-a" && a.Name != "purrfly-relay-b"
 		})
-		prefix := fmt.Sprintf("127.%d.%d.", 200+rand.IntN(50), rand.IntN(250))
-		cfg.MachinesAPI, cfg.DNS, cfg.MachineIPBase = "127.0.0.1:0", "127.0.0.1:0", prefix+"2"
+		prefix := onRandomPrefix(cfg)
 		for _, a := range cfg.Apps {
-			a.Proxy = strings.Replace(a.Proxy, "127.0.0.1:", prefix+"1:", 1)
 			if a.Env["HOST_DOMAIN"] != "" {
 				a.Env["HOST_DOMAIN"] = prefix + "1"
 			}
@@ -126,23 +123,11 @@ func startSim(t *testing.T, bin string) (*flysim.Sim, string) {
 			}
 			a.KillTimeout = flysim.Duration{Duration: 5 * time.Second}
 		}
-		sim, err := flysim.New(cfg, flysim.Options{Executable: bin, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+		sim, err := runSim(t, cfg, flysim.Options{Executable: bin, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = sim.Start(ctx)
-		cancel()
-		if err != nil {
-			_ = sim.Close()
 			lastErr = err
 			continue
 		}
-		t.Cleanup(func() {
-			if err := sim.Close(); err != nil {
-				t.Errorf("sim close: %v", err)
-			}
-		})
 		st := sim.State()
 		toml := fmt.Sprintf(`[env.t]
 machines_api = %q
