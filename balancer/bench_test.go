@@ -70,18 +70,25 @@ func TestInMemorySetup(t *testing.T) {
 	allocateAndJoin(t, s.Handler(), "room")
 }
 
-func allocateAndJoin(tb testing.TB, h http.Handler, name string) {
-	tb.Helper()
+// allocateWS allocates name in region eu (allocation id "id-"+name)
+// through h and returns the recorded answer.
+func allocateWS(h http.Handler, name string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "/allocate_ws", nil)
 	req.Header.Set(wire.HeaderName, name)
 	req.Header.Set(wire.HeaderRegion, "eu")
 	req.Header.Set(wire.HeaderAllocationID, "id-"+name)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func allocateAndJoin(tb testing.TB, h http.Handler, name string) {
+	tb.Helper()
+	rec := allocateWS(h, name)
 	if rec.Code != http.StatusOK {
 		tb.Fatalf("allocate: %d %s", rec.Code, rec.Body)
 	}
-	req = httptest.NewRequest(http.MethodGet, "/join", nil)
+	req := httptest.NewRequest(http.MethodGet, "/join", nil)
 	req.Header.Set(wire.HeaderName, name)
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

@@ -91,18 +91,13 @@ func TestChurnSoak(t *testing.T) {
 			default:
 			}
 			name := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-			req := httptest.NewRequest(http.MethodPost, "/allocate_ws", nil)
-			req.Header.Set(wire.HeaderName, name)
-			req.Header.Set(wire.HeaderRegion, "eu")
-			req.Header.Set(wire.HeaderAllocationID, "id-"+name)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+			rec := allocateWS(h, name)
 			if rec.Code != http.StatusOK {
 				fails.Add(1)
 				continue
 			}
 			if i%2 == 0 {
-				req = httptest.NewRequest(http.MethodDelete, "/v1/rooms/"+name, nil)
+				req := httptest.NewRequest(http.MethodDelete, "/v1/rooms/"+name, nil)
 				req.Header.Set("Authorization", "Bearer "+key)
 				rec = httptest.NewRecorder()
 				h.ServeHTTP(rec, req)
