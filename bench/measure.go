@@ -139,7 +139,8 @@ func (tr *traffic) summarize(s *Side) {
 	s.P50us, s.P99us, s.P999us = us(h.quantile(0.5)), us(h.quantile(0.99)), us(h.quantile(0.999))
 	s.MaxUs = us(time.Duration(h.max))
 	if toHost, toClient := &crossings[crossingToHost], &crossings[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
-		s.RTTP99us = us(toHost.convolve(toClient).quantile(0.99))
+		rt := toHost.convolve(toClient)
+		s.RTTP50us, s.RTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
 	}
 }
 

@@ -87,11 +87,12 @@ type Side struct {
 	P50us       float64 `json:"p50_us"`
 	P99us       float64 `json:"p99_us"`
 	P999us      float64 `json:"p999_us"`
-	// RTTP99us is, when both directions are loaded through the relay
-	// (Mode both), the p99 of a round trip: a client's message to its host
-	// and a host's to that client, the two measured crossings taken as
-	// independent (their distributions convolved). A message's latency
-	// (P50us...) is one crossing.
+	// RTTP50us and RTTP99us are, when both directions are loaded through
+	// the relay (Mode both), the p50 and p99 of a round trip: a client's
+	// message to its host and a host's to that client, the two measured
+	// crossings taken as independent (their distributions convolved). A
+	// message's latency (P50us...) is one crossing.
+	RTTP50us     float64 `json:"rtt_p50_us,omitempty"`
 	RTTP99us     float64 `json:"rtt_p99_us,omitempty"`
 	MaxUs        float64 `json:"max_us"`
 	Sent         int64   `json:"sent,omitempty"`          // sent in the measured window
@@ -257,6 +258,7 @@ func medianSide(sides []*Side) *Side {
 	m.P50us = med(func(s *Side) float64 { return s.P50us })
 	m.P99us = med(func(s *Side) float64 { return s.P99us })
 	m.P999us = med(func(s *Side) float64 { return s.P999us })
+	m.RTTP50us = med(func(s *Side) float64 { return s.RTTP50us })
 	m.RTTP99us = med(func(s *Side) float64 { return s.RTTP99us })
 	m.MaxUs = med(func(s *Side) float64 { return s.MaxUs })
 	m.CPUSeconds = med(func(s *Side) float64 { return s.CPUSeconds })

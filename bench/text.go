@@ -49,7 +49,7 @@ func (r *Result) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "          (other processes used %.2f cores meanwhile: numbers are low)\n", sd.OtherCPUCores)
 		}
 		if sd.RTTP99us > 0 {
-			fmt.Fprintf(w, "          (a round trip through it, client to host and back, p99 %.0f us: the two directions' latencies as independent crossings)\n", sd.RTTP99us)
+			fmt.Fprintf(w, "          (a round trip through it, client to host and back, p50 %.0f us, p99 %.0f us: the two directions' latencies as independent crossings)\n", sd.RTTP50us, sd.RTTP99us)
 		}
 		if sd.Errors > 0 || sd.CreditStalls > 0 {
 			fmt.Fprintf(w, "          (%d errors, %d lost-message stalls)\n", sd.Errors, sd.CreditStalls)

@@ -11,7 +11,7 @@ func TestWriteText(t *testing.T) {
 	var b strings.Builder
 	r := &Result{
 		Shape:     Shape{Kind: "traffic", Transport: "udp", Delivery: "Unreliable", Mode: Both, Rooms: 2, Clients: 3, Connections: 8, Size: 100, Rate: 30, DurationSec: 10, WarmupSec: 2},
-		Relay:     &Side{Server: "relay", MsgsPerSec: 1234, P99us: 456, CPUusPerMsg: 9.5, RTTP99us: 900},
+		Relay:     &Side{Server: "relay", MsgsPerSec: 1234, P99us: 456, CPUusPerMsg: 9.5, RTTP50us: 700, RTTP99us: 900},
 		Baseline:  &Side{Server: "echo", MsgsPerSec: 1200, P99us: 400, CPUusPerMsg: 10},
 		RatioMsgs: 1.028, RatioCPU: 1.053, RatioP99: 1.14, RatioRTTP99: 2.25,
 	}
@@ -21,6 +21,7 @@ func TestWriteText(t *testing.T) {
 		"a plain UDP echo", "relay             1234", "echo              1200",
 		"relay/baseline: msgs/s 1.028  msgs per CPU-s 1.053  p99 1.140",
 		"relay round trip p99 / baseline p99 (two crossings against one): 2.250",
+		"client to host and back, p50 700 us, p99 900 us",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, b.String())
