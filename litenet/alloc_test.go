@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // echoHandler sends every message back with its method, allocating nothing.
@@ -23,7 +24,15 @@ func (echoHandler) Nat(netip.AddrPort, NatPacket)       {}
 // it a copy of a tick.
 func steadyServerV(tb testing.TB, v Version) (*socket, netip.AddrPort, [][]byte) {
 	tb.Helper()
-	e := listen(tb, Config{Handler: echoHandler{}, Version: v})
+	return steadyServer(tb, Config{Version: v})
+}
+
+// steadyServer is steadyServerV with cfg (its Handler set here).
+func steadyServer(tb testing.TB, cfg Config) (*socket, netip.AddrPort, [][]byte) {
+	tb.Helper()
+	cfg.Handler = echoHandler{}
+	v := cfg.Version
+	e := listen(tb, cfg)
 	raw := newRaw(tb, e.LocalAddr())
 	s := e.socks[0]
 	s.flushMu.Lock()
@@ -74,14 +83,18 @@ func TestSteadyPathAllocatesNothing(t *testing.T) {
 		t.Skip("allocation counts are meaningless under -race")
 	}
 	for _, v := range []Version{V2, V1} {
-		t.Run(v.String(), func(t *testing.T) { steadyAllocs(t, v) })
+		t.Run(v.String(), func(t *testing.T) { steadyAllocs(t, Config{Version: v}) })
 	}
+	// The busy rule: the peer, woken by every datagram, waits for company
+	// and is released by a later flush, on the real clock.
+	t.Run("busy", func(t *testing.T) { steadyAllocs(t, Config{BusyWait: 50 * time.Microsecond}) })
 }
 
-func steadyAllocs(t *testing.T, v Version) {
-	s, addr, ticks := steadyServerV(t, v)
+func steadyAllocs(t *testing.T, cfg Config) {
+	s, addr, ticks := steadyServer(t, cfg)
 	i := 0
 	var left []gone
+	held := 0
 	buf := make([]byte, readBufSize)
 	run := func() {
 		now := s.e.now()
@@ -89,6 +102,9 @@ func steadyAllocs(t *testing.T, v Version) {
 		i++
 		s.flushMu.Lock()
 		left = s.flushLocked(now, left[:0])
+		if len(s.held) > 0 {
+			held++
+		}
 		s.flushMu.Unlock()
 	}
 	for range 200 { // warm the pools
@@ -96,6 +112,9 @@ func steadyAllocs(t *testing.T, v Version) {
 	}
 	if n := testing.AllocsPerRun(1000, run); n != 0 {
 		t.Fatalf("%.2f allocations per datagram", n)
+	}
+	if cfg.BusyWait > 0 && held == 0 {
+		t.Fatal("the busy rule never held the peer: the test measured the other path")
 	}
 }
 

@@ -61,6 +61,15 @@ type Config struct {
 	// flushes at once: after the read batch that woke the peer, or on the
 	// flusher for a Send from elsewhere.
 	FlushDelay time.Duration
+	// BusyWait, with no FlushDelay, is how long a busy peer may wait for
+	// company: a woken peer is flushed at the end of the read batch that
+	// woke it (one sendmmsg for every peer the batch touched), acks and
+	// pongs with the rest, unless the batches that woke it lately came
+	// less than BusyWait apart on average, so that more will likely come
+	// within the wait; then it waits up to BusyWait and what comes
+	// meanwhile leaves merged. Zero: no peer waits (and an ack alone waits
+	// a Tick for company, as with a FlushDelay).
+	BusyWait time.Duration
 
 	MaxPeers        int           // connections at once (pending included)
 	MaxPending      int           // accepted but not confirmed (Peer.Confirm) connections
@@ -93,6 +102,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("litenet: unknown wire version %d", c.Version)
 	}
 	c.FlushDelay = max(c.FlushDelay, 0)
+	c.BusyWait = max(c.BusyWait, 0)
 	if c.MaxMessage > pktClasses[len(pktClasses)-1] {
 		return c, fmt.Errorf("litenet: MaxMessage %d is over %d", c.MaxMessage, pktClasses[len(pktClasses)-1])
 	}

@@ -106,6 +106,14 @@ type Peer struct {
 	inFlush   atomic.Bool // Handler.Flush is running: Send does not wake
 	refused   atomic.Bool // Handler.Connected refused the peer: no Handler call again
 
+	// The busy rule (Config.BusyWait), guarded by the socket's flushMu:
+	// lastWoken is when a flush last found the peer woken, gap the moving
+	// average of the time between such flushes (0: not known yet),
+	// heldUntil when the wait for company ends (0: not waiting), held
+	// that the peer is in the socket's held list.
+	lastWoken, gap, heldUntil int64
+	held                      bool
+
 	// Timer wheel links: guarded by the socket's flushMu.
 	wheelSlot            int32
 	wheelPrev, wheelNext *Peer

@@ -121,8 +121,10 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 	// one tick, so that a burst of packets is acknowledged by one datagram
 	// (a stock client in manual mode reads one datagram per frame). The
 	// sender's resend delay is 25 ms or more.
+	// Under the busy rule (Config.BusyWait) they wait with the peer or not
+	// at all.
 	if p.ackSince != 0 {
-		if e.added > 0 || now >= p.ackSince+int64(cfg.Tick) {
+		if e.added > 0 || now >= p.ackSince+int64(cfg.Tick) || cfg.BusyWait > 0 && cfg.FlushDelay == 0 {
 			p.emitAcks(e)
 		} else {
 			next = minDeadline(next, p.ackSince+int64(cfg.Tick))

@@ -50,6 +50,11 @@ type socket struct {
 	em      emitter   // guarded by flushMu
 	due     []*Peer   // guarded by flushMu
 	spare   []*Peer   // guarded by flushMu: the dirty list's spare array
+	// held: peers waiting for company under the busy rule
+	// (Config.BusyWait); heldNext the earliest end of their waits (0:
+	// none). Guarded by flushMu.
+	held     []*Peer
+	heldNext int64
 
 	dirtyMu lockrank.Mutex
 	dirty   []*Peer // guarded by dirtyMu: peers woken since the last flush
@@ -172,6 +177,9 @@ func (s *socket) flushLoop() {
 		if next := s.wheel.next(); next != 0 {
 			wake = max(next, now+int64(s.e.cfg.Tick))
 		}
+		if s.heldNext != 0 {
+			wake = min(wake, max(s.heldNext, now))
+		}
 		s.wheel.sleepUntil = wake
 		if delay := int64(s.e.cfg.FlushDelay); delay > 0 {
 			s.wakeAt.Store(wake)
@@ -202,6 +210,13 @@ func (s *socket) flushLocked(now int64, dst []gone) []gone {
 		s.due[i] = nil
 	}
 	delay := int64(s.e.cfg.FlushDelay)
+	busy := int64(s.e.cfg.BusyWait)
+	if delay > 0 {
+		busy = 0
+	}
+	if len(s.held) > 0 {
+		dst = s.releaseHeld(now, dst)
+	}
 	for round := range 8 {
 		s.dirtyMu.Lock()
 		if since := s.dirtySince.Load(); round == 0 && delay > 0 && since != 0 && now < since+delay {
@@ -218,8 +233,11 @@ func (s *socket) flushLocked(now int64, dst []gone) []gone {
 		}
 		for i, p := range list {
 			p.scheduled.Store(false)
-			dst = s.flushPeer(p, now, dst)
 			list[i] = nil
+			if busy > 0 && s.hold(p, now, busy) {
+				continue
+			}
+			dst = s.flushPeer(p, now, dst)
 		}
 		s.spare = list[:0]
 	}
@@ -235,8 +253,68 @@ func (s *socket) flushLocked(now int64, dst []gone) []gone {
 	return dst
 }
 
+// hold applies the busy rule to a woken peer: it reports whether p waits
+// for company instead of being flushed now. A peer waits when the flushes
+// that found it woken came less than wait apart on average, up to wait
+// from the first of them; one already waiting goes once its wait is up.
+func (s *socket) hold(p *Peer, now, wait int64) bool {
+	if p.lastWoken != 0 {
+		g := max(now-p.lastWoken, 1)
+		if p.gap == 0 {
+			p.gap = g
+		} else {
+			p.gap += (g - p.gap) / 4
+		}
+	}
+	p.lastWoken = now
+	if p.heldUntil != 0 {
+		return now < p.heldUntil
+	}
+	if p.gap == 0 || p.gap >= wait {
+		return false
+	}
+	p.heldUntil = now + wait
+	if !p.held {
+		p.held = true
+		s.held = append(s.held, p)
+	}
+	if s.heldNext == 0 || p.heldUntil < s.heldNext {
+		s.heldNext = p.heldUntil
+	}
+	if p.heldUntil < s.wheel.sleepUntil {
+		s.wheel.sleepUntil = p.heldUntil
+		s.pokeFlusher() // it sleeps past the end of this wait
+	}
+	return true
+}
+
+// releaseHeld flushes the held peers whose wait is up, drops those
+// flushed meanwhile, and sets heldNext by the rest.
+func (s *socket) releaseHeld(now int64, dst []gone) []gone {
+	kept := s.held[:0]
+	next := int64(0)
+	for _, p := range s.held {
+		switch {
+		case p.heldUntil == 0: // flushed by its timers meanwhile
+			p.held = false
+		case now >= p.heldUntil:
+			p.held = false
+			dst = s.flushPeer(p, now, dst)
+		default:
+			kept = append(kept, p)
+			if next == 0 || p.heldUntil < next {
+				next = p.heldUntil
+			}
+		}
+	}
+	clear(s.held[len(kept):])
+	s.held, s.heldNext = kept, next
+	return dst
+}
+
 // flushPeer runs Handler.Flush when asked, then emits what p owes.
 func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
+	p.heldUntil = 0
 	if p.appWake.Swap(false) && !p.refused.Load() {
 		p.inFlush.Store(true)
 		more := s.e.h.Flush(p)
