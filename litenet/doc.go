@@ -63,14 +63,19 @@
 // reader right after its batch when it is free, else the flusher. At low
 // rates a datagram in is answered on the goroutine that read it, with no
 // hand-off; under load one flush serves many peers. With
-// Config.FlushDelay (the relay: 10 ms) the reader flushes nothing: woken
-// peers wait for the flusher, up to the delay after the first of them, and
-// what each was sent meanwhile leaves merged, as LiteNetLib sends on its
-// update loop (on loopback a datagram's cost is mostly the kernel's, per
-// datagram, so fewer datagrams is less CPU per message). Acks ride with
-// whatever else goes to the peer, or leave one tick later on their own, so
-// a burst is acknowledged by one datagram (a stock client in manual mode
-// reads one datagram per frame).
+// Config.BusyWait (the busy rule, the relay's default) a woken peer whose
+// recent wakes came less than the wait apart on average is put in the
+// socket's held list instead and flushed once the wait is up (the flusher
+// wakes for it), so only a peer that will likely be sent more waits for
+// company; acks leave with the peer's flush. With Config.FlushDelay (a
+// fixed wait) the reader flushes nothing: woken peers wait for the
+// flusher, up to the delay after the first of them, and what each was sent
+// meanwhile leaves merged, as LiteNetLib sends on its update loop (on
+// loopback a datagram's cost is mostly the kernel's, per datagram, so
+// fewer datagrams is less CPU per message). Without the busy rule acks
+// ride with whatever else goes to the peer, or leave one tick later on
+// their own, so a burst is acknowledged by one datagram (a stock client in
+// manual mode reads one datagram per frame).
 //
 // # Ownership and locks
 //
@@ -84,7 +89,8 @@
 //     Disconnected calls for the peer (held by the reader while it
 //     delivers, and around Disconnected), so a Handler sees one peer's
 //     events in order and never concurrently.
-//   - socket.flushMu guards the socket's batch, wheel and emitter; socket
+//   - socket.flushMu guards the socket's batch, wheel, emitter and held
+//     list (and each peer's busy-rule fields); socket
 //     dirtyMu the list of woken peers.
 //
 // These locks are in one lock order with the relay's, the table in the

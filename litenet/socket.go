@@ -255,22 +255,28 @@ func (s *socket) flushLocked(now int64, dst []gone) []gone {
 
 // hold applies the busy rule to a woken peer: it reports whether p waits
 // for company instead of being flushed now. A peer waits when the flushes
-// that found it woken came less than wait apart on average, up to wait
-// from the first of them; one already waiting goes once its wait is up.
+// that found it woken came less than wait apart on average (the average
+// starts at 8 waits, so it takes about eight quick wakes in a row), up to
+// wait from the first of them; one already waiting goes once its wait is
+// up. A peer that is not plainly connected (closing, going) never waits.
 func (s *socket) hold(p *Peer, now, wait int64) bool {
 	if p.lastWoken != 0 {
-		g := max(now-p.lastWoken, 1)
 		if p.gap == 0 {
-			p.gap = g
-		} else {
-			p.gap += (g - p.gap) / 4
+			p.gap = 8 * wait
 		}
+		p.gap += (max(now-p.lastWoken, 1) - p.gap) / 4
 	}
 	p.lastWoken = now
 	if p.heldUntil != 0 {
 		return now < p.heldUntil
 	}
 	if p.gap == 0 || p.gap >= wait {
+		return false
+	}
+	p.mu.Lock()
+	up := p.state == stateConnected
+	p.mu.Unlock()
+	if !up {
 		return false
 	}
 	p.heldUntil = now + wait

@@ -27,7 +27,7 @@ const (
 	DefaultUDPPort             = 7777
 	DefaultUDPPortV2           = 7778
 	DefaultUDPTimeout          = 10 * time.Second
-	DefaultUDPFlush            = 10 * time.Millisecond
+	DefaultUDPBusyWait         = time.Millisecond
 	DefaultAuthTimeout         = 10 * time.Second
 	DefaultMessageTimeout      = 10 * time.Second
 	DefaultMaxRooms            = core.DefaultMaxRooms
@@ -82,11 +82,14 @@ type Options struct {
 	// one whose replies Fly routes. PublicUDPPortV2 (HOST_UDP_PORT_V2) is
 	// advertised instead of the bound port when set. UDPSockets (default 1)
 	// sockets share the port, each with its own reader. UDPTimeout drops a
-	// silent peer (default 10 s: twice PurrNet's client's own). UDPFlush is
-	// how long a UDP peer's outgoing frames may wait to leave merged in one
-	// datagram (UDP_FLUSH_MS; default 10 ms, where PurrLay's LiteNetLib
-	// waits up to its 15 ms update; negative: none, each read batch's
-	// frames leave at once).
+	// silent peer (default 10 s: twice PurrNet's client's own). UDPFlush, when
+	// positive, is a fixed wait: how long every UDP peer's outgoing frames
+	// may wait to leave merged in one datagram (UDP_FLUSH_MS; PurrLay's
+	// LiteNetLib waits up to its 15 ms update). Zero (the default) is the
+	// busy rule: what a read batch makes leaves at its end, and only a
+	// peer woken more often than DefaultUDPBusyWait waits that long for
+	// company (litenet.Config.BusyWait). Negative: no peer ever waits
+	// (tests on a fake clock).
 	UDPPortV2       int
 	UDPHost         string
 	PublicUDPPortV2 int
@@ -243,9 +246,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.UDPTimeout <= 0 {
 		o.UDPTimeout = DefaultUDPTimeout
 	}
-	if o.UDPFlush == 0 {
-		o.UDPFlush = DefaultUDPFlush
-	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval
 	}
@@ -297,4 +297,13 @@ func (o Options) withDefaults() (Options, error) {
 		o.Metrics = promreg.New()
 	}
 	return o, nil
+}
+
+// udpBusyWait is the busy rule's wait for UDPFlush: only with no fixed
+// wait (zero), none when negative.
+func udpBusyWait(flush time.Duration) time.Duration {
+	if flush != 0 {
+		return 0
+	}
+	return DefaultUDPBusyWait
 }

@@ -19,7 +19,7 @@ func TestOptionsDefaults(t *testing.T) {
 		"UDPPort":             {o.UDPPort, 0}, // the caller applies 7777; 0 binds any free port
 		"UDPSockets":          {o.UDPSockets, 1},
 		"UDPTimeout":          {o.UDPTimeout, DefaultUDPTimeout},
-		"UDPFlush":            {o.UDPFlush, DefaultUDPFlush},
+		"UDPFlush":            {o.UDPFlush, time.Duration(0)}, // the busy rule
 		"HeartbeatInterval":   {o.HeartbeatInterval, DefaultHeartbeatInterval},
 		"EmptyRoomTimeout":    {o.EmptyRoomTimeout, DefaultEmptyRoomTimeout},
 		"HostConnectTimeout":  {o.HostConnectTimeout, DefaultHostConnectTimeout},

@@ -18,13 +18,13 @@ import (
 // then silence: every one reaches it. The flush that stopped at the
 // backlog is called again once LiteNetLib's queue empties.
 func TestUDPBurstPastBacklogDrains(t *testing.T) {
-	s := startRelay(t, Options{})
+	s := startRelay(t, Options{UDPFlush: 10 * time.Millisecond})
 	hs, cs := mustAllocate(t, s, "burst")
 	h := udpHost(t, s, "burst", hs, false)
 	cl := udpClient(t, s, "burst", cs, false)
 	cc := s.core.Conn(nextOfType(t, h, wire.ToHostConnected).IDs[0])
 	const n = 3 * udptransport.Backlog
-	// All of it queued within the flush delay (UDPFlush, 10 ms): the
+	// All of it queued within the fixed flush delay (UDPFlush, 10 ms): the
 	// flush that follows finds more than the backlog takes.
 	for i := range n {
 		b := buf.Get(8)

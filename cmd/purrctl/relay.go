@@ -53,7 +53,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "capacity-connections", EnvVars: []string{"RELAY_MAX_CONNECTIONS"}, Usage: "connections past which this relay takes no new room (0: no limit); its rooms still take players"},
 			&cli.IntFlag{Name: "max-pending", EnvVars: []string{"MAX_PENDING_CONNECTIONS"}, Value: 4096, Usage: "WebSocket connections waiting to authenticate, in all"},
 			&cli.IntFlag{Name: "max-pending-per-source", EnvVars: []string{"MAX_PENDING_PER_SOURCE"}, Value: 64, Usage: "WebSocket connections waiting to authenticate, per source address"},
-			&cli.IntFlag{Name: "udp-flush", EnvVars: []string{"UDP_FLUSH_MS"}, Value: 10, Usage: "milliseconds a UDP peer's frames may wait to leave merged in one datagram (0: at once)"},
+			&cli.IntFlag{Name: "udp-flush", EnvVars: []string{"UDP_FLUSH_MS"}, Value: 0, Usage: "milliseconds every UDP peer's frames wait to leave merged in one datagram, for the most merging (0: the busy rule: a read batch's frames leave at its end, only a peer busier than one every millisecond waits up to 1 ms)"},
 			&cli.IntFlag{Name: "heartbeat", EnvVars: []string{"HEARTBEAT_SECONDS"}, Value: 30, Usage: "seconds between registrations with the balancer"},
 			&cli.IntFlag{Name: "host-connect-timeout", EnvVars: []string{"HOST_CONNECT_TIMEOUT_SECONDS"}, Value: 60, Usage: "seconds a room waits for its allocation's host to connect before it is released"},
 			&cli.IntFlag{Name: "empty-room-timeout", EnvVars: []string{"EMPTY_ROOM_TIMEOUT_SECONDS"}, Value: 300, Usage: "seconds an empty room lives"},
@@ -313,12 +313,10 @@ func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
 	return nil
 }
 
-// udpFlush is --udp-flush as relay.Options.UDPFlush: 0 means none.
+// udpFlush is --udp-flush as relay.Options.UDPFlush: 0 (or less) is the
+// busy rule.
 func udpFlush(ms int) time.Duration {
-	if ms <= 0 {
-		return -1
-	}
-	return time.Duration(ms) * time.Millisecond
+	return time.Duration(max(ms, 0)) * time.Millisecond
 }
 
 // placementOptions reads RELAY_LABELS, RELAY_MAX_ROOMS and

@@ -45,7 +45,8 @@ type Config struct {
 	Port        int           // 0: ephemeral
 	Timeout     time.Duration // a silent peer is dropped
 	AuthTimeout time.Duration // a peer that does not authenticate by then is dropped
-	Flush       time.Duration // how long a woken peer's frames may wait to leave merged (litenet.Config.FlushDelay)
+	Flush       time.Duration // positive: how long every woken peer's frames may wait to leave merged (litenet.Config.FlushDelay)
+	BusyWait    time.Duration // without Flush: how long a busy peer's frames may wait (litenet.Config.BusyWait)
 	Sockets     int           // sockets sharing the port, each with its own reader
 	// Version is the LiteNetLib wire version served: 2.x (the zero value)
 	// or 1.x, the older PurrNet builds', which carries no NAT
@@ -102,6 +103,7 @@ func Listen(cfg Config) (*Transport, error) {
 		PendingTimeout:    cfg.AuthTimeout,
 		MaxMessage:        wire.MaxMessageSize + 1, // a frame and its delivery method, as a WebSocket message
 		FlushDelay:        max(cfg.Flush, 0),
+		BusyWait:          cfg.BusyWait,
 		Sockets:           cfg.Sockets,
 		Version:           cfg.Version,
 	})
