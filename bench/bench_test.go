@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/purrfly/purrfly/client"
 )
 
 func TestRunWithBaseline(t *testing.T) {
@@ -110,6 +112,7 @@ func TestIdleConnections(t *testing.T) {
 func TestOptionsValidation(t *testing.T) {
 	for _, o := range []Options{
 		{Size: 4}, {Mode: "sideways"}, {Rate: -1}, {SkipRelay: true}, {ServerPID: 1}, {Idle: MaxConnections + 1},
+		{RelayFlush: time.Millisecond}, {Transport: client.TransportUDP, RelayFlush: 1500 * time.Microsecond},
 	} {
 		if _, err := o.withDefaults(); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%+v: %v, want ErrInvalidOptions", o, err)

@@ -56,6 +56,9 @@ type ServerConfig struct {
 	// HeartbeatSec > 0 is a relay child's heartbeat interval in seconds
 	// (default relay.DefaultHeartbeatInterval).
 	HeartbeatSec int `json:"heartbeat_sec,omitempty"`
+	// UDPFlushMS is a relay child's UDP_FLUSH_MS (relay.Options.UDPFlush:
+	// 0 the busy rule, the default; > 0 a fixed wait in milliseconds).
+	UDPFlushMS int `json:"udp_flush_ms,omitempty"`
 	// AdminKey is a balancer child's /v1 key (Options.WatchEvents).
 	AdminKey string `json:"admin_key,omitempty"`
 	// RelayURL is a balancer floor child's relay (its HTTP base URL).

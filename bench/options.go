@@ -93,6 +93,10 @@ type Options struct {
 	// the baseline alike; 0: the machine's), as on a Fly shared-cpu-1x
 	// machine (1), where the relay runs in production.
 	ServerProcs int
+	// RelayFlush is the relay child's UDP_FLUSH_MS as a duration (0: the
+	// relay's default, the busy rule; else a fixed wait, whole
+	// milliseconds).
+	RelayFlush time.Duration
 
 	// Baseline also runs the same load shape against a plain coder/websocket
 	// echo server (over UDP: a plain UDP echo server) in its own process
@@ -273,6 +277,10 @@ func (o *Options) checkTransport() error {
 		return fmt.Errorf("%w: transport %d (want ws or udp)", ErrInvalidOptions, o.Transport)
 	case !udp && o.Delivery != "":
 		return fmt.Errorf("%w: delivery methods are UDP's (WebSocket is reliable and ordered)", ErrInvalidOptions)
+	case !udp && o.RelayFlush != 0:
+		return fmt.Errorf("%w: the relay's flush wait is UDP's", ErrInvalidOptions)
+	case o.RelayFlush < 0 || o.RelayFlush%time.Millisecond != 0:
+		return fmt.Errorf("%w: the relay's flush wait must be whole milliseconds, 0 or more", ErrInvalidOptions)
 	case !udp:
 		o.method = wire.ReliableOrdered
 		return nil

@@ -127,7 +127,8 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 		if err := s.startBalancer(o); err != nil {
 			return nil, err
 		}
-		s.relayCh, err = startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: s.bal.URL(), Region: benchRegion})
+		s.relayCh, err = startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: s.bal.URL(), Region: benchRegion,
+			UDPFlushMS: int(o.RelayFlush / time.Millisecond)})
 		if err != nil {
 			return nil, err
 		}

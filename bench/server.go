@@ -118,6 +118,7 @@ func serveRelay(ctx context.Context, cfg ServerConfig, stdout io.Writer, log *sl
 		PublicEndpoint: cfg.PublicEndpoint,
 	}
 	o.MaxRooms = cfg.MaxRooms
+	o.UDPFlush = time.Duration(max(cfg.UDPFlushMS, 0)) * time.Millisecond
 	o.HeartbeatInterval = time.Duration(cfg.HeartbeatSec) * time.Second
 	if cfg.SoakTimeoutMS > 0 {
 		// The soak spreads its connections over many source addresses

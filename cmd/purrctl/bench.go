@@ -38,6 +38,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "transport", Value: "ws", Usage: "ws (WebSocket, PurrNet's WebGL builds), udp (LiteNetLib 2.x: desktop, mobile, Editor) or udp1 (LiteNetLib 1.x: builds before PurrNet's move to 2.x)"},
 			&cli.StringFlag{Name: "delivery", Usage: "with --transport udp: ro (ReliableOrdered), ru (ReliableUnordered), seq (Sequenced), rs (ReliableSequenced) or unrel (Unreliable, the default)"},
 			&cli.IntFlag{Name: "server-procs", Usage: "GOMAXPROCS of the relay and baseline processes (0: all cores; 1: as on a Fly shared-cpu-1x machine)"},
+			&cli.DurationFlag{Name: "relay-flush", Usage: "with --transport udp: the relay child's UDP_FLUSH_MS, a fixed wait for every peer's datagrams (whole milliseconds; 0: the relay's default, the busy rule)"},
 			&cli.DurationFlag{Name: "peer-flush", Value: bench.DefaultPeerFlush, Usage: "with --transport udp: how long a load peer's sends wait to leave merged, as PurrNet's client sends once per tick (0: at once)"},
 			&cli.BoolFlag{Name: "baseline", Usage: "also run the same load against a coder/websocket echo server (--transport udp: a plain UDP echo) and print relay/baseline ratios (with --forwarded: the same shape direct, ratios forwarded/direct)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "run relay and baseline this many times, alternating, and report medians"},
@@ -86,7 +87,8 @@ func runBench(c *cli.Context) error {
 	}
 	o := bench.Options{
 		Transport: tr, Delivery: bench.Delivery(c.String("delivery")), PeerFlush: peerFlush(c.Duration("peer-flush")), ServerProcs: c.Int("server-procs"),
-		Rooms: c.Int("rooms"), Clients: c.Int("clients"), Size: c.Int("size"),
+		RelayFlush: c.Duration("relay-flush"),
+		Rooms:      c.Int("rooms"), Clients: c.Int("clients"), Size: c.Int("size"),
 		Rate: c.Float64("rate"), Window: c.Int("window"),
 		Duration: c.Duration("duration"), Warmup: c.Duration("warmup"),
 		Mode:     bench.Mode(c.String("mode")),
