@@ -5,11 +5,13 @@
 // introduction. Each LiteNetLib peer is one connection of the routing core
 // (package core), in the same id space, rooms and limits as WebSocket
 // peers; a room may mix both. No goroutine per peer: litenet's socket
-// reader delivers every peer's messages (serialised per peer) and its
-// flusher, at most Config.Flush after the peer was woken (or, with no
-// flush delay, the reader right after a batch), pulls what the core
-// queued for a peer (conn.flush) into LiteNetLib packets, merged, one
-// sendmmsg for many peers.
+// reader delivers every peer's messages (serialised per peer), and a
+// flush pulls what the core queued for a peer (conn.flush) into
+// LiteNetLib packets, merged, one sendmmsg for many peers: with no
+// Config.Flush the reader's, right after the batch that woke the peer (a
+// peer woken more often than Config.BusyWait waits up to that for the
+// flusher), with a Config.Flush the flusher's, at most that long after
+// the peer was woken.
 //
 // A message's delivery method comes out of PurrNet's UDP framing
 // (package udpframe) before the core routes it, and a frame goes out with
