@@ -259,7 +259,7 @@ func TestBalancerLoadAgainstFloor(t *testing.T) {
 
 func TestBalancerModeOptions(t *testing.T) {
 	for _, o := range []Options{
-		{CPUProfile: "/tmp/x"},                             // profiles are the balancer mode's
+		{CPUProfile: "/tmp/x", Idle: 10},                   // profiles are for a balancer-mode or traffic run
 		{BalancerLoad: 2, SkipRelay: true, Baseline: true}, // the floor alone measures nothing
 	} {
 		if _, err := o.withDefaults(); !errors.Is(err, ErrInvalidOptions) {

@@ -147,9 +147,10 @@ type Options struct {
 	// open on the balancer (not the floor) for every measured run and
 	// reads it, as an operator's dashboard does.
 	WatchEvents bool
-	// CPUProfile, in the balancer mode, is a path prefix: each server
-	// child writes its CPU profile (runtime/pprof) over its whole life to
-	// PREFIX-<kind>.pprof (balancer, relay, balancer-floor).
+	// CPUProfile is a path prefix: each server child writes its CPU
+	// profile (runtime/pprof) over its whole life to PREFIX-<kind>.pprof
+	// (balancer, relay, balancer-floor in the balancer mode; relay, and
+	// echo or udp-echo with a baseline, in a traffic run).
 	CPUProfile string
 
 	// BalancerURL, when set, is an existing balancer to allocate and join
@@ -246,8 +247,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: the balancer mode runs alone (no idle, baseline-only or external balancer)", ErrInvalidOptions)
 	case o.WatchEvents && o.BalancerLoad == 0:
 		return o, fmt.Errorf("%w: watching events is the balancer mode's", ErrInvalidOptions)
-	case o.CPUProfile != "" && o.BalancerLoad == 0:
-		return o, fmt.Errorf("%w: CPU profiles are the balancer mode's", ErrInvalidOptions)
+	case o.CPUProfile != "" && o.BalancerLoad == 0 && (o.Idle > 0 || o.Soak > 0 || o.Forwarded || o.Repeat > 1):
+		return o, fmt.Errorf("%w: CPU profiles are for one balancer-mode or traffic run (no idle, soak, forwarding or repeat)", ErrInvalidOptions)
 	case o.SkipRelay && !o.Baseline:
 		return o, fmt.Errorf("%w: nothing to run without the relay and the baseline", ErrInvalidOptions)
 	case o.Forwarded && (o.Idle > 0 || o.BalancerLoad > 0 || o.BalancerURL != "" || o.SkipRelay):

@@ -128,7 +128,7 @@ func startServers(ctx context.Context, o Options) (_ *servers, err error) {
 			return nil, err
 		}
 		s.relayCh, err = startChild(ctx, o, ServerConfig{Kind: KindRelay, Secret: o.Secret, BalancerURL: s.bal.URL(), Region: benchRegion,
-			UDPFlushMS: int(o.RelayFlush / time.Millisecond)})
+			UDPFlushMS: int(o.RelayFlush / time.Millisecond), CPUProfile: o.profile(KindRelay)})
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +167,7 @@ func (s *servers) startEcho(ctx context.Context, o Options) error {
 		kind = KindUDPEcho
 	}
 	var err error
-	if s.echoCh, err = startChild(ctx, o, ServerConfig{Kind: kind}); err != nil {
+	if s.echoCh, err = startChild(ctx, o, ServerConfig{Kind: kind, CPUProfile: o.profile(kind)}); err != nil {
 		return err
 	}
 	o.Logger.Info("echo child ready", "kind", kind, "pid", s.echoCh.pid, "url", s.echoCh.url)

@@ -50,7 +50,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "soak-timeout", Value: bench.DefaultSoakTimeout, Usage: "with --soak: the relay child's authentication and header timeouts"},
 			&cli.IntFlag{Name: "balancer-load", Usage: "balancer mode: this many workers allocate and join fresh rooms back to back against a balancer child (relay child behind it); reports pairs/s and p99; with --baseline also against the floor, a minimal net/http server making the same relay call, and prints balancer/floor ratios"},
 			&cli.BoolFlag{Name: "watch-events", Usage: "with --balancer-load: keep a GET /v1/events stream open on the balancer and read it during each run, as an operator's dashboard does"},
-			&cli.StringFlag{Name: "cpu-profile", Usage: "with --balancer-load: write each server child's CPU profile to PREFIX-<kind>.pprof (balancer, relay, balancer-floor)"},
+			&cli.StringFlag{Name: "cpu-profile", Usage: "write each server child's CPU profile to PREFIX-<kind>.pprof (balancer, relay, balancer-floor with --balancer-load; relay, echo or udp-echo in one traffic run)"},
 			&cli.StringFlag{Name: "balancer", Usage: "existing balancer URL to allocate and join through (default: in-process balancer, relay child)"},
 			&cli.StringFlag{Name: "region", Usage: "allocation region with --balancer"},
 			&cli.IntFlag{Name: "server-pid", Usage: "with --balancer: pid of the relay process to measure (CPU, RSS)"},
