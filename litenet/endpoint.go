@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/ipv4"
-
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/lockrank"
 )
@@ -240,12 +238,16 @@ func (e *Endpoint) addSocket(c *net.UDPConn) error {
 	if err != nil {
 		return fmt.Errorf("failed to set up the UDP reader: %w", err)
 	}
+	wr, err := newWriter(c)
+	if err != nil {
+		return fmt.Errorf("failed to set up the UDP writer: %w", err)
+	}
 	s := &socket{
 		e:     e,
 		c:     c,
 		rd:    rd,
 		v1:    e.cfg.Version == V1,
-		out:   newOutBatch(ipv4.NewPacketConn(c)),
+		out:   newOutBatch(wr),
 		poke:  make(chan struct{}, 1),
 		wheel: newWheel(int64(e.cfg.Tick), e.now()),
 		rate:  tokenBucket{rate: float64(e.cfg.ReplyRate), burst: float64(max(1, e.cfg.ReplyRate/10))},

@@ -2,16 +2,14 @@ package litenet
 
 import (
 	"encoding/binary"
-	"net"
-
-	"golang.org/x/net/ipv4"
+	"net/netip"
 )
 
 // Outgoing datagrams. A flush packs what each peer has to send into as few
 // datagrams as the MTU allows (Merged: [0x0D]([u16 size][packet])*, a lone
 // packet sent bare, as LiteNetLib's SendUserData/SendMerged do), into one
-// socket-wide batch written with one sendmmsg (golang.org/x/net's
-// WriteBatch) for every peer flushed together.
+// socket-wide batch written with one sendmmsg (send_linux.go; one write
+// each elsewhere) for every peer flushed together.
 
 // batchSize is the datagrams a socket's batch holds; peerBudget the most
 // one peer may add in one flush (what is left waits for the next).
@@ -23,26 +21,28 @@ const (
 // outBatch is a socket's batch of datagrams. Guarded by the socket's
 // flushMu: only the goroutine holding it builds and writes.
 type outBatch struct {
-	pc    *ipv4.PacketConn
-	msgs  []ipv4.Message // len batchSize; Buffers[0] points into arena
-	bufs  [][]byte       // len batchSize: the Buffers slices, one each
-	arena []byte         // batchSize * MaxPacketSize
-	n     int            // datagrams ready
-	sent  uint64         // datagrams written (stats)
+	w     batchWriter
+	bufs  [][]byte         // len batchSize: the datagrams, slices of arena
+	addrs []netip.AddrPort // len batchSize: where each goes
+	arena []byte           // batchSize * MaxPacketSize
+	n     int              // datagrams ready
+	sent  uint64           // datagrams written (stats)
 	errs  uint64
 }
 
-func newOutBatch(pc *ipv4.PacketConn) *outBatch {
-	o := &outBatch{
-		pc:    pc,
-		msgs:  make([]ipv4.Message, batchSize),
+// batchWriter writes datagrams, bufs[i] to addrs[i], and says how many of
+// the first it wrote (send_linux.go, send_other.go).
+type batchWriter interface {
+	write(bufs [][]byte, addrs []netip.AddrPort) (int, error)
+}
+
+func newOutBatch(w batchWriter) *outBatch {
+	return &outBatch{
+		w:     w,
 		bufs:  make([][]byte, batchSize),
+		addrs: make([]netip.AddrPort, batchSize),
 		arena: make([]byte, batchSize*MaxPacketSize),
 	}
-	for i := range o.msgs {
-		o.msgs[i].Buffers = o.bufs[i : i+1 : i+1]
-	}
-	return o
 }
 
 func (o *outBatch) free() int { return batchSize - o.n }
@@ -53,9 +53,9 @@ func (o *outBatch) slot() []byte {
 }
 
 // commit makes d (a slice of slot()) the next datagram, for addr.
-func (o *outBatch) commit(d []byte, addr net.Addr) {
+func (o *outBatch) commit(d []byte, addr netip.AddrPort) {
 	o.bufs[o.n] = d
-	o.msgs[o.n].Addr = addr
+	o.addrs[o.n] = addr
 	o.n++
 }
 
@@ -65,7 +65,7 @@ func (o *outBatch) commit(d []byte, addr net.Addr) {
 // resend.
 func (o *outBatch) write() {
 	for off := 0; off < o.n; {
-		k, err := o.pc.WriteBatch(o.msgs[off:o.n], 0)
+		k, err := o.w.write(o.bufs[off:o.n], o.addrs[off:o.n])
 		if err != nil || k <= 0 {
 			o.errs += uint64(o.n - off)
 			break
@@ -73,17 +73,14 @@ func (o *outBatch) write() {
 		off += k
 		o.sent += uint64(k)
 	}
-	for i := range o.n {
-		o.bufs[i] = nil
-		o.msgs[i].Addr = nil
-	}
+	clear(o.bufs[:o.n])
 	o.n = 0
 }
 
 // emitter packs one peer's packets into the batch during a flush.
 type emitter struct {
 	o      *outBatch
-	addr   net.Addr
+	addr   netip.AddrPort
 	cn     uint8
 	v1     bool // renumber every packet for LiteNetLib 1.x (version.go)
 	budget int
@@ -98,7 +95,7 @@ type emitter struct {
 	starved bool
 }
 
-func (e *emitter) start(o *outBatch, addr net.Addr, cn uint8, v1 bool) {
+func (e *emitter) start(o *outBatch, addr netip.AddrPort, cn uint8, v1 bool) {
 	*e = emitter{o: o, addr: addr, cn: cn, v1: v1, budget: min(peerBudget, o.free()), credit: unlimited}
 }
 

@@ -3,7 +3,6 @@ package litenet
 import (
 	"encoding/binary"
 	"errors"
-	"net"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -78,9 +77,8 @@ type Peer struct {
 	e           *Endpoint
 	s           *socket
 	addr        netip.AddrPort
-	uaddr       *net.UDPAddr // addr as WriteBatch takes it
-	id          int32        // our peer id (ConnectAccept)
-	connectTime int64        // the connection's identity (the client's ticks)
+	id          int32 // our peer id (ConnectAccept)
+	connectTime int64 // the connection's identity (the client's ticks)
 
 	// Tag is the application's: set it in Handler.Connected (or right
 	// after Dial), before anything else reads it.
@@ -185,7 +183,6 @@ func newPeer(e *Endpoint, s *socket, addr netip.AddrPort, connectTime int64, cn 
 		e:           e,
 		s:           s,
 		addr:        addr,
-		uaddr:       net.UDPAddrFromAddrPort(addr),
 		connectTime: connectTime,
 		connNum:     cn,
 		wheelSlot:   -1,

@@ -17,8 +17,8 @@ import (
 // net.UDPAddr (and its IP) for every datagram; on the forwarding path the
 // relay allocates nothing, so the receive side calls recvmmsg itself
 // through the socket's RawConn (the runtime's poller still parks the
-// goroutine while the socket is empty). Sending uses x/net's WriteBatch,
-// which allocates nothing given a cached *net.UDPAddr per peer (out.go).
+// goroutine while the socket is empty), as RawSyscall6 (doc.go, System
+// calls). Sending is send_linux.go's.
 //
 // Owned by the socket's reader goroutine.
 type mmsgReader struct {
@@ -63,7 +63,7 @@ func (r *mmsgReader) recv(fd uintptr) bool {
 		r.hdrs[i].Len = 0
 	}
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
+		n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue

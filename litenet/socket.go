@@ -331,7 +331,7 @@ func (s *socket) flushPeer(p *Peer, now int64, dst []gone) []gone {
 		s.out.write()
 	}
 	p.mu.Lock()
-	s.em.start(s.out, p.uaddr, p.connNum, s.v1)
+	s.em.start(s.out, p.addr, p.connNum, s.v1)
 	given := p.creditLocked()
 	s.em.credit = given
 	next, left, forget := p.emit(&s.em, now)
