@@ -93,6 +93,7 @@ func dialUDP(ctx context.Context, to netip.AddrPort, tr Transport, flush time.Du
 		PingInterval:      udpPingEvery,
 		DisconnectTimeout: udpTimeout,
 		FlushDelay:        flush,
+		SendFlushes:       flush == 0, // at once: on the sender's goroutine
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to connect to relay udp://%s: %w", to, err)

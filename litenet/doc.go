@@ -63,6 +63,8 @@
 // reader right after its batch when it is free, else the flusher. At low
 // rates a datagram in is answered on the goroutine that read it, with no
 // hand-off; under load one flush serves many peers. With
+// Config.SendFlushes (the Go client's) a Send from elsewhere flushes on
+// the sender's goroutine when no flush is running. With
 // Config.BusyWait (the busy rule, the relay's default) a woken peer whose
 // recent wakes came less than the wait apart on average is put in the
 // socket's held list instead and flushed once the wait is up (the flusher

@@ -59,6 +59,12 @@ type Config struct {
 	// flushes at once: after the read batch that woke the peer, or on the
 	// flusher for a Send from elsewhere.
 	FlushDelay time.Duration
+	// SendFlushes, with no FlushDelay, has a Send from outside the reader
+	// flush on the sender's goroutine when no flush is running, instead of
+	// handing the peer to the flusher goroutine: one hand-off less per
+	// message. For a Handler whose Flush and Disconnected take no lock a
+	// sender may hold (the Go client's link; not the relay).
+	SendFlushes bool
 	// BusyWait, with no FlushDelay, is how long a busy peer may wait for
 	// company: a woken peer is flushed at the end of the read batch that
 	// woke it (one sendmmsg for every peer the batch touched), acks and
@@ -100,6 +106,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("litenet: unknown wire version %d", c.Version)
 	}
 	c.FlushDelay = max(c.FlushDelay, 0)
+	c.SendFlushes = c.SendFlushes && c.FlushDelay == 0
 	c.BusyWait = max(c.BusyWait, 0)
 	if c.MaxMessage > pktClasses[len(pktClasses)-1] {
 		return c, fmt.Errorf("litenet: MaxMessage %d is over %d", c.MaxMessage, pktClasses[len(pktClasses)-1])

@@ -230,7 +230,11 @@ func (p *Peer) Send(m Method, data []byte) error {
 	err := p.sendLocked(m, data)
 	p.mu.Unlock()
 	if err == nil && !p.inFlush.Load() {
-		p.wake()
+		if p.e.cfg.SendFlushes {
+			p.s.sendFlush(p)
+		} else {
+			p.wake()
+		}
 	}
 	return err
 }

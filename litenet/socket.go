@@ -112,6 +112,27 @@ func (s *socket) schedule(p *Peer) {
 	}
 }
 
+// sendFlush is a Send under Config.SendFlushes: p joins the dirty list
+// and the sender flushes it when no flush is running; else whoever runs
+// one (the reader after its batch, or the flusher, poked) does.
+func (s *socket) sendFlush(p *Peer) {
+	if !p.scheduled.Swap(true) {
+		s.dirtyMu.Lock()
+		s.dirty = append(s.dirty, p)
+		s.dirtyMu.Unlock()
+	}
+	if s.readerActive.Load() {
+		return // the reader flushes after its batch
+	}
+	if !s.flushMu.TryLock() {
+		s.pokeFlusher()
+		return
+	}
+	left := s.flushLocked(s.e.now(), nil)
+	s.flushMu.Unlock()
+	s.tell(left)
+}
+
 func (s *socket) pokeFlusher() {
 	select {
 	case s.poke <- struct{}{}:
