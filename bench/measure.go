@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
@@ -100,6 +101,7 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 		}
 		s.LoadCPUCores = round3((load1 - load0).Seconds() / s.Seconds)
 		s.OtherCPUCores = otherCores(busy1-busy0, server, load1-load0, s.Seconds)
+		s.MachineBusy, s.CPUSaturated = busyShare(busy1-busy0, s.Seconds, runtime.NumCPU())
 	}
 	if tr != nil {
 		tr.summarize(s)
@@ -175,6 +177,16 @@ func pidSelf() int { return os.Getpid() }
 func busy() time.Duration {
 	d, _ := machineBusy()
 	return d
+}
+
+// busyShare is the share of the machine's CPU time busy in a window of
+// seconds on cpus CPUs, and whether that saturated it (0.9 or more).
+func busyShare(machine time.Duration, seconds float64, cpus int) (float64, bool) {
+	if machine == 0 || seconds <= 0 || cpus <= 0 {
+		return 0, false
+	}
+	b := round3(machine.Seconds() / seconds / float64(cpus))
+	return b, b >= 0.9
 }
 
 func otherCores(machine, server, load time.Duration, seconds float64) float64 {

@@ -110,6 +110,13 @@ type Side struct {
 	// (every CPU's busy time minus the server's and the load's): well
 	// above zero, other work shared the CPUs and the numbers are low.
 	OtherCPUCores float64 `json:"other_cpu_cores"`
+	// MachineBusy is the share of the machine's CPU time that was busy in
+	// the window (every CPU's); CPUSaturated is set at 0.9 or more: the
+	// latencies then include waiting for a CPU, the load generator's as
+	// much as the server's, and the shape is too heavy for this machine
+	// to measure the server's latency (its CPU per message still holds).
+	MachineBusy  float64 `json:"machine_busy,omitempty"`
+	CPUSaturated bool    `json:"cpu_saturated,omitempty"`
 	// RelayCPUCores is the balancer mode's relay child CPU use.
 	RelayCPUCores float64 `json:"relay_cpu_cores,omitempty"`
 	// EdgeCPUCores is the forwarding mode's edge relay share of CPUCores
@@ -275,6 +282,8 @@ func medianSide(sides []*Side) *Side {
 	m.RelayCPUCores = med(func(s *Side) float64 { return s.RelayCPUCores })
 	m.LoadCPUCores = med(func(s *Side) float64 { return s.LoadCPUCores })
 	m.OtherCPUCores = med(func(s *Side) float64 { return s.OtherCPUCores })
+	m.MachineBusy = med(func(s *Side) float64 { return s.MachineBusy })
+	m.CPUSaturated = m.MachineBusy >= 0.9
 	m.ConnectSeconds = med(func(s *Side) float64 { return s.ConnectSeconds })
 	return &m
 }

@@ -45,6 +45,9 @@ func (r *Result) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%-9s %12.0f %10.2f %9.0f %9.0f %9.0f %10.2f %9.2f %9.2f %9.1f %10.0f\n",
 			sd.Server, sd.MsgsPerSec, sd.BytesPerSec/1e6, sd.P50us, sd.P99us, sd.P999us,
 			sd.CPUusPerMsg, sd.CPUCores, sd.LoadCPUCores, mib(sd.RSSEndBytes), sd.RSSPerConnBytes)
+		if sd.CPUSaturated {
+			fmt.Fprintf(w, "          (the machine's CPUs were %.0f%% busy: latencies include waiting for a CPU, the load generator's as much as the server's; use a lighter shape to measure latency)\n", 100*sd.MachineBusy)
+		}
 		if sd.OtherCPUCores > 0.2 {
 			fmt.Fprintf(w, "          (other processes used %.2f cores meanwhile: numbers are low)\n", sd.OtherCPUCores)
 		}
