@@ -1,6 +1,7 @@
 package litenet
 
 import (
+	"encoding/binary"
 	"testing"
 	"time"
 )
@@ -68,5 +69,42 @@ func TestBusyWaitHoldsOnlyBusyPeers(t *testing.T) {
 	}
 	if got := e.Stats().Sent; got != sent+1 {
 		t.Fatalf("after a quiet spell a message waited (%d datagrams at once)", got-sent)
+	}
+}
+
+// Under the busy rule an ack with nothing to ride with still waits for
+// company: a reliable packet in makes no datagram of its own at once; the
+// next message to the peer carries the ack merged with it.
+func TestBusyWaitAckWaitsForCompany(t *testing.T) {
+	clk := fakeClock()
+	srv := newRecorder(false)
+	e := listen(t, Config{Handler: srv, Clock: clk, PingInterval: time.Hour, BusyWait: time.Millisecond})
+	raw, p := connectRaw(t, e, srv, 10)
+	advance(t, clk, time.Second, e)
+	for raw.recv(10*time.Millisecond) != nil {
+	}
+	sent := e.Stats().Sent
+	raw.send([]byte{byte(PropChanneled), 0, 0, byte(ReliableOrdered), 'x'})
+	if ev := srv.waitKind(t, "recv", wait); string(ev.data) != "x" {
+		t.Fatalf("delivered %q", ev.data)
+	}
+	settle(t, e)
+	if got := e.Stats().Sent; got != sent {
+		t.Fatalf("a lone ack left at once (%d datagrams): it should wait for company", got-sent)
+	}
+	if err := p.Send(Unreliable, []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	var ack, msg bool
+	for _, q := range packets(raw.mustRecv(wait)) {
+		switch Property(q[0] & 0x1f) {
+		case PropAck:
+			ack = q[3] == byte(ReliableOrdered) && binary.LittleEndian.Uint64(q[4:])&1 == 1
+		case PropUnreliable:
+			msg = string(q[1:]) == "y"
+		}
+	}
+	if !ack || !msg {
+		t.Fatalf("the next datagram: ack %v, message %v; want both, merged", ack, msg)
 	}
 }

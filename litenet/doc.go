@@ -69,15 +69,16 @@
 // recent wakes came less than the wait apart on average is put in the
 // socket's held list instead and flushed once the wait is up (the flusher
 // wakes for it), so only a peer that will likely be sent more waits for
-// company; acks leave with the peer's flush. With Config.FlushDelay (a
-// fixed wait) the reader flushes nothing: woken peers wait for the
-// flusher, up to the delay after the first of them, and what each was sent
-// meanwhile leaves merged, as LiteNetLib sends on its update loop (on
-// loopback a datagram's cost is mostly the kernel's, per datagram, so
-// fewer datagrams is less CPU per message). Without the busy rule acks
-// ride with whatever else goes to the peer, or leave one tick later on
-// their own, so a burst is acknowledged by one datagram (a stock client in
-// manual mode reads one datagram per frame).
+// company. With Config.FlushDelay (a fixed wait) the reader flushes
+// nothing: woken peers wait for the flusher, up to the delay after the
+// first of them, and what each was sent meanwhile leaves merged, as
+// LiteNetLib sends on its update loop (on loopback a datagram's cost is
+// mostly the kernel's, per datagram, so fewer datagrams is less CPU per
+// message). Under every rule acks ride with whatever else goes to the
+// peer, or leave one tick later on their own, so a burst is acknowledged
+// by one datagram (a stock client in manual mode reads one datagram per
+// frame) and an ack, which delays no message, never doubles the
+// datagrams a peer sending reliably is sent.
 //
 // # Ownership and locks
 //

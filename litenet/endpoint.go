@@ -67,12 +67,12 @@ type Config struct {
 	SendFlushes bool
 	// BusyWait, with no FlushDelay, is how long a busy peer may wait for
 	// company: a woken peer is flushed at the end of the read batch that
-	// woke it (one sendmmsg for every peer the batch touched), acks and
-	// pongs with the rest, unless the batches that woke it lately came
-	// less than BusyWait apart on average, so that more will likely come
-	// within the wait; then it waits up to BusyWait and what comes
-	// meanwhile leaves merged. Zero: no peer waits (and an ack alone waits
-	// a Tick for company, as with a FlushDelay).
+	// woke it (one sendmmsg for every peer the batch touched), pongs with
+	// the rest, unless the batches that woke it lately came less than
+	// BusyWait apart on average, so that more will likely come within the
+	// wait; then it waits up to BusyWait and what comes meanwhile leaves
+	// merged. Zero: no peer waits. Either way an ack with nothing to ride
+	// with waits up to a Tick for company, as with a FlushDelay.
 	BusyWait time.Duration
 
 	MaxPeers        int           // connections at once (pending included)

@@ -120,11 +120,11 @@ func (p *Peer) emit(e *emitter, now int64) (next int64, left, forget bool) {
 	// Acks ride with whatever else goes to the peer; alone they wait up to
 	// one tick, so that a burst of packets is acknowledged by one datagram
 	// (a stock client in manual mode reads one datagram per frame). The
-	// sender's resend delay is 25 ms or more.
-	// Under the busy rule (Config.BusyWait) they wait with the peer or not
-	// at all.
+	// sender's resend delay is 25 ms or more. The busy rule (Config.BusyWait)
+	// does not hurry them: an ack delays no message, and alone it would
+	// double the datagrams a peer sending reliably is sent.
 	if p.ackSince != 0 {
-		if e.added > 0 || now >= p.ackSince+int64(cfg.Tick) || cfg.BusyWait > 0 && cfg.FlushDelay == 0 {
+		if e.added > 0 || now >= p.ackSince+int64(cfg.Tick) {
 			p.emitAcks(e)
 		} else {
 			next = minDeadline(next, p.ackSince+int64(cfg.Tick))
