@@ -22,14 +22,34 @@ import (
 //
 // Owned by the socket's reader goroutine.
 type mmsgReader struct {
-	rc    syscall.RawConn
-	hdrs  []unix.Mmsghdr
-	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet6
+	rc syscall.RawConn
+	mmsgs
 	bufs  [][]byte
 	n     int
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // built once: a closure per call would allocate
+}
+
+// mmsgs are the message headers of a recvmmsg or sendmmsg batch, each
+// pointing at its own iovec (one buffer) and sockaddr.
+type mmsgs struct {
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+}
+
+func newMmsgs(n int) mmsgs {
+	m := mmsgs{
+		hdrs:  make([]unix.Mmsghdr, n),
+		iovs:  make([]unix.Iovec, n),
+		names: make([]unix.RawSockaddrInet6, n),
+	}
+	for i := range m.hdrs {
+		m.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&m.names[i]))
+		m.hdrs[i].Hdr.Iov = &m.iovs[i]
+		m.hdrs[i].Hdr.SetIovlen(1)
+	}
+	return m
 }
 
 func newReader(c *net.UDPConn) (datagramReader, error) {
@@ -37,20 +57,11 @@ func newReader(c *net.UDPConn) (datagramReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &mmsgReader{
-		rc:    rc,
-		hdrs:  make([]unix.Mmsghdr, readBatch),
-		iovs:  make([]unix.Iovec, readBatch),
-		names: make([]unix.RawSockaddrInet6, readBatch),
-		bufs:  make([][]byte, readBatch),
-	}
+	r := &mmsgReader{rc: rc, mmsgs: newMmsgs(readBatch), bufs: make([][]byte, readBatch)}
 	for i := range r.hdrs {
 		r.bufs[i] = make([]byte, readBufSize)
 		r.iovs[i].Base = &r.bufs[i][0]
 		r.iovs[i].SetLen(readBufSize)
-		r.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
-		r.hdrs[i].Hdr.Iov = &r.iovs[i]
-		r.hdrs[i].Hdr.SetIovlen(1)
 	}
 	r.fn = r.recv
 	return r, nil

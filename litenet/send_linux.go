@@ -23,11 +23,9 @@ import (
 //
 // Owned by whoever holds the socket's flushMu.
 type mmsgWriter struct {
-	rc    syscall.RawConn
-	v6    bool // an AF_INET6 socket: every address goes as sockaddr_in6
-	hdrs  []unix.Mmsghdr
-	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet6
+	rc syscall.RawConn
+	v6 bool // an AF_INET6 socket: every address goes as sockaddr_in6
+	mmsgs
 	n, k  int // datagrams asked for, written
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // built once: a closure per call would allocate
@@ -38,12 +36,7 @@ func newWriter(c *net.UDPConn) (*mmsgWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &mmsgWriter{
-		rc:    rc,
-		hdrs:  make([]unix.Mmsghdr, batchSize),
-		iovs:  make([]unix.Iovec, batchSize),
-		names: make([]unix.RawSockaddrInet6, batchSize),
-	}
+	w := &mmsgWriter{rc: rc, mmsgs: newMmsgs(batchSize)}
 	var domain int
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
@@ -55,11 +48,6 @@ func newWriter(c *net.UDPConn) (*mmsgWriter, error) {
 		return nil, serr
 	}
 	w.v6 = domain == unix.AF_INET6
-	for i := range w.hdrs {
-		w.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&w.names[i]))
-		w.hdrs[i].Hdr.Iov = &w.iovs[i]
-		w.hdrs[i].Hdr.SetIovlen(1)
-	}
 	w.fn = w.send
 	return w, nil
 }
