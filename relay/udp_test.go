@@ -139,6 +139,10 @@ func TestUDPFramesTooLongForTheirMethod(t *testing.T) {
 	if err := cl.SendWith(tctx(t), wire.Unreliable, make([]byte, litenet.MaxUnreliablePayload-1)); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing reaches the host for it, so the count is the sign. (Sent
+	// together with what follows, LiteNetLib puts the reliable packet
+	// first: the host could see it before the relay reads this one.)
+	waitFor(t, "the too-long Unreliable frame counted", func() bool { return drops(t, s, core.DropTooLargeForUDP) == 1 })
 	// [3][1019 bytes] fits one ReliableSequenced packet; the host's frame
 	// does not, so it goes ReliableOrdered.
 	rs := make([]byte, litenet.MaxChanneledPayload-1)
