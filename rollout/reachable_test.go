@@ -10,6 +10,7 @@ import (
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/flysim"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -38,6 +39,21 @@ func TestNewBootTakesNoRoomUntilReachable(t *testing.T) {
 	b := &client.Balancer{BaseURL: f.env.Balancer.URL, HTTP: f.hc, Timeout: 5 * time.Second}
 	admin := client.NewAdmin(f.env.Balancer.URL, simAdminKey)
 	admin.HTTP = f.hc
+	// Allocations start once the old process has left the balancer's
+	// list. One it answered in the very instant its stop began would go
+	// down with it: a race with the stop, not what this test is about.
+	testutil.Eventually(t, 20*time.Second, "the old boot to leave the balancer's list", func() bool {
+		insts, err := b.Instances(ctx, simSecret)
+		if err != nil {
+			return false
+		}
+		for _, in := range insts {
+			if in.MachineID == m.ID && in.BootID == before {
+				return false
+			}
+		}
+		return true
+	})
 	sawStarting, placedElsewhere, onNew := false, 0, 0
 	deadline := time.Now().Add(20 * time.Second) // wall clock: a real process restarting
 	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
