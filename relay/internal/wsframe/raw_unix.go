@@ -19,7 +19,7 @@ const (
 // nothing to read yet.
 func rawRead(fd uintptr, p []byte) (n int, wouldBlock bool, err error) {
 	for {
-		n, err = syscall.Read(int(fd), p)
+		n, err = sysRead(fd, p)
 		switch {
 		case err == nil:
 			return n, false, nil
@@ -36,7 +36,7 @@ func rawRead(fd uintptr, p []byte) (n int, wouldBlock bool, err error) {
 // when it is full.
 func rawWrite(fd uintptr, p []byte) (n int, err error) {
 	for {
-		n, err = syscall.Write(int(fd), p)
+		n, err = sysWrite(fd, p)
 		switch {
 		case err == nil:
 			return n, nil
