@@ -80,6 +80,12 @@ func TestRunWithBaseline(t *testing.T) {
 		t.Errorf("round trip p50 %v p99 %v (one crossing %v, %v), baseline %v, ratio %v", res.Relay.RTTP50us, res.Relay.RTTP99us,
 			res.Relay.P50us, res.Relay.P99us, res.Baseline.RTTP99us, res.RatioRTTP99)
 	}
+	// Each direction's own p99: the one-crossing p99 lies between them.
+	lo, hi := min(res.Relay.ToHostP99us, res.Relay.ToClientP99us), max(res.Relay.ToHostP99us, res.Relay.ToClientP99us)
+	if lo <= 0 || res.Relay.P99us < lo || res.Relay.P99us > hi || hi > res.Relay.RTTP99us {
+		t.Errorf("crossing p99s: to host %v, to client %v; both directions %v; round trip %v",
+			res.Relay.ToHostP99us, res.Relay.ToClientP99us, res.Relay.P99us, res.Relay.RTTP99us)
+	}
 	// The relay's write path, read from its /metrics: frames its readers
 	// wrote themselves and its writers' batches; the echo has none.
 	if n := res.Relay.DirectFrames + res.Relay.WriteBatches; n <= 0 {

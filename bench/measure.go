@@ -143,6 +143,7 @@ func (tr *traffic) summarize(s *Side) {
 	if toHost, toClient := &crossings[crossingToHost], &crossings[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
 		rt := toHost.convolve(toClient)
 		s.RTTP50us, s.RTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
+		s.ToHostP99us, s.ToClientP99us = us(toHost.quantile(0.99)), us(toClient.quantile(0.99))
 	}
 }
 

@@ -92,12 +92,16 @@ type Side struct {
 	// message to its host and a host's to that client, the two measured
 	// crossings taken as independent (their distributions convolved). A
 	// message's latency (P50us...) is one crossing.
-	RTTP50us     float64 `json:"rtt_p50_us,omitempty"`
-	RTTP99us     float64 `json:"rtt_p99_us,omitempty"`
-	MaxUs        float64 `json:"max_us"`
-	Sent         int64   `json:"sent,omitempty"`          // sent in the measured window
-	Errors       int64   `json:"errors,omitempty"`        // send or receive errors in the window
-	CreditStalls int64   `json:"credit_stalls,omitempty"` // closed-loop credits given back after a loss
+	RTTP50us float64 `json:"rtt_p50_us,omitempty"`
+	RTTP99us float64 `json:"rtt_p99_us,omitempty"`
+	// ToHostP99us and ToClientP99us are the round trip's two crossings'
+	// own p99s (a client's message to its host; the host's to a client).
+	ToHostP99us   float64 `json:"to_host_p99_us,omitempty"`
+	ToClientP99us float64 `json:"to_client_p99_us,omitempty"`
+	MaxUs         float64 `json:"max_us"`
+	Sent          int64   `json:"sent,omitempty"`          // sent in the measured window
+	Errors        int64   `json:"errors,omitempty"`        // send or receive errors in the window
+	CreditStalls  int64   `json:"credit_stalls,omitempty"` // closed-loop credits given back after a loss
 
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	CPUCores    float64 `json:"cpu_cores"` // cpu_seconds / seconds
@@ -267,6 +271,8 @@ func medianSide(sides []*Side) *Side {
 	m.P999us = med(func(s *Side) float64 { return s.P999us })
 	m.RTTP50us = med(func(s *Side) float64 { return s.RTTP50us })
 	m.RTTP99us = med(func(s *Side) float64 { return s.RTTP99us })
+	m.ToHostP99us = med(func(s *Side) float64 { return s.ToHostP99us })
+	m.ToClientP99us = med(func(s *Side) float64 { return s.ToClientP99us })
 	m.MaxUs = med(func(s *Side) float64 { return s.MaxUs })
 	m.CPUSeconds = med(func(s *Side) float64 { return s.CPUSeconds })
 	m.CPUCores = med(func(s *Side) float64 { return s.CPUCores })
