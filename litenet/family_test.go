@@ -53,3 +53,28 @@ func TestWriterAddressFamilies(t *testing.T) {
 		})
 	}
 }
+
+// An IPv6 address in an IPv4 socket's batch is refused by the kernel, not
+// a panic: the datagram before it is written, it is counted lost.
+func TestWriterRefusesForeignFamily(t *testing.T) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := newWriter(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOutBatch(w)
+	o.commit(append(o.slot(), 'a'), c.LocalAddr().(*net.UDPAddr).AddrPort())
+	o.commit(append(o.slot(), 'b'), netip.MustParseAddrPort("[2001:db8::1]:9"))
+	o.write()
+	if o.sent != 1 || o.errs != 1 {
+		t.Fatalf("sent %d, lost %d; want 1 and 1", o.sent, o.errs)
+	}
+	buf := make([]byte, 8)
+	if n, _, err := c.ReadFromUDPAddrPort(buf); err != nil || string(buf[:n]) != "a" {
+		t.Fatalf("read %q (%v), want a", buf[:n], err)
+	}
+}

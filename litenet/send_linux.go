@@ -73,11 +73,13 @@ func (w *mmsgWriter) write(bufs [][]byte, addrs []netip.AddrPort) (int, error) {
 	return w.k, nil
 }
 
-// putAddr writes a as the i-th sockaddr and returns its length.
+// putAddr writes a as the i-th sockaddr and returns its length. An IPv6
+// address on an IPv4 socket (no peer has one) goes as sockaddr_in6, for
+// the kernel to refuse, rather than panic here.
 func (w *mmsgWriter) putAddr(i int, a netip.AddrPort) uint32 {
 	sa := (*[unix.SizeofSockaddrInet6]byte)(unsafe.Pointer(&w.names[i]))
 	binary.BigEndian.PutUint16(sa[2:4], a.Port())
-	if w.v6 {
+	if w.v6 || !a.Addr().Unmap().Is4() {
 		w.names[i].Family = unix.AF_INET6
 		w.names[i].Flowinfo, w.names[i].Scope_id = 0, 0
 		w.names[i].Addr = a.Addr().As16()
