@@ -66,8 +66,8 @@ func TestRelayExpiryBoundary(t *testing.T) {
 // (pendingRetention), cleanup ticks included, so the exact retry reaches
 // the relay that may hold the room; from five minutes on the name is
 // placed afresh.
-// Seed: "a later exact allocation resumes the idempotent registration
-// instead of creating a competing epoch."
+// The same allocation coming back later takes up its unfinished
+// registration again; it never starts a second epoch beside it.
 func TestPendingAllocationPinsForFiveMinutes(t *testing.T) {
 	h := newHarness(t, guardQuiet)
 	a, b := newFakeRelay(t, "eu"), newFakeRelay(t, "eu")
@@ -107,8 +107,8 @@ func TestPendingAllocationPinsForFiveMinutes(t *testing.T) {
 // TestTombstoneFencesUntilExactlyTheRetention: a released incarnation is
 // fenced for TombstoneRetention and no longer, even before the cleanup
 // tick deletes its tombstone.
-// Seed: "During the horizon, a delayed registration for the removed epoch
-// remains fenced. After deletion, that bounded guarantee ends".
+// A late registration of the removed epoch stays fenced while the horizon
+// lasts; once the tombstone is gone, so is that promise.
 func TestTombstoneFencesUntilExactlyTheRetention(t *testing.T) {
 	h := newHarness(t, func(o *Options) { guardQuiet(o); o.TombstoneRetention = time.Hour })
 	a := newFakeRelay(t, "eu")

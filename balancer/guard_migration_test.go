@@ -12,10 +12,10 @@ import (
 // forwarded only with its grant, the claim id asked for and an expiry, and
 // an activation answer only for the claim id asked for (with the relay's
 // registered host injected); anything less is a sanitized retryable 502.
-// Seed: "The response contains grant, claimId, incarnation, generation,
-// promotedPlayerId, and expiresAt" and "The success response echoes
-// claimId with the active room fence so the caller can validate the
-// complete tuple."
+// An authorization answers the grant with its claim id, incarnation,
+// generation, promoted player and expiry; an activation answers the claim
+// id back with the room's live fence, so a caller can check every value
+// it sent.
 func TestAuthorizeAndActivateAnswersAreChecked(t *testing.T) {
 	h := newHarness(t, nil)
 	f := newFakeRelay(t, "eu")

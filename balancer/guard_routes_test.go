@@ -66,8 +66,8 @@ func guardMetrics(h *harness) string {
 // that omits the allocation id answers for the one asked, so the exact
 // retry replays and another id cannot take the room; an answer naming
 // another allocation id is a sanitized relay_bad_answer.
-// Seed: "An exact replay returns the original allocation capability; a
-// different ID cannot take over that allocation."
+// Replaying an allocation exactly gets its first answer back; another
+// allocation id cannot take that allocation over.
 func TestAllocationAnswerNamesTheAllocation(t *testing.T) {
 	h := newHarness(t, nil)
 	older := newFakeRelay(t, "eu")
@@ -122,8 +122,8 @@ func TestCountUpdateKeepsTheAllocationID(t *testing.T) {
 // publication does not roll its count back and the republication of the
 // held revision is current; a newer one updates it. A new incarnation
 // published instead replaces the orphan with its own credential.
-// Seed: "This repairs a dropped last update, balancer restart, or transient
-// health-check removal".
+// Republishing is what heals a lost final update, a restarted balancer or
+// a relay briefly removed by health checks.
 func TestOrphanedRouteIsAdoptedAgain(t *testing.T) {
 	h := newHarness(t, guardQuiet)
 	a := newFakeRelay(t, "eu")
@@ -173,8 +173,8 @@ func TestOrphanedRouteIsAdoptedAgain(t *testing.T) {
 // TestRestartedBootDoesNotInheritARoute: epochs are only promised to be new
 // within one boot, so a restarted relay that reuses an epoch name gets a
 // route of its own, never the old boot's credential or count.
-// Seed: "A confirmed replacement atomically invalidates that endpoint's old
-// room routes and requires the new process to republish".
+// Once a new boot of an endpoint is confirmed, the old boot's room routes
+// are gone in the same step, and the new process must publish its own.
 func TestRestartedBootDoesNotInheritARoute(t *testing.T) {
 	h := newHarness(t, guardQuiet)
 	a := newFakeRelay(t, "eu")

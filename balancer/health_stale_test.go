@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// TestStaleFailedProbeNeverCountsTowardRemoval guards the seed's "Health
-// checks verify the exact boot ID and a balancer-owned liveness version,
-// so a failed probe captured before a newer heartbeat cannot remove the
-// refreshed relay", whatever HealthFailures is: the stale failure does not
-// count at all, so after it the relay still takes HealthFailures fresh
-// failures to remove. (With the default of 3 the heartbeat's reset of the
-// count alone hides a missing version check; with 1 the stale failure
+// TestStaleFailedProbeNeverCountsTowardRemoval: a health probe is tied to
+// the relay's boot id and to a liveness version the balancer keeps, so a
+// probe that failed before a newer heartbeat arrived cannot remove the relay
+// that heartbeat refreshed, whatever HealthFailures is: the stale failure
+// does not count at all, so after it the relay still takes HealthFailures
+// fresh failures to remove. (With the default of 3 the heartbeat's reset of
+// the count alone hides a missing version check; with 1 the stale failure
 // would remove the relay outright, with more it would bring removal one
 // probe early.)
 func TestStaleFailedProbeNeverCountsTowardRemoval(t *testing.T) {

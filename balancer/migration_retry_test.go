@@ -12,8 +12,8 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// "If a mutating relay request times out or loses its response, the
-// balancer returns retryable 503 migration_outcome_indeterminate": also
+// A migration change whose relay call timed out or lost its answer is a
+// retryable 503 migration_outcome_indeterminate for the caller: also
 // when its connection breaks after the request was written and a retry
 // could not even dial (the transport never retries a migration call by
 // itself, so the written attempt is never forgotten).

@@ -47,11 +47,11 @@ func roomOn(t *testing.T, h *harness, f *fakeRelay, name string) *fakeRoom {
 	return f.rooms[name]
 }
 
-// "The balancer snapshots the room epoch, publication revision, and relay
-// boot and forwards that identity in internal-only headers" and "Before
-// forwarding a claim success, the balancer validates ... then injects the
-// authoritative relay host"; "relay/balancer responses are globally marked
-// Cache-Control: no-store, private with Pragma: no-cache".
+// The balancer forwards a migration call with the route it read (the
+// room's epoch, its publication revision, the relay's boot) in internal
+// headers; it checks a successful claim's answer before adding the relay's
+// own host to it; and no answer may be cached (Cache-Control no-store,
+// private, and Pragma no-cache).
 func TestMigrationForwardedWithRouteSnapshot(t *testing.T) {
 	h := newHarness(t, nil)
 	f := newFakeRelay(t, "eu")
@@ -80,8 +80,9 @@ func TestMigrationForwardedWithRouteSnapshot(t *testing.T) {
 	}
 }
 
-// "If a mutating relay request times out or loses its response, the
-// balancer returns retryable 503 migration_outcome_indeterminate."
+// A migration change whose relay call timed out or lost its answer is a
+// retryable 503 migration_outcome_indeterminate: the relay may have
+// committed it.
 func TestMigrationLostAnswerIsIndeterminate(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.RelayTimeout = 300 * time.Millisecond })
 	f := newFakeRelay(t, "eu")
@@ -157,8 +158,8 @@ func TestMigrationMalformedAnswersSanitized(t *testing.T) {
 	}
 }
 
-// "Migration errors are JSON objects with code, error, and retryable
-// fields": the relay's migration errors reach the caller as they are.
+// Migration errors have the project's JSON shape (code, error,
+// retryable): the relay's migration errors reach the caller as they are.
 func TestMigrationRelayErrorsPassThrough(t *testing.T) {
 	h := newHarness(t, nil)
 	f := newFakeRelay(t, "eu")
@@ -186,10 +187,9 @@ func TestMigrationRelayErrorsPassThrough(t *testing.T) {
 	wantCode(t, decodeAnswer(t, status, body, nil), wire.ErrRoomNotFound.Code)
 }
 
-// "Mutating migration calls hold only that room's route lease across the
-// relay request; count publication ... acquire the same room lease ... No
-// monitor or relay-wide gate is held across the downstream request, so
-// another room on the same relay remains concurrent."
+// A migration change holds its own room's route lease, and nothing wider,
+// while it waits on the relay (count publications take the same room
+// lease), so calls for other rooms of that relay go on meanwhile.
 func TestMigrationHoldsOnlyTheRoomLease(t *testing.T) {
 	h := newHarness(t, nil)
 	f := newFakeRelay(t, "eu")
@@ -232,9 +232,9 @@ func TestMigrationHoldsOnlyTheRoomLease(t *testing.T) {
 	noErr(t, decodeAnswer(t, status, body, nil))
 }
 
-// "/migration/current uses an optimistic snapshot and validates it again
-// after the read": an answer from a route that was replaced during the
-// read is not given; the new route is read instead.
+// /migration/current reads the route without holding it and checks it again
+// once the relay has answered: an answer from a route that was replaced
+// during the read is not given; the new route is read instead.
 func TestMigrationCurrentRevalidates(t *testing.T) {
 	h := newHarness(t, nil)
 	f := newFakeRelay(t, "eu")

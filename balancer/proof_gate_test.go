@@ -8,10 +8,10 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// TestEndpointProofsAreSerialized guards the seed's "The balancer
-// serializes endpoint proofs and accepts a different boot only when that
-// endpoint currently reports the incoming ID; therefore a delayed heartbeat
-// from the prior process cannot reclaim a restarted endpoint."
+// TestEndpointProofsAreSerialized: the balancer proves one endpoint at a
+// time and takes a new boot only if the endpoint reports that boot right
+// now, so a late heartbeat of the process before cannot take a restarted
+// endpoint back.
 //
 // Two boots' proofs of one endpoint interleave: the prior process's proof
 // reads its /ping answer (it was still running) and is held before that

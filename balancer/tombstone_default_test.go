@@ -8,9 +8,9 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// TestTombstoneRetentionDefaultsTo3600Seconds guards the seed's
-// "ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS defaults to 3600 seconds;
-// non-positive values fall back to that default" on the balancer's side
+// TestTombstoneRetentionDefaultsTo3600Seconds: the tombstone retention is
+// an hour unless ROOM_PUBLICATION_TOMBSTONE_RETENTION_SECONDS sets a
+// positive value; zero or less means the hour again. This is the balancer's side
 // (cmd/purrctl's test checks the variable's name): left unset, zero or
 // negative, a released publication stays fenced for exactly an hour, a
 // second short of it still fenced, at the hour accepted again.

@@ -1,7 +1,8 @@
-// Package flyaffinity routes relay connections so every connection of a
-// session lands on the same Fly machine (session-affinity sharding). Each
-// machine's relay stays in-memory authoritative for its shard of sessions, so
-// a relay app can run several machines without any shared storage.
+// Package flyaffinity routes relay connections so that all of a session's
+// connections reach one Fly machine: the sessions are split among the
+// machines, and each machine's relay keeps its own sessions in memory as
+// the only copy, so a relay app can run several machines with no shared
+// storage.
 //
 //	aff := flyaffinity.New(os.Getenv("FLY_APP_NAME"), os.Getenv("FLY_MACHINE_ID"), 5*time.Second)
 //	defer aff.Close()

@@ -84,9 +84,10 @@ type Resolver struct {
 	lookups sync.WaitGroup // lookups in flight; Close waits for them
 }
 
-// New builds a Resolver with the default DNS server and peer port. app is
-// FLY_APP_NAME, self is FLY_MACHINE_ID (empty when not running on Fly), ttl
-// bounds how long a machine set is cached.
+// New makes a Resolver that asks the default DNS server and reaches peers
+// on the default port. app is the app's name (FLY_APP_NAME), self this
+// machine's id (FLY_MACHINE_ID; empty off Fly), and ttl how long a looked-up
+// set of machines is kept.
 func New(app, self string, ttl time.Duration) *Resolver {
 	return NewWithConfig(Config{App: app, Self: self, TTL: ttl})
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// "The host credential rotates after every successful claim and is a
-// single-activation capability: only one host connection can consume it."
+// Every successful claim gives the room a new host credential, and that
+// credential activates one host connection only.
 func TestMigrationHostCredentialSingleActivation(t *testing.T) {
 	m := newMigRoom(t, "single", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
@@ -40,15 +40,13 @@ func TestMigrationHostCredentialSingleActivation(t *testing.T) {
 	}
 }
 
-// The provisional host lane: "While the server is provisional, that
-// listen-host client includes the claimed host credential as
-// provisionalHostSecret ... The relay accepts only one such exact,
-// unexpired local-client lane; all other clients remain isolated." and
-// "Ordinary clients that authenticate during the lease are not exposed to
-// the provisional server, and their traffic is not forwarded, until
-// activation." and "Any ordinary client socket that raced into the
-// pending lease is closed so it reconnects through the normal active-host
-// path".
+// The provisional host lane. While the new host is provisional, its own
+// local client authenticates with the claimed host credential
+// (provisionalHostSecret), and the relay lets exactly one such lane in,
+// with that credential unexpired. Ordinary clients that authenticate
+// during the lease neither see the provisional host nor have their
+// traffic forwarded until activation, and one that slipped in while the
+// lease was pending is closed, to come back through the active host.
 func TestMigrationLeaseIsolatesOrdinaryClients(t *testing.T) {
 	m := newVacantRoom(t, "lane", Options{})
 	c := m.mustClaim("c1", 0, "8", "")
@@ -94,9 +92,9 @@ func TestMigrationLeaseIsolatesOrdinaryClients(t *testing.T) {
 	}
 }
 
-// "A room waiting for a replacement host is reserved until that host
-// connects or the empty-room timeout removes it, so allocation cannot
-// replace an in-progress recovery."
+// A room waiting for its new host stays reserved until that host connects
+// or the empty-room timeout ends it: no allocation can take the name from
+// a recovery under way.
 func TestMigrationReservedRoom(t *testing.T) {
 	m := newVacantRoom(t, "reserved", Options{EmptyRoomTimeout: 10 * time.Minute})
 	c := m.mustClaim("c1", 0, "8", "")

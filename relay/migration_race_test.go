@@ -5,10 +5,9 @@ import (
 	"testing"
 )
 
-// "A room waiting for a replacement host is reserved until that host
-// connects or the empty-room timeout removes it, so allocation cannot
-// replace an in-progress recovery." and "After the relay observes host
-// loss, the current client credential is enough for crash recovery." At
+// A room waiting for its new host stays reserved until that host connects
+// or the empty-room timeout ends it, and once the relay has seen its host
+// go, the current client credential is all a claim needs. At
 // generation 0 the host's crash kicks every client (count 0, phase
 // vacant); within the recovery window no allocation under another id
 // takes the name, and the players' claim succeeds.
@@ -23,9 +22,9 @@ func TestMigrationCrashRecoveryAtGenerationZeroIsReserved(t *testing.T) {
 	}
 }
 
-// "The host credential rotates after every successful claim" and
-// "If the relay still has a live host, a claim also requires a one-time
-// grant created by that host." The exact allocation replay (same
+// Every successful claim gives the room a new host credential, and while
+// the relay still has a live host a claim also needs a one-use grant that
+// host made. The exact allocation replay (same
 // allocation_id, which the balancer forwards to the relay) answers
 // r.hostSecret, which after a claim is the PROMOTED host's credential. The
 // original allocator - after the migration just a holder of the client

@@ -12,12 +12,12 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// Every test here names the rule of host migration that it checks, in the
-// words of the product behaviour docs/MIGRATION.md describes.
+// Every test here names, in a comment above it, the rule of host migration
+// it checks (docs/MIGRATION.md describes the behaviour as a whole).
 
-// "Every room allocation or reuse gets a new opaque incarnation;
-// migration generation starts at zero for that incarnation." and "The
-// client credential ... rotates when an empty room name is reused."
+// An allocation, or the reuse of a name, starts a fresh opaque
+// incarnation whose generation counts from zero; reusing an empty room's
+// name also gives it a new client credential.
 func TestMigrationIncarnationPerAllocationAndReuse(t *testing.T) {
 	m := newMigRoom(t, "inc", Options{})
 	st, _ := m.current(m.clientSecret)
@@ -35,8 +35,8 @@ func TestMigrationIncarnationPerAllocationAndReuse(t *testing.T) {
 	if st, _ := m.current(m.clientSecret); st.HostPhase != wire.HostPhaseVacant {
 		t.Fatalf("after the host left: %s, want vacant", st.HostPhase)
 	}
-	// "A room waiting for a replacement host is reserved": the players
-	// have one activation lease to claim it; then the name is free again.
+	// A room waiting for a new host stays reserved: the players have one
+	// activation lease to claim it; then the name is free again.
 	if _, status, _ := allocate(t, m.s, m.name, "another-play"); status != http.StatusConflict {
 		t.Fatalf("reuse within the recovery window: %d, want 409", status)
 	}
@@ -58,8 +58,8 @@ func TestMigrationIncarnationPerAllocationAndReuse(t *testing.T) {
 	}
 }
 
-// "/migration/current requires the current client or host credential and
-// returns metadata only. It never returns a credential." (nor the claim id)
+// /migration/current answers only the room's current client or host
+// credential, and with metadata alone: no credential, no claim id.
 func TestMigrationCurrentMetadataOnly(t *testing.T) {
 	m := newVacantRoom(t, "cur", Options{})
 	for _, secret := range []string{m.clientSecret, m.hostSecret} {
@@ -108,10 +108,9 @@ func containsString(s, sub string) bool {
 	return false
 }
 
-// "If the relay still has a live host, a claim also requires a one-time
-// grant created by that host." and the grant's binding: "The grant is
-// bound to the claim ID as well as the room state and promoted player. A
-// newer authorization replaces the previous grant."
+// While the relay still has a live host, a claim also needs a one-use
+// grant that host made, tied to the claim id, the room's state and the
+// promoted player; a later authorization takes the earlier one's place.
 func TestMigrationGrantRequiredWhileHostLive(t *testing.T) {
 	m := newMigRoom(t, "grant", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
@@ -147,14 +146,14 @@ func TestMigrationGrantRequiredWhileHostLive(t *testing.T) {
 	if c.Generation != 1 || c.Replayed || c.ClaimID != "c2" || c.PromotedPlayerID != "6" || !c.ClaimPending {
 		t.Fatalf("claim %+v", c)
 	}
-	// "A successful claim atomically consumes the grant": a second claim
-	// from the new generation cannot use it.
+	// The claim that succeeds uses the grant up: a second claim from the
+	// new generation cannot use it.
 	_, e = m.claim("c3", 1, "6", g2.Grant)
 	wantErr(t, "claim while the claimed host is pending", e, wire.ErrHostActivationPending)
 }
 
-// "An exact unexpired authorization retry returns the original grant and
-// expiry." and "Grants default to a 30-second lifetime".
+// Repeating the same authorization before its grant expires answers that
+// grant again, expiry unchanged; a grant lives 30 s by default.
 func TestMigrationGrantRetryAndLifetime(t *testing.T) {
 	m := newMigRoom(t, "grant-life", Options{})
 	join(t, m.s, m.name, m.hostSecret)
@@ -174,7 +173,7 @@ func TestMigrationGrantRetryAndLifetime(t *testing.T) {
 	m.mustClaim("c1", 0, "5", fresh.Grant)
 }
 
-// "/migration/authorize ... the live host": only the host credential, and
+// /migration/authorize is the live host's: the host credential alone, and
 // only while that host is connected and active.
 func TestMigrationAuthorizeNeedsTheLiveHost(t *testing.T) {
 	m := newMigRoom(t, "auth-live", Options{})
@@ -188,10 +187,9 @@ func TestMigrationAuthorizeNeedsTheLiveHost(t *testing.T) {
 	wantErr(t, "authorize for another generation", e, wire.ErrGenerationMismatch)
 }
 
-// "After the relay observes host loss, the current client credential is
-// enough for crash recovery." and "A claim always requires the current
-// client credential and exact migration_claim_id, incarnation,
-// expected_generation, and promoted_player_id values."
+// Once the relay has seen its host go, the current client credential is
+// all a claim needs to recover the room; every claim still names the
+// exact claim id, incarnation, expected generation and promoted player.
 func TestMigrationCrashRecoveryNeedsOnlyTheClientCredential(t *testing.T) {
 	m := newMigRoom(t, "crash", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
@@ -216,11 +214,11 @@ func TestMigrationCrashRecoveryNeedsOnlyTheClientCredential(t *testing.T) {
 	}
 }
 
-// "A successful claim atomically consumes the grant, increments the
-// generation, rotates the host credential and fencing token, records the
-// promoted player, starts the fixed activation lease, and closes every
-// old-generation relay socket." "The response includes the new host
-// credential in secret, echoes claimId, and sets replayed to false."
+// A claim that wins does everything at once: it uses the grant up, moves
+// to the next generation with a new host credential and fencing token,
+// records the promoted player, starts the activation lease and closes the
+// older generation's sockets. Its answer carries the new host credential
+// as secret, the claim id back, and replayed false.
 func TestMigrationClaimCommits(t *testing.T) {
 	m := newMigRoom(t, "commit", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
@@ -255,13 +253,12 @@ func TestMigrationClaimCommits(t *testing.T) {
 	wantErr(t, "current with the old host credential", e, wire.ErrInvalidCredential)
 }
 
-// Replays: "repeating the exact claim ID, pre-claim incarnation and
-// generation, and promoted player returns the same committed host
-// credential and state with replayed: true while the fixed activation
-// lease is still pending, or after that host has activated. ... Once an
-// unactivated lease expires, replay returns retryable
-// host_activation_expired ... Reusing the same claim ID for a different
-// tuple returns migration_claim_id_conflict."
+// Replays: the same claim again (claim id, the incarnation and generation
+// it started from, promoted player) answers the credential and state it
+// committed, replayed true, while its lease runs or once its host has
+// activated; after a lease that expired unactivated it answers the
+// retryable host_activation_expired; the same claim id with any other
+// values is migration_claim_id_conflict.
 func TestMigrationClaimReplayMatrix(t *testing.T) {
 	t.Run("pending", func(t *testing.T) {
 		m := newVacantRoom(t, "replay-pending", Options{})
@@ -307,9 +304,9 @@ func TestMigrationClaimReplayMatrix(t *testing.T) {
 	})
 }
 
-// "promoted_player_id must be the canonical invariant decimal
-// representation of a nonzero unsigned 64-bit PurrNet player ID (no sign,
-// whitespace, or leading zeroes)."
+// promoted_player_id is a PurrNet player id written one way only: a
+// nonzero unsigned 64-bit number in plain decimal, with no sign, spaces or
+// leading zeros.
 func TestMigrationPromotedPlayerIDCanonical(t *testing.T) {
 	m := newVacantRoom(t, "pid", Options{})
 	// (Surrounding whitespace never reaches a handler: net/http trims it;
@@ -329,12 +326,11 @@ func TestMigrationPromotedPlayerIDCanonical(t *testing.T) {
 	}
 }
 
-// "A claim starts one fixed 60-second activation lease ... Host socket
-// authentication is provisional and does not reset the deadline" and
-// "Neither host authentication nor a claim replay extends the lease".
-// "If readiness is not activated before the deadline, a peer can advance
-// the generation and elect another host, atomically fencing the
-// provisional socket and its expired credential."
+// A claim starts one activation lease of a fixed 60 s. The new host's
+// socket authenticating (only provisionally) does not move its deadline,
+// and neither does a replay of the claim. A host not activated by then
+// can be replaced: a peer claims the next generation, which fences the
+// provisional socket and its expired credential in the same step.
 func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	m := newVacantRoom(t, "lease", Options{ActivationLease: 10 * time.Second})
 	c := m.mustClaim("c1", 0, "3", "")
@@ -379,14 +375,13 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	}
 }
 
-// Activation: "The relay verifies the exact current claim, the
-// provisional host socket, and the unexpired lease ... Repeating the
-// exact activation is idempotent. A stale or superseded activation cannot
-// revive an older generation. host_not_connected is retryable only before
-// the one-use host credential is consumed; if that authenticated
-// provisional socket is later lost, activation returns terminal
-// host_connection_lost and the room retains its committed generation in
-// vacant phase so peers can make a fresh claim."
+// Activation checks the current claim exactly, the provisional host
+// socket and the lease still running. The same activation again changes
+// nothing; an old or overtaken one cannot bring back an earlier
+// generation. host_not_connected is retryable only until the one-use host
+// credential has been used; if the provisional socket that used it then
+// goes, activation fails for good with host_connection_lost and the room
+// keeps its committed generation, vacant, for a fresh claim.
 func TestMigrationActivateRules(t *testing.T) {
 	m := newVacantRoom(t, "act", Options{})
 	c := m.mustClaim("c1", 0, "3", "")
@@ -481,9 +476,9 @@ func TestMigrationActivateBodyIsWhatPurrNetValidates(t *testing.T) {
 	}
 }
 
-// "The relay validates the forwarded epoch and boot before every read or
-// mutation; a locally newer count revision is benign, but a future
-// revision or changed owner is rejected."
+// A forwarded call carries the room's epoch and boot, and the relay checks
+// them before it reads or changes anything: a count revision older than
+// its own is fine, a newer one or another owner is refused.
 func TestMigrationRouteSnapshotChecked(t *testing.T) {
 	m := newMigRoom(t, "route", Options{})
 	req := wire.MigrationRequest{Op: wire.OpCurrent, Secret: m.clientSecret}

@@ -8,11 +8,11 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// TestOutboxDropsAnEntryOnlyWhenAppliedAlreadyOrSuperseded guards the
-// seed's "Failed sends remain there and are retried on every registration
-// heartbeat; an entry is removed only after the balancer confirms it was
-// applied or safely ignored because that exact removal was already applied
-// or a newer room incarnation owns the name." A status the relay does not
+// TestOutboxDropsAnEntryOnlyWhenAppliedAlreadyOrSuperseded: a removal the
+// balancer did not take stays in the outbox and goes again with every
+// heartbeat, and leaves it only when the balancer says it applied it, had
+// already applied that very removal, or ignored it because a newer
+// incarnation holds the name. A status the relay does not
 // know confirms nothing: the entry stays and the same removal is sent again
 // on the next heartbeat, until one of the three confirming answers.
 func TestOutboxDropsAnEntryOnlyWhenAppliedAlreadyOrSuperseded(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// promoted_player_id: "the canonical invariant decimal representation of
-// a nonzero unsigned 64-bit PurrNet player ID (no sign, whitespace, or
-// leading zeroes)".
+// promoted_player_id is a PurrNet player id in its one spelling: a nonzero
+// unsigned 64-bit number in plain decimal, no sign, spaces or leading
+// zeros.
 func TestParsePlayerID(t *testing.T) {
 	for _, bad := range []string{"", "0", "-1", "+5", " 5", "5 ", "05", "00", "18446744073709551616",
 		"99999999999999999999", "1e3", "0x5", "5.0", "٥", "1_000"} {

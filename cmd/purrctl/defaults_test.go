@@ -31,11 +31,11 @@ func unsetenv(t *testing.T, name string) {
 	}
 }
 
-// TestSecretDefaultsToPURRNETOffFly guards the seed's "PurrBalancer and
-// every PurrLay relay use the same routing SECRET. Local and self-hosted
-// trusted-coop setups are zero-config and default to PURRNET; set SECRET on
-// both services to override it." and "The production Fly workflow still
-// requires an explicit shared value", for both services' commands.
+// TestSecretDefaultsToPURRNETOffFly: the balancer and its relays share one
+// routing SECRET. Off Fly (a local or self-hosted setup among friends) it
+// needs no setting and is PURRNET unless both services are given another;
+// the Fly deploy demands one set explicitly. Checked for both services'
+// commands.
 func TestSecretDefaultsToPURRNETOffFly(t *testing.T) {
 	for _, mk := range []func() *cli.Command{relayCommand, balancerCommand} {
 		name := mk().Name

@@ -124,8 +124,8 @@ func TestMigrationOldHostPacketAfterClaimDoesNotReachNewGeneration(t *testing.T)
 	}
 }
 
-// "Reusing the same claim ID for a different tuple returns
-// migration_claim_id_conflict", for a claim id of an earlier generation
+// A claim id used again with other values is migration_claim_id_conflict,
+// for a claim id of an earlier generation
 // too (the incarnation remembers its claims).
 func TestMigrationClaimIDReusedFromAnEarlierGenerationConflicts(t *testing.T) {
 	mc := newMigCore(t, "reuse")
