@@ -38,6 +38,22 @@ type mmsgs struct {
 	names []unix.RawSockaddrInet6
 }
 
+// call makes one recvmmsg or sendmmsg (trap) over the first n headers as a
+// raw system call (doc.go, System calls), again on EINTR; ok is false on
+// EAGAIN, for the runtime's poller to park the caller until it may retry.
+func (m *mmsgs) call(trap, fd uintptr, n int) (k int, errno syscall.Errno, ok bool) {
+	for {
+		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&m.hdrs[0])), uintptr(n), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, 0, false
+		}
+		return int(r), e, true
+	}
+}
+
 func newMmsgs(n int) mmsgs {
 	m := mmsgs{
 		hdrs:  make([]unix.Mmsghdr, n),
@@ -73,17 +89,9 @@ func (r *mmsgReader) recv(fd uintptr) bool {
 		r.hdrs[i].Hdr.Flags = 0
 		r.hdrs[i].Len = 0
 	}
-	for {
-		n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])), uintptr(len(r.hdrs)), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false // empty: park until readable
-		}
-		r.n, r.errno = int(n), e
-		return true
-	}
+	var ok bool
+	r.n, r.errno, ok = r.call(unix.SYS_RECVMMSG, fd, len(r.hdrs))
+	return ok // false: empty, park until readable
 }
 
 func (r *mmsgReader) read() (int, error) {

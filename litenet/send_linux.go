@@ -91,15 +91,7 @@ func (w *mmsgWriter) putAddr(i int, a netip.AddrPort) uint32 {
 }
 
 func (w *mmsgWriter) send(fd uintptr) bool {
-	for {
-		k, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.hdrs[0])), uintptr(w.n), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false // full: park until writable
-		}
-		w.k, w.errno = int(k), e
-		return true
-	}
+	var ok bool
+	w.k, w.errno, ok = w.call(unix.SYS_SENDMMSG, fd, w.n)
+	return ok // false: full, park until writable
 }
