@@ -110,7 +110,14 @@ func steadyAllocs(t *testing.T, cfg Config) {
 	for range 200 { // warm the pools
 		run()
 	}
-	if n := testing.AllocsPerRun(1000, run); n != 0 {
+	// The endpoint's own goroutines (its flusher, on the real clock) are
+	// counted too, and on a busy machine one of theirs can land in a
+	// window: an allocation on this path shows in every attempt.
+	n := testing.AllocsPerRun(1000, run)
+	for attempt := 1; attempt < 3 && n != 0; attempt++ {
+		n = min(n, testing.AllocsPerRun(1000, run))
+	}
+	if n != 0 {
 		t.Fatalf("%.2f allocations per datagram", n)
 	}
 	if cfg.BusyWait > 0 && held == 0 {
