@@ -117,11 +117,11 @@ type Peer struct {
 	wheelPrev, wheelNext *Peer
 	deadline             int64
 
-	// Pending-table links: guarded by the Endpoint's pendMu.
-	pendPrev, pendNext *Peer
-	srcPrev, srcNext   *Peer // the same, within the source address's list
-	pending            bool  // guarded by pendMu: counted in the pending table
-	pendListed         bool  // guarded by pendMu: in the unproven lists (evictable)
+	// Pending-table links (tables.go), guarded by the Endpoint's pendMu:
+	// in the table's list of unproven peers and in the source address's.
+	pendLinks, srcLinks peerLinks
+	pending             bool // guarded by pendMu: counted in the pending table
+	pendListed          bool // guarded by pendMu: in the unproven lists (evictable)
 
 	mu         lockrank.Mutex
 	state      peerState // guarded by mu

@@ -88,16 +88,53 @@ func (t *peerTable) all() []*Peer {
 // never keep out a client that proves it receives there. The peers'
 // pending fields are guarded by mu.
 type pendingTable struct {
-	mu         lockrank.Mutex
-	n          int
-	head, tail *Peer                      // unproven, oldest first
-	perIP      map[netip.Addr]*srcPending // guarded by mu
+	mu       lockrank.Mutex
+	n        int
+	unproven peerList                   // oldest first (Peer.pendLinks)
+	perIP    map[netip.Addr]*srcPending // guarded by mu
 }
 
 // srcPending is one source address's share of the pending table.
 type srcPending struct {
-	n          int32 // pending entries of the source, proven or not
-	head, tail *Peer // its unproven entries, oldest first
+	n        int32    // pending entries of the source, proven or not
+	unproven peerList // its unproven entries, oldest first (Peer.srcLinks)
+}
+
+// peerLinks are a peer's links in one peerList, an intrusive list of
+// peers; pendLink and srcLink pick which of its links a list uses.
+type peerLinks struct{ prev, next *Peer }
+
+type peerList struct{ head, tail *Peer }
+
+func pendLink(p *Peer) *peerLinks { return &p.pendLinks }
+func srcLink(p *Peer) *peerLinks  { return &p.srcLinks }
+
+// pushBack appends p, through its links picked by link.
+func (l *peerList) pushBack(p *Peer, link func(*Peer) *peerLinks) {
+	lk := link(p)
+	lk.prev, lk.next = l.tail, nil
+	if l.tail != nil {
+		link(l.tail).next = p
+	} else {
+		l.head = p
+	}
+	l.tail = p
+}
+
+// unlink takes p, which is in l, out of it.
+func (l *peerList) unlink(p *Peer, link func(*Peer) *peerLinks) {
+	lk := link(p)
+	if lk.prev != nil {
+		link(lk.prev).next = lk.next
+	} else {
+		l.head = lk.next
+	}
+	if lk.next != nil {
+		link(lk.next).prev = lk.prev
+	} else {
+		l.tail = lk.prev
+	}
+	lk.prev, lk.next = nil, nil
 }
 
 func (t *pendingTable) init() {
@@ -120,16 +157,16 @@ func (t *pendingTable) admit(p *Peer, max, perIP int, proven bool) (evicted *Pee
 	defer t.mu.Unlock()
 	ip := p.addr.Addr()
 	if src := t.perIP[ip]; src != nil && int(src.n) >= perIP {
-		if src.head == nil {
+		if src.unproven.head == nil {
 			return nil, false
 		}
-		evicted = src.head
+		evicted = src.unproven.head
 		t.removeLocked(evicted)
 	} else if t.n >= max {
-		if t.head == nil {
+		if t.unproven.head == nil {
 			return nil, false
 		}
-		evicted = t.head
+		evicted = t.unproven.head
 		t.removeLocked(evicted)
 	}
 	src := t.perIP[ip]
@@ -144,20 +181,8 @@ func (t *pendingTable) admit(p *Peer, max, perIP int, proven bool) (evicted *Pee
 		return evicted, true
 	}
 	p.pendListed = true
-	p.pendPrev, p.pendNext = t.tail, nil
-	if t.tail != nil {
-		t.tail.pendNext = p
-	} else {
-		t.head = p
-	}
-	t.tail = p
-	p.srcPrev, p.srcNext = src.tail, nil
-	if src.tail != nil {
-		src.tail.srcNext = p
-	} else {
-		src.head = p
-	}
-	src.tail = p
+	t.unproven.pushBack(p, pendLink)
+	src.unproven.pushBack(p, srcLink)
 	return evicted, true
 }
 
@@ -193,27 +218,11 @@ func (t *pendingTable) unlistLocked(p *Peer) {
 	if !p.pendListed {
 		return
 	}
-	if p.pendPrev != nil {
-		p.pendPrev.pendNext = p.pendNext
-	} else {
-		t.head = p.pendNext
-	}
-	if p.pendNext != nil {
-		p.pendNext.pendPrev = p.pendPrev
-	} else {
-		t.tail = p.pendPrev
-	}
+	t.unproven.unlink(p, pendLink)
 	if src := t.perIP[p.addr.Addr()]; src != nil {
-		if p.srcPrev != nil {
-			p.srcPrev.srcNext = p.srcNext
-		} else {
-			src.head = p.srcNext
-		}
-		if p.srcNext != nil {
-			p.srcNext.srcPrev = p.srcPrev
-		} else {
-			src.tail = p.srcPrev
-		}
+		src.unproven.unlink(p, srcLink)
+	} else {
+		p.srcLinks = peerLinks{}
 	}
-	p.pendPrev, p.pendNext, p.srcPrev, p.srcNext, p.pendListed = nil, nil, nil, nil, false
+	p.pendListed = false
 }
