@@ -25,7 +25,8 @@ type mmsgReader struct {
 	rc syscall.RawConn
 	mmsgs
 	bufs  [][]byte
-	n     int
+	n     int // datagrams the last call read
+	dirty int // headers the last call filled, to reset before the next
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // built once: a closure per call would allocate
 }
@@ -79,19 +80,27 @@ func newReader(c *net.UDPConn) (datagramReader, error) {
 		r.iovs[i].Base = &r.bufs[i][0]
 		r.iovs[i].SetLen(readBufSize)
 	}
+	r.dirty = readBatch // all of them, once
 	r.fn = r.recv
 	return r, nil
 }
 
+// recv makes one recvmmsg. Of a header's fields the kernel reads only the
+// name length, the size of the address buffer, and for each header it
+// fills writes back the length of the address it stored (16 bytes on an
+// IPv4 socket, 28 on an IPv6 or dual-stack one, which reports IPv4
+// senders v4-mapped), the flags and the datagram's length. So only the
+// headers the previous call filled (dirty) get their name length back,
+// and a socket read one datagram at a time (every client endpoint, a
+// relay at light load) resets one header a call, not readBatch.
 func (r *mmsgReader) recv(fd uintptr) bool {
-	for i := range r.hdrs {
+	for i := range r.dirty {
 		r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
-		r.hdrs[i].Hdr.Flags = 0
-		r.hdrs[i].Len = 0
 	}
 	var ok bool
 	r.n, r.errno, ok = r.call(unix.SYS_RECVMMSG, fd, len(r.hdrs))
-	return ok // false: empty, park until readable
+	r.dirty = max(r.n, 0) // -1 on an error, when none was filled
+	return ok             // false: empty, park until readable
 }
 
 func (r *mmsgReader) read() (int, error) {
