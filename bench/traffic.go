@@ -61,13 +61,19 @@ const (
 	crossingToClient
 )
 
-// receiver is one reading loop.
+// receiver is one connection's reading: a loop of its own calling recv
+// (pull), or the connection's own reader handing each message to got
+// (attach, push: the relay's UDP load, client.OnMessage), so that a
+// LiteNetLib peer's message costs one goroutine wake-up in the load, as
+// a plain socket's does in the echo's. Exactly one of recv and attach is
+// set.
 type receiver struct {
-	recv     func(buf []byte) ([]byte, error) // payload, or nil to skip
-	crossing int                              // static
+	recv     func(buf []byte) ([]byte, error)          // payload, or nil to skip
+	attach   func(got func(p []byte), end func(error)) // static
+	crossing int                                       // static
 
 	h                 histogram
-	msgs, bytes, errs int64 // owned by the loop
+	msgs, bytes, errs int64 // owned by the loop (pull) or the connection's reader (push)
 }
 
 func nowNS(base time.Time) int64 { return int64(time.Since(base)) }
@@ -113,12 +119,12 @@ func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
 			tr.addSender(make([]byte, tr.o.Size), 0, 1, func(f []byte) error { return cl.SendWith(ctx, d, f) })
 		}
 		h := r.host.host
-		tr.addReceiverOf(crossingToHost, func(buf []byte) ([]byte, error) {
-			ev, err := h.NextInto(ctx, buf)
-			if err != nil || ev.Type != wire.ToHostData {
-				return nil, err
-			}
-			return ev.Payload, nil
+		tr.addPushReceiver(crossingToHost, func(got func([]byte), end func(error)) {
+			h.OnEvent(func(ev client.Event, err error) {
+				if err == nil && ev.Type == wire.ToHostData {
+					got(ev.Payload)
+				}
+			}, end)
 		})
 	}
 	if fanOut {
@@ -131,7 +137,10 @@ func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
 			return h.SendOneWith(ctx, t, d, f)
 		})
 		for _, c := range r.clients {
-			tr.addReceiverOf(crossingToClient, clientRecv(c.cl, 0))
+			cl := c.cl
+			tr.addPushReceiver(crossingToClient, func(got func([]byte), end func(error)) {
+				cl.OnMessage(func(_ wire.Delivery, p []byte) { got(p) }, end)
+			})
 		}
 	}
 }
@@ -184,17 +193,26 @@ func (tr *traffic) addSender(frame []byte, off, peers int, send func([]byte) err
 }
 
 func (tr *traffic) addReceiver(recv func([]byte) ([]byte, error)) {
-	tr.addReceiverOf(crossingEcho, recv)
+	tr.recvs = append(tr.recvs, &receiver{recv: recv, crossing: crossingEcho})
 }
 
-func (tr *traffic) addReceiverOf(crossing int, recv func([]byte) ([]byte, error)) {
-	tr.recvs = append(tr.recvs, &receiver{recv: recv, crossing: crossing})
+// addPushReceiver adds a receiver whose connection hands it each message
+// (attach, called once by start).
+func (tr *traffic) addPushReceiver(crossing int, attach func(got func([]byte), end func(error))) {
+	tr.recvs = append(tr.recvs, &receiver{attach: attach, crossing: crossing})
 }
 
 // start runs every loop.
 func (tr *traffic) start() {
 	for _, r := range tr.recvs {
 		tr.wg.Add(1)
+		if r.attach != nil {
+			r.attach(func(p []byte) { tr.got(r, p) }, func(error) {
+				tr.ended(r)
+				tr.wg.Done()
+			})
+			continue
+		}
 		go tr.receive(r)
 	}
 	for _, s := range tr.senders {
@@ -209,27 +227,38 @@ func (tr *traffic) receive(r *receiver) {
 	for {
 		p, err := r.recv(buf)
 		if err != nil {
-			if tr.phase.Load() == phaseMeasuring {
-				r.errs++
-			}
+			tr.ended(r)
 			return
 		}
-		if len(p) < MinSize {
-			continue
-		}
-		idx := binary.LittleEndian.Uint32(p)
-		lat := nowNS(tr.base) - int64(binary.LittleEndian.Uint64(p[4:]))
-		if tr.phase.Load() == phaseMeasuring {
-			r.h.record(lat)
-			r.msgs++
-			r.bytes += int64(len(p))
-		}
-		if int(idx) < len(tr.senders) {
-			if c := tr.senders[idx].credits; c != nil {
-				select {
-				case c <- struct{}{}:
-				default:
-				}
+		tr.got(r, p)
+	}
+}
+
+// ended counts a connection that ended while the run was measuring.
+func (tr *traffic) ended(r *receiver) {
+	if tr.phase.Load() == phaseMeasuring {
+		r.errs++
+	}
+}
+
+// got times one received payload and gives its sender a credit back
+// (closed loop).
+func (tr *traffic) got(r *receiver, p []byte) {
+	if len(p) < MinSize {
+		return
+	}
+	idx := binary.LittleEndian.Uint32(p)
+	lat := nowNS(tr.base) - int64(binary.LittleEndian.Uint64(p[4:]))
+	if tr.phase.Load() == phaseMeasuring {
+		r.h.record(lat)
+		r.msgs++
+		r.bytes += int64(len(p))
+	}
+	if int(idx) < len(tr.senders) {
+		if c := tr.senders[idx].credits; c != nil {
+			select {
+			case c <- struct{}{}:
+			default:
 			}
 		}
 	}

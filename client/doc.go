@@ -61,11 +61,18 @@
 // reader (a reader far behind gets the connection dropped), and Close
 // disconnects once what was sent is acknowledged. Raw is WebSocket only.
 //
+// Client.OnMessage and Host.OnEvent (push.go) replace reading: every
+// message goes to a function instead, over UDP on the endpoint's reader
+// goroutine as the datagram is read, without the queue (the load of
+// `purrctl bench`, whose latency would otherwise include a hand-off the
+// echo's plain sockets do not make).
+//
 // # Concurrency
 //
 // Host, Client, Pipe and Raw follow coder/websocket's rules:
 //   - at most one goroutine reads at a time (Next, NextInto, Recv, RecvInto,
-//     Read, ReadRaw); reads by several goroutines are not ordered;
+//     Read, ReadRaw); reads by several goroutines are not ordered; after
+//     OnMessage or OnEvent, none does;
 //   - every write method (SendOne, Kick, KeepAlive, Send, WriteRaw,
 //     WriteBinary, WriteText) may be called concurrently with each other and
 //     with the reader;

@@ -47,6 +47,14 @@ type udpLink struct {
 	natSig chan struct{}       // cap 1: a NAT message arrived
 	gone   chan struct{}       // closed once the connection ended
 	ended  bool                // guarded by mu
+
+	// Push delivery (push.go). pushMu is held while a message or the end
+	// is handed to onMsg/onEnd, so the queue drained when push starts is
+	// handed over before anything the reader brings after; the reader
+	// takes it after mu, never under it.
+	pushMu sync.Mutex
+	onMsg  func(wire.Delivery, []byte) // guarded by mu: set once by push
+	onEnd  func(error)                 // guarded by mu: set once by push
 }
 
 type udpMsg struct {
@@ -112,6 +120,13 @@ func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
 		l.mu.Unlock()
 		return
 	}
+	if fn := l.onMsg; fn != nil {
+		l.mu.Unlock()
+		l.pushMu.Lock()
+		fn(delivery.Of(m), data)
+		l.pushMu.Unlock()
+		return
+	}
 	if len(l.q) >= udpQueueMax || l.qBytes+len(data) > udpQueueBytes {
 		l.mu.Unlock()
 		l.p.Close(false) // this side stopped reading: give up as a slow reader would be given up
@@ -127,12 +142,38 @@ func (l *udpLink) Flush(*litenet.Peer) bool { return false }
 
 func (l *udpLink) Disconnected(_ *litenet.Peer, why litenet.Reason) {
 	l.mu.Lock()
-	if !l.ended {
+	first := !l.ended
+	if first {
 		l.ended, l.why = true, why
 		close(l.gone)
 	}
+	end := l.onEnd
 	l.mu.Unlock()
 	l.signal()
+	if first && end != nil {
+		l.pushMu.Lock()
+		end(l.endErr())
+		l.pushMu.Unlock()
+	}
+}
+
+// push starts push delivery: what is queued is handed to fn first, then
+// each message as the endpoint's reader receives it (Receive); the end,
+// once, to end.
+func (l *udpLink) push(fn func(wire.Delivery, []byte), end func(error)) {
+	l.pushMu.Lock()
+	defer l.pushMu.Unlock()
+	l.mu.Lock()
+	q, ended := l.q, l.ended
+	l.q, l.qBytes = nil, 0
+	l.onMsg, l.onEnd = fn, end
+	l.mu.Unlock()
+	for _, m := range q {
+		fn(m.d, m.data)
+	}
+	if ended {
+		end(l.endErr())
+	}
 }
 
 func (l *udpLink) Nat(_ netip.AddrPort, n litenet.NatPacket) {
