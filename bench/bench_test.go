@@ -80,6 +80,10 @@ func TestRunWithBaseline(t *testing.T) {
 		t.Errorf("round trip p50 %v p99 %v (one crossing %v, %v), baseline %v, ratio %v", res.Relay.RTTP50us, res.Relay.RTTP99us,
 			res.Relay.P50us, res.Relay.P99us, res.Baseline.RTTP99us, res.RatioRTTP99)
 	}
+	// WebSocket has no arrival stamps: only read latencies.
+	if res.Relay.ArrivalP50us != 0 || res.Baseline.ArrivalP50us != 0 || res.RatioArrivalRTTP99 != 0 {
+		t.Errorf("arrival latencies over WebSocket: relay %v, baseline %v, ratio %v", res.Relay.ArrivalP50us, res.Baseline.ArrivalP50us, res.RatioArrivalRTTP99)
+	}
 	// Each direction's own p99: the one-crossing p99 lies between them.
 	lo, hi := min(res.Relay.ToHostP99us, res.Relay.ToClientP99us), max(res.Relay.ToHostP99us, res.Relay.ToClientP99us)
 	if lo <= 0 || res.Relay.P99us < lo || res.Relay.P99us > hi || hi > res.Relay.RTTP99us {

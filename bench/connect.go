@@ -245,7 +245,7 @@ const udpDialParallel = 32
 // capability's host at its udpPortV2.
 func dialOptions(o Options, d *dialer, url string) *client.DialOptions {
 	if o.Transport.UDP() {
-		return &client.DialOptions{Transport: o.Transport, UDPFlush: max(o.PeerFlush, 0)}
+		return &client.DialOptions{Transport: o.Transport, UDPFlush: max(o.PeerFlush, 0), UDPArrivals: true}
 	}
 	return &client.DialOptions{HTTPClient: d.next(), URL: url, NoSessionHint: url != ""}
 }

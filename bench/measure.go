@@ -116,12 +116,14 @@ func measure(ctx context.Context, o Options, t target) (*Side, error) {
 
 // summarize adds the loops' counters and latencies to s.
 func (tr *traffic) summarize(s *Side) {
-	var h histogram
-	var crossings [crossingToClient + 1]histogram
+	var h, ha histogram
+	var crossings, arrivals [crossingToClient + 1]histogram
 	var bytes int64
 	for _, r := range tr.recvs {
 		h.merge(&r.h)
 		crossings[r.crossing].merge(&r.h)
+		ha.merge(&r.ha)
+		arrivals[r.crossing].merge(&r.ha)
 		s.Messages += r.msgs
 		bytes += r.bytes
 		s.Errors += r.errs
@@ -144,6 +146,13 @@ func (tr *traffic) summarize(s *Side) {
 		rt := toHost.convolve(toClient)
 		s.RTTP50us, s.RTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
 		s.ToHostP99us, s.ToClientP99us = us(toHost.quantile(0.99)), us(toClient.quantile(0.99))
+	}
+	if ha.n > 0 {
+		s.ArrivalP50us, s.ArrivalP99us = us(ha.quantile(0.5)), us(ha.quantile(0.99))
+	}
+	if toHost, toClient := &arrivals[crossingToHost], &arrivals[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
+		rt := toHost.convolve(toClient)
+		s.ArrivalRTTP50us, s.ArrivalRTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
 	}
 }
 

@@ -40,6 +40,10 @@ type Result struct {
 	// (its round trip, one crossing): under 2, a game's round trip through
 	// the relay takes less than twice what one through the echo does.
 	RatioRTTP99 float64 `json:"ratio_rtt_p99,omitempty"`
+	// RatioArrivalRTTP99 is RatioRTTP99 from the kernel's arrival stamps
+	// (Side.ArrivalRTTP99us over the baseline's ArrivalP99us): the load
+	// generator's scheduling left out of both.
+	RatioArrivalRTTP99 float64 `json:"ratio_arrival_rtt_p99,omitempty"`
 	// RatioRSSPerConn is relay/baseline memory per connection.
 	RatioRSSPerConn float64 `json:"ratio_rss_per_conn,omitempty"`
 	// Runs holds every repetition when Repeat > 1 (Relay and Baseline are
@@ -98,10 +102,19 @@ type Side struct {
 	// own p99s (a client's message to its host; the host's to a client).
 	ToHostP99us   float64 `json:"to_host_p99_us,omitempty"`
 	ToClientP99us float64 `json:"to_client_p99_us,omitempty"`
-	MaxUs         float64 `json:"max_us"`
-	Sent          int64   `json:"sent,omitempty"`          // sent in the measured window
-	Errors        int64   `json:"errors,omitempty"`        // send or receive errors in the window
-	CreditStalls  int64   `json:"credit_stalls,omitempty"` // closed-loop credits given back after a loss
+	// ArrivalP50us... are the same latencies ending where the kernel
+	// stamped each datagram's arrival on the load's socket instead of
+	// where the load's goroutine read it (UDP, Linux): the server and the
+	// network without the load generator's own scheduling, which a busy
+	// load adds to every message it reads. Zero where there are no stamps.
+	ArrivalP50us    float64 `json:"arrival_p50_us,omitempty"`
+	ArrivalP99us    float64 `json:"arrival_p99_us,omitempty"`
+	ArrivalRTTP50us float64 `json:"arrival_rtt_p50_us,omitempty"`
+	ArrivalRTTP99us float64 `json:"arrival_rtt_p99_us,omitempty"`
+	MaxUs           float64 `json:"max_us"`
+	Sent            int64   `json:"sent,omitempty"`          // sent in the measured window
+	Errors          int64   `json:"errors,omitempty"`        // send or receive errors in the window
+	CreditStalls    int64   `json:"credit_stalls,omitempty"` // closed-loop credits given back after a loss
 
 	CPUSeconds  float64 `json:"cpu_seconds"`
 	CPUCores    float64 `json:"cpu_cores"` // cpu_seconds / seconds
@@ -208,6 +221,7 @@ func (r *Result) computeRatios() {
 	r.RatioP99 = ratio(a.P99us, b.P99us)
 	if b.RTTP99us == 0 { // an echo, whose message is its round trip
 		r.RatioRTTP99 = ratio(a.RTTP99us, b.P99us)
+		r.RatioArrivalRTTP99 = ratio(a.ArrivalRTTP99us, b.ArrivalP99us)
 	}
 	r.RatioRSSPerConn = ratio(a.RSSPerConnBytes, b.RSSPerConnBytes)
 }
@@ -273,6 +287,10 @@ func medianSide(sides []*Side) *Side {
 	m.RTTP99us = med(func(s *Side) float64 { return s.RTTP99us })
 	m.ToHostP99us = med(func(s *Side) float64 { return s.ToHostP99us })
 	m.ToClientP99us = med(func(s *Side) float64 { return s.ToClientP99us })
+	m.ArrivalP50us = med(func(s *Side) float64 { return s.ArrivalP50us })
+	m.ArrivalP99us = med(func(s *Side) float64 { return s.ArrivalP99us })
+	m.ArrivalRTTP50us = med(func(s *Side) float64 { return s.ArrivalRTTP50us })
+	m.ArrivalRTTP99us = med(func(s *Side) float64 { return s.ArrivalRTTP99us })
 	m.MaxUs = med(func(s *Side) float64 { return s.MaxUs })
 	m.CPUSeconds = med(func(s *Side) float64 { return s.CPUSeconds })
 	m.CPUCores = med(func(s *Side) float64 { return s.CPUCores })

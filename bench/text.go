@@ -54,6 +54,13 @@ func (r *Result) WriteText(w io.Writer) {
 		if sd.RTTP99us > 0 {
 			fmt.Fprintf(w, "          (a round trip through it, client to host and back, p50 %.0f us, p99 %.0f us: the two directions' latencies as independent crossings)\n", sd.RTTP50us, sd.RTTP99us)
 		}
+		if sd.ArrivalP99us > 0 {
+			fmt.Fprintf(w, "          (to the kernel's arrival stamp on the load's socket, before the load read it: p50 %.0f us, p99 %.0f us", sd.ArrivalP50us, sd.ArrivalP99us)
+			if sd.ArrivalRTTP99us > 0 {
+				fmt.Fprintf(w, "; a round trip p50 %.0f us, p99 %.0f us", sd.ArrivalRTTP50us, sd.ArrivalRTTP99us)
+			}
+			fmt.Fprintln(w, ")")
+		}
 		if sd.Errors > 0 || sd.CreditStalls > 0 {
 			fmt.Fprintf(w, "          (%d errors, %d lost-message stalls)\n", sd.Errors, sd.CreditStalls)
 		}
@@ -74,6 +81,9 @@ func (r *Result) WriteText(w io.Writer) {
 			names, r.RatioMsgs, r.RatioCPU, r.RatioP99, r.RatioRSSPerConn)
 		if r.RatioRTTP99 > 0 {
 			fmt.Fprintf(w, "relay round trip p99 / baseline p99 (two crossings against one): %.3f\n", r.RatioRTTP99)
+		}
+		if r.RatioArrivalRTTP99 > 0 {
+			fmt.Fprintf(w, "the same to the kernel's arrival stamps (the load's own scheduling left out): %.3f\n", r.RatioArrivalRTTP99)
 		}
 	}
 }

@@ -67,13 +67,18 @@ const (
 // LiteNetLib peer's message costs one goroutine wake-up in the load, as
 // a plain socket's does in the echo's. Exactly one of recv and attach is
 // set.
+//
+// A receiver also times each message from the kernel's arrival stamp of
+// its datagram (internal/arrival), when the transport has one (UDP on
+// Linux): that latency leaves out the load's own scheduling, which a busy
+// load generator adds to every message it reads (ha).
 type receiver struct {
-	recv     func(buf []byte) ([]byte, error)          // payload, or nil to skip
-	attach   func(got func(p []byte), end func(error)) // static
-	crossing int                                       // static
+	recv     func(buf []byte) ([]byte, time.Time, error)             // payload (nil to skip) and its arrival stamp
+	attach   func(got func(p []byte, at time.Time), end func(error)) // static
+	crossing int                                                     // static
 
-	h                 histogram
-	msgs, bytes, errs int64 // owned by the loop (pull) or the connection's reader (push)
+	h, ha             histogram // as the load read it; as the kernel stamped it
+	msgs, bytes, errs int64     // owned by the loop (pull) or the connection's reader (push)
 }
 
 func nowNS(base time.Time) int64 { return int64(time.Since(base)) }
@@ -119,10 +124,10 @@ func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
 			tr.addSender(make([]byte, tr.o.Size), 0, 1, func(f []byte) error { return cl.SendWith(ctx, d, f) })
 		}
 		h := r.host.host
-		tr.addPushReceiver(crossingToHost, func(got func([]byte), end func(error)) {
+		tr.addPushReceiver(crossingToHost, func(got func([]byte, time.Time), end func(error)) {
 			h.OnEvent(func(ev client.Event, err error) {
 				if err == nil && ev.Type == wire.ToHostData {
-					got(ev.Payload)
+					got(ev.Payload, ev.Arrival)
 				}
 			}, end)
 		})
@@ -138,8 +143,8 @@ func (tr *traffic) addRelay(r *room, fanIn, fanOut bool) {
 		})
 		for _, c := range r.clients {
 			cl := c.cl
-			tr.addPushReceiver(crossingToClient, func(got func([]byte), end func(error)) {
-				cl.OnMessage(func(_ wire.Delivery, p []byte) { got(p) }, end)
+			tr.addPushReceiver(crossingToClient, func(got func([]byte, time.Time), end func(error)) {
+				cl.OnMessage(func(_ wire.Delivery, p []byte, at time.Time) { got(p, at) }, end)
 			})
 		}
 	}
@@ -163,14 +168,14 @@ func (tr *traffic) addEcho(r *room, fanIn, fanOut bool) {
 	}
 }
 
-func clientRecv(cl *client.Client, skip int) func([]byte) ([]byte, error) {
+func clientRecv(cl *client.Client, skip int) func([]byte) ([]byte, time.Time, error) {
 	ctx := context.Background()
-	return func(buf []byte) ([]byte, error) {
+	return func(buf []byte) ([]byte, time.Time, error) {
 		n, err := cl.RecvInto(ctx, buf)
 		if err != nil || n < skip {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		return buf[skip:n], nil
+		return buf[skip:n], time.Time{}, nil
 	}
 }
 
@@ -192,13 +197,13 @@ func (tr *traffic) addSender(frame []byte, off, peers int, send func([]byte) err
 	tr.senders = append(tr.senders, s)
 }
 
-func (tr *traffic) addReceiver(recv func([]byte) ([]byte, error)) {
+func (tr *traffic) addReceiver(recv func([]byte) ([]byte, time.Time, error)) {
 	tr.recvs = append(tr.recvs, &receiver{recv: recv, crossing: crossingEcho})
 }
 
 // addPushReceiver adds a receiver whose connection hands it each message
 // (attach, called once by start).
-func (tr *traffic) addPushReceiver(crossing int, attach func(got func([]byte), end func(error))) {
+func (tr *traffic) addPushReceiver(crossing int, attach func(got func([]byte, time.Time), end func(error))) {
 	tr.recvs = append(tr.recvs, &receiver{attach: attach, crossing: crossing})
 }
 
@@ -207,7 +212,7 @@ func (tr *traffic) start() {
 	for _, r := range tr.recvs {
 		tr.wg.Add(1)
 		if r.attach != nil {
-			r.attach(func(p []byte) { tr.got(r, p) }, func(error) {
+			r.attach(func(p []byte, at time.Time) { tr.got(r, p, at) }, func(error) {
 				tr.ended(r)
 				tr.wg.Done()
 			})
@@ -225,12 +230,12 @@ func (tr *traffic) receive(r *receiver) {
 	defer tr.wg.Done()
 	buf := make([]byte, client.ReadLimit)
 	for {
-		p, err := r.recv(buf)
+		p, at, err := r.recv(buf)
 		if err != nil {
 			tr.ended(r)
 			return
 		}
-		tr.got(r, p)
+		tr.got(r, p, at)
 	}
 }
 
@@ -241,16 +246,23 @@ func (tr *traffic) ended(r *receiver) {
 	}
 }
 
-// got times one received payload and gives its sender a credit back
-// (closed loop).
-func (tr *traffic) got(r *receiver, p []byte) {
+// got times one received payload (and from at, its arrival stamp, if it
+// has one) and gives its sender a credit back (closed loop). A stamp is
+// wall-clock time, a payload's send time monotonic since base: at.Sub
+// takes the stamp's distance from base's wall clock, which moves with
+// the monotonic one but for clock adjustments, nanoseconds a second.
+func (tr *traffic) got(r *receiver, p []byte, at time.Time) {
 	if len(p) < MinSize {
 		return
 	}
 	idx := binary.LittleEndian.Uint32(p)
-	lat := nowNS(tr.base) - int64(binary.LittleEndian.Uint64(p[4:]))
+	sent := int64(binary.LittleEndian.Uint64(p[4:]))
+	lat := nowNS(tr.base) - sent
 	if tr.phase.Load() == phaseMeasuring {
 		r.h.record(lat)
+		if !at.IsZero() {
+			r.ha.record(int64(at.Sub(tr.base)) - sent)
+		}
 		r.msgs++
 		r.bytes += int64(len(p))
 	}

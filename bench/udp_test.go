@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -74,6 +75,19 @@ func TestRunUDPWithBaseline(t *testing.T) {
 	}
 	if res.Baseline.Server != "echo" {
 		t.Errorf("baseline server %q", res.Baseline.Server)
+	}
+	// The kernel's arrival stamps (Linux): every message's arrives before
+	// the load reads it, so each quantile is at most the read one's; the
+	// relay's round trip and its ratio come from them too.
+	if runtime.GOOS == "linux" {
+		for _, s := range []*Side{res.Relay, res.Baseline} {
+			if s.ArrivalP50us <= 0 || s.ArrivalP50us > s.P50us || s.ArrivalP99us < s.ArrivalP50us || s.ArrivalP99us > s.P99us {
+				t.Errorf("%s arrival p50 %v p99 %v against read p50 %v p99 %v", s.Server, s.ArrivalP50us, s.ArrivalP99us, s.P50us, s.P99us)
+			}
+		}
+		if r := res.Relay; r.ArrivalRTTP50us <= 0 || r.ArrivalRTTP50us > r.RTTP50us || r.ArrivalRTTP99us > r.RTTP99us || res.RatioArrivalRTTP99 <= 0 {
+			t.Errorf("relay arrival round trip p50 %v p99 %v against read %v %v, ratio %v", r.ArrivalRTTP50us, r.ArrivalRTTP99us, r.RTTP50us, r.RTTP99us, res.RatioArrivalRTTP99)
+		}
 	}
 }
 

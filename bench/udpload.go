@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
+	"github.com/purrfly/purrfly/internal/arrival"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -13,7 +15,9 @@ import (
 // LiteNetLib client has its own), connected to the echo server. A message
 // is one datagram: the payload behind the bytes LiteNetLib and PurrNet
 // put before it on the way into the relay (udpEchoFrame), so datagrams
-// are as long as the relay's, sent and read back on the same socket.
+// are as long as the relay's, sent and read back on the same socket. The
+// kernel stamps each datagram's arrival, as on the relay load's LiteNetLib
+// sockets (client.DialOptions.UDPArrivals), where the system has stamps.
 
 // dialUDPEcho opens one baseline connection.
 func dialUDPEcho(to netip.AddrPort) (*net.UDPConn, error) {
@@ -23,6 +27,9 @@ func dialUDPEcho(to netip.AddrPort) (*net.UDPConn, error) {
 	}
 	_ = c.SetReadBuffer(udpSocketBuffer)
 	_ = c.SetWriteBuffer(udpSocketBuffer)
+	if rc, err := c.SyscallConn(); err == nil {
+		_ = arrival.Enable(rc) // none where unsupported: the run reports read latencies only
+	}
 	return c, nil
 }
 
@@ -82,13 +89,18 @@ func (tr *traffic) addUDPEcho(r *room, fanIn, fanOut bool) {
 }
 
 // udpRecv reads one echoed datagram and returns its payload (nil for one
-// shorter than the header).
-func udpRecv(u *net.UDPConn, skip int) func([]byte) ([]byte, error) {
-	return func(buf []byte) ([]byte, error) {
-		n, err := u.Read(buf)
+// shorter than the header) and its arrival stamp, if it has one.
+func udpRecv(u *net.UDPConn, skip int) func([]byte) ([]byte, time.Time, error) {
+	oob := make([]byte, arrival.Space)
+	return func(buf []byte) ([]byte, time.Time, error) {
+		n, oobn, _, _, err := u.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil || n < skip {
-			return nil, err
+			return nil, time.Time{}, err
 		}
-		return buf[skip:n], nil
+		var at time.Time
+		if ns := arrival.Parse(oob[:oobn]); ns != 0 {
+			at = time.Unix(0, ns)
+		}
+		return buf[skip:n], at, nil
 	}
 }

@@ -95,6 +95,10 @@ type DialOptions struct {
 	// leave merged in one datagram, as PurrNet's client sends once per
 	// network tick (LiteNetLib in manual mode). Zero sends at once.
 	UDPFlush time.Duration
+	// UDPArrivals has the kernel stamp each datagram's arrival (Linux), for
+	// the arrival times OnMessage and OnEvent hand over: a load generator
+	// times the relay without its own scheduling (purrctl bench).
+	UDPArrivals bool
 }
 
 // RelayURL returns the WebSocket URL PurrNet connects to for a capability:
@@ -253,7 +257,7 @@ func dialLink(ctx context.Context, c wire.Capability, room string, auth []byte, 
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("failed to connect: %w", err)
 	}
-	l, err := dialUDP(ctx, to, opts.Transport, opts.UDPFlush)
+	l, err := dialUDP(ctx, to, opts.Transport, opts.UDPFlush, opts.UDPArrivals)
 	if err != nil {
 		return nil, nil, "", err
 	}

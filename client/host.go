@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/wire"
@@ -176,7 +177,10 @@ type Event struct {
 	Payload []byte
 	// Delivery is the method the packet came with (UDP).
 	Delivery wire.Delivery
-	ids      []byte // Connected: 4 bytes per id
+	// Arrival is when the kernel received the datagram that delivered the
+	// packet (OnEvent with DialOptions.UDPArrivals; else zero).
+	Arrival time.Time
+	ids     []byte // Connected: 4 bytes per id
 }
 
 // Count returns the number of client ids the event carries.

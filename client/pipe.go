@@ -49,7 +49,7 @@ func dialPipeUDP(ctx context.Context, addr string, tr Transport) (link, []byte, 
 	}
 	ctx, cancel := dialContext(ctx)
 	defer cancel()
-	u, err := dialUDP(ctx, to, tr, 0)
+	u, err := dialUDP(ctx, to, tr, 0, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/purrfly/purrfly/wire"
 )
@@ -23,26 +24,29 @@ import (
 // order, instead of Recv: messages already queued first, then each as it
 // arrives. fn runs on the connection's reader (over UDP, the endpoint's
 // one goroutine for this connection), so it must return quickly and must
-// not keep msg, which is reused once it returns. When the connection
-// ends, end is called once with the reason (after the last fn). Recv and
-// its kin must not be called once OnMessage has been.
-func (c *Client) OnMessage(fn func(d wire.Delivery, msg []byte), end func(error)) {
+// not keep msg, which is reused once it returns. arrival is when the
+// kernel received the datagram that delivered msg, with
+// DialOptions.UDPArrivals on Linux; else the zero time. When the
+// connection ends, end is called once with the reason (after the last
+// fn). Recv and its kin must not be called once OnMessage has been.
+func (c *Client) OnMessage(fn func(d wire.Delivery, msg []byte, arrival time.Time), end func(error)) {
 	pushTo(c.l, fn, end)
 }
 
 // OnEvent is Next's push form, OnMessage for a host: each relay -> host
 // packet is decoded (ParseEvent) and handed to fn with the decoding's
-// error. The Event aliases a buffer that is reused once fn returns.
+// error, its Arrival set as OnMessage's arrival. The Event aliases a
+// buffer that is reused once fn returns.
 func (h *Host) OnEvent(fn func(Event, error), end func(error)) {
-	pushTo(h.l, func(d wire.Delivery, b []byte) {
+	pushTo(h.l, func(d wire.Delivery, b []byte, at time.Time) {
 		e, err := ParseEvent(b)
-		e.Delivery = d
+		e.Delivery, e.Arrival = d, at
 		fn(e, err)
 	}, end)
 }
 
 // pushTo starts push delivery on l.
-func pushTo(l link, fn func(wire.Delivery, []byte), end func(error)) {
+func pushTo(l link, fn func(wire.Delivery, []byte, time.Time), end func(error)) {
 	if u, ok := l.(*udpLink); ok {
 		u.push(fn, end)
 		return
@@ -55,7 +59,7 @@ func pushTo(l link, fn func(wire.Delivery, []byte), end func(error)) {
 				end(fmt.Errorf("failed to read from relay: %w", err))
 				return
 			}
-			fn(d, buf[:n])
+			fn(d, buf[:n], time.Time{})
 		}
 	}()
 }

@@ -53,13 +53,14 @@ type udpLink struct {
 	// handed over before anything the reader brings after; the reader
 	// takes it after mu, never under it.
 	pushMu sync.Mutex
-	onMsg  func(wire.Delivery, []byte) // guarded by mu: set once by push
-	onEnd  func(error)                 // guarded by mu: set once by push
+	onMsg  func(wire.Delivery, []byte, time.Time) // guarded by mu: set once by push
+	onEnd  func(error)                            // guarded by mu: set once by push
 }
 
 type udpMsg struct {
 	d    wire.Delivery
 	data []byte
+	at   time.Time // the datagram's arrival (DialOptions.UDPArrivals)
 }
 
 // udpTarget is the relay's UDP address for a capability: the first IPv4
@@ -93,7 +94,7 @@ func udpTarget(ctx context.Context, c wire.Capability, opts *DialOptions) (netip
 // dialUDP connects over LiteNetLib (tr: 2.x or 1.x) with key "PurrNet",
 // set up as PurrTransport sets its client up (ping every 900 ms, 5 s
 // timeout).
-func dialUDP(ctx context.Context, to netip.AddrPort, tr Transport, flush time.Duration) (*udpLink, error) {
+func dialUDP(ctx context.Context, to netip.AddrPort, tr Transport, flush time.Duration, arrivals bool) (*udpLink, error) {
 	l := &udpLink{tr: tr, notify: make(chan struct{}, 1), natSig: make(chan struct{}, 1), gone: make(chan struct{})}
 	ep, p, err := litenet.Dial(ctx, to, "PurrNet", litenet.Config{
 		Version:           tr.version(),
@@ -102,6 +103,7 @@ func dialUDP(ctx context.Context, to netip.AddrPort, tr Transport, flush time.Du
 		DisconnectTimeout: udpTimeout,
 		FlushDelay:        flush,
 		SendFlushes:       flush == 0, // at once: on the sender's goroutine
+		Arrivals:          arrivals,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to connect to relay udp://%s: %w", to, err)
@@ -114,7 +116,7 @@ func dialUDP(ctx context.Context, to netip.AddrPort, tr Transport, flush time.Du
 
 func (l *udpLink) Connected(*litenet.Peer) bool { return true }
 
-func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
+func (l *udpLink) Receive(p *litenet.Peer, m litenet.Method, data []byte) {
 	l.mu.Lock()
 	if l.ended {
 		l.mu.Unlock()
@@ -123,7 +125,7 @@ func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
 	if fn := l.onMsg; fn != nil {
 		l.mu.Unlock()
 		l.pushMu.Lock()
-		fn(delivery.Of(m), data)
+		fn(delivery.Of(m), data, p.Arrival())
 		l.pushMu.Unlock()
 		return
 	}
@@ -132,7 +134,7 @@ func (l *udpLink) Receive(_ *litenet.Peer, m litenet.Method, data []byte) {
 		l.p.Close(false) // this side stopped reading: give up as a slow reader would be given up
 		return
 	}
-	l.q = append(l.q, udpMsg{d: delivery.Of(m), data: append([]byte(nil), data...)})
+	l.q = append(l.q, udpMsg{d: delivery.Of(m), data: append([]byte(nil), data...), at: p.Arrival()})
 	l.qBytes += len(data)
 	l.mu.Unlock()
 	l.signal()
@@ -160,7 +162,7 @@ func (l *udpLink) Disconnected(_ *litenet.Peer, why litenet.Reason) {
 // push starts push delivery: what is queued is handed to fn first, then
 // each message as the endpoint's reader receives it (Receive); the end,
 // once, to end.
-func (l *udpLink) push(fn func(wire.Delivery, []byte), end func(error)) {
+func (l *udpLink) push(fn func(wire.Delivery, []byte, time.Time), end func(error)) {
 	l.pushMu.Lock()
 	defer l.pushMu.Unlock()
 	l.mu.Lock()
@@ -169,7 +171,7 @@ func (l *udpLink) push(fn func(wire.Delivery, []byte), end func(error)) {
 	l.onMsg, l.onEnd = fn, end
 	l.mu.Unlock()
 	for _, m := range q {
-		fn(m.d, m.data)
+		fn(m.d, m.data, m.at)
 	}
 	if ended {
 		end(l.endErr())

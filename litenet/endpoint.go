@@ -74,6 +74,11 @@ type Config struct {
 	// merged. Zero: no peer waits. Either way an ack with nothing to ride
 	// with waits up to a Tick for company, as with a FlushDelay.
 	BusyWait time.Duration
+	// Arrivals has the kernel stamp each datagram's arrival on the socket
+	// (SO_TIMESTAMPNS, Linux), for Peer.Arrival: a load generator times
+	// the network and the server it measures without its own scheduling
+	// (purrctl bench). Elsewhere, or off, Arrival is the zero time.
+	Arrivals bool
 
 	MaxPeers        int           // connections at once (pending included)
 	MaxPending      int           // accepted but not confirmed (Peer.Confirm) connections
@@ -241,7 +246,7 @@ func newEndpoint(cfg Config) (*Endpoint, error) {
 func (e *Endpoint) addSocket(c *net.UDPConn) error {
 	_ = c.SetReadBuffer(4 << 20)
 	_ = c.SetWriteBuffer(4 << 20)
-	rd, err := newReader(c)
+	rd, err := newReader(c, e.cfg.Arrivals)
 	if err != nil {
 		return fmt.Errorf("failed to set up the UDP reader: %w", err)
 	}

@@ -21,6 +21,7 @@ type event struct {
 	why  Reason
 	from netip.AddrPort
 	nat  NatPacket
+	at   time.Time // recv: Peer.Arrival during Receive
 }
 
 // recorder is a Handler that records every event on a channel (copying
@@ -49,7 +50,7 @@ func (r *recorder) Receive(p *Peer, m Method, data []byte) {
 	if r.echo {
 		_ = p.Send(m, data)
 	}
-	r.events <- event{kind: "recv", p: p, m: m, data: append([]byte(nil), data...)}
+	r.events <- event{kind: "recv", p: p, m: m, data: append([]byte(nil), data...), at: p.Arrival()}
 }
 
 func (r *recorder) Flush(*Peer) bool { return false }

@@ -171,6 +171,18 @@ type Peer struct {
 // Addr is the peer's address.
 func (p *Peer) Addr() netip.AddrPort { return p.addr }
 
+// Arrival is, during the Handler's Receive, when the kernel received the
+// datagram that brought the message (Config.Arrivals, Linux; every
+// message of a merged datagram has the same), else the zero time. Only
+// Receive may call it: the reader delivers, and the next datagram
+// changes it.
+func (p *Peer) Arrival() time.Time {
+	if ns := p.s.arrival; ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
 // RTT is the average round-trip time measured by pings.
 func (p *Peer) RTT() time.Duration {
 	p.mu.Lock()

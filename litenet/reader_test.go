@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // The socket's reader sets its message headers up once and reuses them
@@ -12,8 +14,19 @@ import (
 // turn through the same header with their own addresses; a datagram too
 // long for the buffer is reported truncated without marking the next one
 // read into the same header; a read of several after reads of one
-// reports each of them.
+// reports each of them. With arrival stamps each datagram read has its
+// own, taken between its write and the read.
 func TestReaderReusesItsHeaders(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testReaderReusesItsHeaders(t, false) })
+	t.Run("arrival stamps", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("arrival stamps are Linux's")
+		}
+		testReaderReusesItsHeaders(t, true)
+	})
+}
+
+func testReaderReusesItsHeaders(t *testing.T, arrivals bool) {
 	srv, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6unspecified})
 	if err != nil {
 		t.Skipf("no dual-stack socket: %v", err)
@@ -30,7 +43,7 @@ func TestReaderReusesItsHeaders(t *testing.T) {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	defer v6.Close()
-	rd, err := newReader(srv)
+	rd, err := newReader(srv, arrivals)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,14 +55,22 @@ func TestReaderReusesItsHeaders(t *testing.T) {
 	// returns, so a read after the writes finds all of them.
 	read := func(want ...dgram) {
 		t.Helper()
+		before := time.Now().UnixNano()
 		for _, w := range want {
 			if _, err := w.from.Write(w.b); err != nil {
 				t.Fatal(err)
 			}
 		}
 		n, err := rd.read()
+		after := time.Now().UnixNano()
 		if err != nil || n != len(want) {
 			t.Fatalf("read %d datagrams (%v), want %d", n, err, len(want))
+		}
+		for i := range n {
+			at := rd.arrival(i)
+			if arrivals && (at < before || at > after) || !arrivals && at != 0 {
+				t.Fatalf("datagram %d stamped %d, want between %d and %d (stamps %v)", i, at, before, after, arrivals)
+			}
 		}
 		for i, w := range want {
 			addr, b, ok := rd.datagram(i)

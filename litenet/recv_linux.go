@@ -4,12 +4,15 @@ package litenet
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/purrfly/purrfly/internal/arrival"
 )
 
 // mmsgReader reads up to readBatch datagrams per system call with
@@ -25,8 +28,9 @@ type mmsgReader struct {
 	rc syscall.RawConn
 	mmsgs
 	bufs  [][]byte
-	n     int // datagrams the last call read
-	dirty int // headers the last call filled, to reset before the next
+	ctrl  []byte // with arrival stamps: arrival.Space bytes of control message per header
+	n     int    // datagrams the last call read
+	dirty int    // headers the last call filled, to reset before the next
 	errno syscall.Errno
 	fn    func(fd uintptr) bool // built once: a closure per call would allocate
 }
@@ -69,16 +73,25 @@ func newMmsgs(n int) mmsgs {
 	return m
 }
 
-func newReader(c *net.UDPConn) (datagramReader, error) {
+func newReader(c *net.UDPConn, arrivals bool) (datagramReader, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
 	r := &mmsgReader{rc: rc, mmsgs: newMmsgs(readBatch), bufs: make([][]byte, readBatch)}
+	if arrivals {
+		if err := arrival.Enable(rc); err != nil {
+			return nil, fmt.Errorf("failed to ask for arrival stamps (SO_TIMESTAMPNS): %w", err)
+		}
+		r.ctrl = make([]byte, readBatch*arrival.Space)
+	}
 	for i := range r.hdrs {
 		r.bufs[i] = make([]byte, readBufSize)
 		r.iovs[i].Base = &r.bufs[i][0]
 		r.iovs[i].SetLen(readBufSize)
+		if r.ctrl != nil {
+			r.hdrs[i].Hdr.Control = &r.ctrl[i*arrival.Space]
+		}
 	}
 	r.dirty = readBatch // all of them, once
 	r.fn = r.recv
@@ -86,16 +99,20 @@ func newReader(c *net.UDPConn) (datagramReader, error) {
 }
 
 // recv makes one recvmmsg. Of a header's fields the kernel reads only the
-// name length, the size of the address buffer, and for each header it
-// fills writes back the length of the address it stored (16 bytes on an
-// IPv4 socket, 28 on an IPv6 or dual-stack one, which reports IPv4
-// senders v4-mapped), the flags and the datagram's length. So only the
-// headers the previous call filled (dirty) get their name length back,
-// and a socket read one datagram at a time (every client endpoint, a
-// relay at light load) resets one header a call, not readBatch.
+// name and control lengths, the sizes of the address and control
+// buffers, and for each header it fills writes back the lengths it
+// stored (an address is 16 bytes on an IPv4 socket, 28 on an IPv6 or
+// dual-stack one, which reports IPv4 senders v4-mapped), the flags and
+// the datagram's length. So only the headers the previous call filled
+// (dirty) get their lengths back, and a socket read one datagram at a
+// time (every client endpoint, a relay at light load) resets one header
+// a call, not readBatch.
 func (r *mmsgReader) recv(fd uintptr) bool {
 	for i := range r.dirty {
 		r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6
+		if r.ctrl != nil {
+			r.hdrs[i].Hdr.SetControllen(arrival.Space)
+		}
 	}
 	var ok bool
 	r.n, r.errno, ok = r.call(unix.SYS_RECVMMSG, fd, len(r.hdrs))
@@ -131,4 +148,14 @@ func (r *mmsgReader) datagram(i int) (netip.AddrPort, []byte, bool) {
 		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(sa[8:24])).Unmap(), port), b, true
 	}
 	return netip.AddrPort{}, nil, false
+}
+
+// arrival returns the kernel's stamp of the i-th datagram of the last
+// read, or 0 without one.
+func (r *mmsgReader) arrival(i int) int64 {
+	if r.ctrl == nil {
+		return 0
+	}
+	off := i * arrival.Space
+	return arrival.Parse(r.ctrl[off : off+min(int(r.hdrs[i].Hdr.Controllen), arrival.Space)])
 }

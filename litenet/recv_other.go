@@ -15,7 +15,7 @@ type udpReader struct {
 	from netip.AddrPort
 }
 
-func newReader(c *net.UDPConn) (datagramReader, error) {
+func newReader(c *net.UDPConn, _ bool) (datagramReader, error) {
 	return &udpReader{c: c, buf: make([]byte, readBufSize)}, nil
 }
 
@@ -35,3 +35,5 @@ func (r *udpReader) datagram(int) (netip.AddrPort, []byte, bool) {
 	}
 	return r.from, r.buf[:r.n], true
 }
+
+func (r *udpReader) arrival(int) int64 { return 0 } // Config.Arrivals is Linux's

@@ -16,6 +16,9 @@ import (
 type datagramReader interface {
 	read() (int, error)
 	datagram(i int) (netip.AddrPort, []byte, bool)
+	// arrival is when the kernel received the i-th datagram (Unix ns; 0
+	// without Config.Arrivals).
+	arrival(i int) int64
 }
 
 // socket is one UDP socket of an Endpoint with its two goroutines: the
@@ -36,7 +39,10 @@ type socket struct {
 	e  *Endpoint    // static
 	c  *net.UDPConn // static
 	rd datagramReader
-	rx rx // owned by readLoop
+	// arrival is the kernel's arrival time of the datagram the reader is
+	// handling (Unix ns, 0 without Config.Arrivals). Owned by the reader.
+	arrival int64
+	rx      rx // owned by readLoop
 	// v1: the socket speaks LiteNetLib 1.x (static): datagrams are
 	// renumbered as they are read and written (version.go).
 	v1 bool
@@ -160,6 +166,7 @@ func (s *socket) readLoop() {
 				s.e.stats.malformed.Add(1)
 				continue
 			}
+			s.arrival = s.rd.arrival(i)
 			s.handle(addr, b, now)
 		}
 		s.readerActive.Store(false)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/wire"
@@ -13,8 +14,10 @@ import (
 // transport: a message read with Recv, then the rest of what was already
 // sent (some of it queued before the switch, some arriving after) and
 // what is sent later reach the function in order and with their delivery
-// method; the host's events arrive decoded; when the room ends, each
-// side's end function is called once, after its last message.
+// method; the host's events arrive decoded; over UDP with arrival stamps
+// asked for, each message has the kernel's (none over WebSocket); when the
+// room ends, each side's end function is called once, after its last
+// message.
 func TestPushDelivery(t *testing.T) {
 	for _, tr := range []client.Transport{client.TransportWebSocket, client.TransportUDP, client.TransportUDP1} {
 		t.Run(tr.String(), func(t *testing.T) { testPushDelivery(t, tr) })
@@ -24,7 +27,18 @@ func TestPushDelivery(t *testing.T) {
 type pushed struct {
 	d   wire.Delivery
 	msg string
-	end error // set on the end call
+	at  time.Time // the arrival stamp
+	got time.Time // when fn ran
+	end error     // set on the end call
+}
+
+// checkArrival fails unless p's arrival stamp fits the transport: over
+// UDP one taken before fn ran, over WebSocket none.
+func checkArrival(t *testing.T, tr client.Transport, p pushed) {
+	t.Helper()
+	if tr.UDP() != !p.at.IsZero() || p.at.After(p.got) {
+		t.Fatalf("%v: message %q arrived at %v, handed over at %v", tr, p.msg, p.at, p.got)
+	}
 }
 
 func testPushDelivery(t *testing.T, tr client.Transport) {
@@ -40,12 +54,14 @@ func testPushDelivery(t *testing.T, tr client.Transport) {
 		return wire.Capability{Host: "127.0.0.1", Port: 1, Secret: secret}, &client.DialOptions{URL: s.WSURL()}
 	}
 	c, o := dial(hs)
+	o.UDPArrivals = true
 	host, err := client.DialHost(tctx(t), c, "push", o)
 	if err != nil {
 		t.Fatalf("host: %v", err)
 	}
 	defer host.CloseNow()
 	c, o = dial(cs)
+	o.UDPArrivals = true
 	cl, err := client.DialClient(tctx(t), c, "push", o)
 	if err != nil {
 		t.Fatalf("client: %v", err)
@@ -63,7 +79,9 @@ func testPushDelivery(t *testing.T, tr client.Transport) {
 	}
 	// Buffered beyond what the test sends: fn and end must not block.
 	toClient := make(chan pushed, 16)
-	cl.OnMessage(func(d wire.Delivery, msg []byte) { toClient <- pushed{d: d, msg: string(msg)} },
+	cl.OnMessage(func(d wire.Delivery, msg []byte, at time.Time) {
+		toClient <- pushed{d: d, msg: string(msg), at: at, got: time.Now()}
+	},
 		func(err error) { toClient <- pushed{end: err} })
 	for _, m := range []string{"m4", "m5"} {
 		if err := host.SendOne(tctx(t), id, []byte(m)); err != nil {
@@ -75,17 +93,20 @@ func testPushDelivery(t *testing.T, tr client.Transport) {
 		if p.end != nil || p.msg != want || p.d != wire.ReliableOrdered {
 			t.Fatalf("client was pushed %+v, want %q ReliableOrdered", p, want)
 		}
+		checkArrival(t, tr, p)
 	}
 
 	toHost := make(chan pushed, 16)
 	host.OnEvent(func(e client.Event, err error) {
-		toHost <- pushed{d: e.Delivery, msg: fmt.Sprintf("%d/%d/%s/%v", e.Type, e.ID, e.Payload, err)}
+		toHost <- pushed{d: e.Delivery, msg: fmt.Sprintf("%d/%d/%s/%v", e.Type, e.ID, e.Payload, err), at: e.Arrival, got: time.Now()}
 	}, func(err error) { toHost <- pushed{end: err} })
 	if err := cl.Send(tctx(t), []byte("up")); err != nil {
 		t.Fatal(err)
 	}
 	if p, want := recvPushed(t, toHost), fmt.Sprintf("%d/%d/up/<nil>", wire.ToHostData, id); p.msg != want || p.d != wire.ReliableOrdered {
 		t.Fatalf("host was pushed %+v, want %q ReliableOrdered", p, want)
+	} else {
+		checkArrival(t, tr, p)
 	}
 
 	// The host leaves: the relay ends the client's connection, then the
