@@ -22,10 +22,11 @@ import (
 
 // OnMessage hands every payload the host sends from now on to fn, in
 // order, instead of Recv: messages already queued first, then each as it
-// arrives. fn runs on the connection's reader (over UDP, the endpoint's
-// one goroutine for this connection), so it must return quickly and must
-// not keep msg, which is reused once it returns. arrival is when the
-// kernel received the datagram that delivered msg, with
+// arrives. fn and end run on the connection's reader (over UDP, the
+// endpoint's one goroutine for this connection), so they must return
+// quickly, must not wait for the connection (Close from them would), and
+// fn must not keep msg, which is reused once it returns. arrival is when
+// the kernel received the datagram that delivered msg, with
 // DialOptions.UDPArrivals on Linux; else the zero time. When the
 // connection ends, end is called once with the reason (after the last
 // fn). Recv and its kin must not be called once OnMessage has been.
