@@ -34,4 +34,3 @@ func Parse(ctrl []byte) int64 {
 	}
 	return (*unix.Timespec)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)])).Nano()
 }
-
