@@ -15,12 +15,14 @@ type wheel struct {
 	slots []*Peer // heads of doubly linked lists
 	pos   int64   // the next tick index to process
 	n     int     // peers in the wheel
-	// lo is at most the earliest tick of any peer's slot (math.MaxInt64
-	// once the wheel was found empty): due skips the walk while now is
-	// before it, so a flush with nothing due reads no slot. A client
-	// endpoint flushes on every message it sends or reads, and its one
-	// peer's next deadline is a ping away; the walk's slots, 8 KiB a
-	// wheel, were cache misses across a load generator's thousand.
+	// lo is at most the earliest tick of any peer's slot, and exactly it
+	// after a walk (math.MaxInt64: the wheel was found empty): due skips
+	// the walk while now is before it, so a flush with nothing due reads
+	// no slot. A client endpoint flushes on every message it sends or
+	// reads, and its one peer's next deadline is a ping away; a walk on
+	// each, or even one a tick, read slots that were cache misses across
+	// a load generator's thousand endpoints. Finding lo again after a
+	// walk reads the slots up to the next deadline once, in order.
 	lo int64
 	// sleepUntil is when the flusher plans to wake next (math.MaxInt64:
 	// never, the wheel was empty); a deadline before it wakes the flusher.
@@ -93,16 +95,12 @@ func (w *wheel) due(now int64, dst []*Peer) []*Peer {
 	if end-w.pos >= wheelSlots {
 		w.pos = end - wheelSlots + 1 // a long stall: every slot is visited once
 	}
-	// Peers left in slots this walk does not reach are past end (every
-	// slot holds ticks from pos to pos+wheelSlots-1); those put back on
-	// the way lower lo again (set).
-	w.lo = end + 1
-	if w.n == 0 {
-		w.lo = math.MaxInt64
-	}
 	for ; w.pos <= end; w.pos++ {
 		i := w.pos % wheelSlots
 		p := w.slots[i]
+		if p == nil {
+			continue
+		}
 		w.slots[i] = nil
 		for p != nil {
 			nx := p.wheelNext
@@ -116,20 +114,31 @@ func (w *wheel) due(now int64, dst []*Peer) []*Peer {
 			p = nx
 		}
 	}
+	w.lo = w.first()
 	return dst
 }
 
-// next is when the earliest non-empty slot falls due (0: the wheel is
-// empty). It scans at most the whole wheel, so only the flusher calls it,
-// once before it sleeps.
-func (w *wheel) next() int64 {
+// first is the tick of the earliest non-empty slot (math.MaxInt64: the
+// wheel is empty), scanning from lo, below which every slot is empty.
+func (w *wheel) first() int64 {
 	if w.n == 0 {
-		return 0
+		return math.MaxInt64
 	}
-	for t := w.pos; t < w.pos+wheelSlots; t++ {
+	for t := max(w.pos, w.lo); t < w.pos+wheelSlots; t++ {
 		if w.slots[t%wheelSlots] != nil {
-			return t * w.tick
+			return t
 		}
 	}
-	return 0
+	return math.MaxInt64 // not reached: n counts the peers in the slots
+}
+
+// next is when the earliest non-empty slot falls due (0: the wheel is
+// empty). It scans from lo, so only the flusher calls it, once before it
+// sleeps.
+func (w *wheel) next() int64 {
+	w.lo = w.first()
+	if w.lo == math.MaxInt64 {
+		return 0
+	}
+	return w.lo * w.tick
 }

@@ -33,8 +33,8 @@ func TestWheelDueAndReschedule(t *testing.T) {
 	}
 }
 
-// A flush with nothing due reads no slot, and skipping ahead loses no
-// peer: one set earlier than every other after the skip, one parked
+// A flush with nothing due reads no slot, not even one a tick, and
+// skipping ahead loses no peer: one set earlier than every other after the skip, one parked
 // beyond the span and put back, and one set in a tick already passed are
 // each due at their time, never early.
 func TestWheelSkipsWhenNothingIsDue(t *testing.T) {
@@ -61,6 +61,13 @@ func TestWheelSkipsWhenNothingIsDue(t *testing.T) {
 	if got := w.due(460, nil); len(got) != 1 || got[0] != late {
 		t.Fatalf("due at 460: %v, want late", got)
 	}
+	// That walk found far's slot next: the ticks until it are not walked
+	// again, one by one.
+	w.slots[(600/tick)%wheelSlots] = &Peer{wheelSlot: -1}
+	if got := w.due(605, nil); len(got) != 0 {
+		t.Fatalf("due at 605: %d peers", len(got))
+	}
+	w.slots[(600/tick)%wheelSlots] = nil
 	if got := w.due(905, nil); len(got) != 1 || got[0] != far {
 		t.Fatalf("due at 905: %v, want far", got)
 	}
