@@ -32,7 +32,7 @@ func Dial(ctx context.Context, raddr netip.AddrPort, key string, cfg Config) (*E
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to open a UDP socket: %w", err)
 	}
-	if err := e.addSocket(c); err != nil {
+	if err := e.addSocket(c, clientReadBatch); err != nil {
 		c.Close()
 		return nil, nil, err
 	}

@@ -43,7 +43,7 @@ func testReaderReusesItsHeaders(t *testing.T, arrivals bool) {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	defer v6.Close()
-	rd, err := newReader(srv, arrivals)
+	rd, err := newReader(srv, arrivals, readBatch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,4 +92,45 @@ func testReaderReusesItsHeaders(t *testing.T, arrivals bool) {
 	read(dgram{v6, []byte("one")}, dgram{v6, []byte("two")}, dgram{v6, []byte("three")})
 	read(dgram{v4, []byte("alone")})
 	read(dgram{v4, []byte("x")}, dgram{v6, []byte("y")}, dgram{v6, []byte("z")})
+}
+
+// A reader takes at most its batch a call (a client endpoint's is
+// clientReadBatch): what is left waits for the next call, in order.
+func TestReaderBatchBound(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("elsewhere a read takes one datagram")
+	}
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cli, err := net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	rd, err := newReader(srv, false, clientReadBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = clientReadBatch + 3
+	for i := range total {
+		if _, err := cli.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := 0
+	for _, want := range []int{clientReadBatch, 3} {
+		n, err := rd.read()
+		if err != nil || n != want {
+			t.Fatalf("read %d (%v), want %d", n, err, want)
+		}
+		for i := range n {
+			if _, b, ok := rd.datagram(i); !ok || len(b) != 1 || int(b[0]) != next {
+				t.Fatalf("datagram %d: %v (ok %v), want [%d]", i, b, ok, next)
+			}
+			next++
+		}
+	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/purrfly/purrfly/internal/arrival"
 )
 
-// mmsgReader reads up to readBatch datagrams per system call with
+// mmsgReader reads up to a batch of datagrams per system call with
 // recvmmsg. golang.org/x/net's ReadBatch does the same but allocates a
 // net.UDPAddr (and its IP) for every datagram; on the forwarding path the
 // relay allocates nothing, so the receive side calls recvmmsg itself
@@ -73,17 +73,17 @@ func newMmsgs(n int) mmsgs {
 	return m
 }
 
-func newReader(c *net.UDPConn, arrivals bool) (datagramReader, error) {
+func newReader(c *net.UDPConn, arrivals bool, batch int) (datagramReader, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	r := &mmsgReader{rc: rc, mmsgs: newMmsgs(readBatch), bufs: make([][]byte, readBatch)}
+	r := &mmsgReader{rc: rc, mmsgs: newMmsgs(batch), bufs: make([][]byte, batch)}
 	if arrivals {
 		if err := arrival.Enable(rc); err != nil {
 			return nil, fmt.Errorf("failed to ask for arrival stamps (SO_TIMESTAMPNS): %w", err)
 		}
-		r.ctrl = make([]byte, readBatch*arrival.Space)
+		r.ctrl = make([]byte, batch*arrival.Space)
 	}
 	for i := range r.hdrs {
 		r.bufs[i] = make([]byte, readBufSize)
@@ -93,7 +93,7 @@ func newReader(c *net.UDPConn, arrivals bool) (datagramReader, error) {
 			r.hdrs[i].Hdr.Control = &r.ctrl[i*arrival.Space]
 		}
 	}
-	r.dirty = readBatch // all of them, once
+	r.dirty = batch // all of them, once
 	r.fn = r.recv
 	return r, nil
 }
@@ -106,7 +106,7 @@ func newReader(c *net.UDPConn, arrivals bool) (datagramReader, error) {
 // the datagram's length. So only the headers the previous call filled
 // (dirty) get their lengths back, and a socket read one datagram at a
 // time (every client endpoint, a relay at light load) resets one header
-// a call, not readBatch.
+// a call, not the whole batch.
 func (r *mmsgReader) recv(fd uintptr) bool {
 	for i := range r.dirty {
 		r.hdrs[i].Hdr.Namelen = unix.SizeofSockaddrInet6

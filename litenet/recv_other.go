@@ -15,7 +15,7 @@ type udpReader struct {
 	from netip.AddrPort
 }
 
-func newReader(c *net.UDPConn, _ bool) (datagramReader, error) {
+func newReader(c *net.UDPConn, _ bool, _ int) (datagramReader, error) {
 	return &udpReader{c: c, buf: make([]byte, readBufSize)}, nil
 }
 
