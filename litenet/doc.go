@@ -53,7 +53,9 @@
 //
 // An Endpoint has one or more sockets (Config.Sockets, SO_REUSEPORT), each
 // with two goroutines: a reader that takes up to 64 datagrams per recvmmsg
-// (recv_linux.go), processes them and delivers messages to the Handler,
+// (8 on a client's socket; recv_linux.go), processes them and delivers
+// messages to the Handler (with Config.Arrivals, each datagram's kernel
+// arrival stamp goes along, Peer.Arrival, under the peer's rmu),
 // and a flusher that runs the socket's timer wheel (wheel.go: resends,
 // pings, timeouts, Disconnect repeats; one slot per tick, each peer in the
 // slot of its next deadline, so a tick touches only the peers due) and

@@ -92,6 +92,10 @@ type Peer struct {
 	notified bool          // guarded by rmu: Disconnected was called (or is owed no more)
 	ready    chan struct{} // static (Dial only): closed under rmu once connected or gone
 	readyOff bool          // guarded by rmu: ready is closed
+	// arrival is the kernel's stamp (Unix ns) of the datagram whose
+	// messages are being delivered, 0 without Config.Arrivals. Guarded by
+	// rmu: any socket's reader may deliver for the peer.
+	arrival int64
 
 	// Flush bookkeeping, lock-free: scheduled says the peer is in its
 	// socket's dirty list; appWake asks the flush to call Handler.Flush;
@@ -172,12 +176,12 @@ type Peer struct {
 func (p *Peer) Addr() netip.AddrPort { return p.addr }
 
 // Arrival is, during the Handler's Receive, when the kernel received the
-// datagram that brought the message (Config.Arrivals, Linux; every
-// message of a merged datagram has the same), else the zero time. Only
-// Receive may call it: the reader delivers, and the next datagram
-// changes it.
+// datagram whose reading delivered the message (Config.Arrivals, Linux;
+// every message of a merged datagram has the same), else the zero time.
+// Only Receive may call it: the reader delivers under the peer's rmu,
+// and the next datagram changes it.
 func (p *Peer) Arrival() time.Time {
-	if ns := p.s.arrival; ns != 0 {
+	if ns := p.arrival; ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}

@@ -40,7 +40,8 @@ type socket struct {
 	c  *net.UDPConn // static
 	rd datagramReader
 	// arrival is the kernel's arrival time of the datagram the reader is
-	// handling (Unix ns, 0 without Config.Arrivals). Owned by the reader.
+	// handling (Unix ns, 0 without Config.Arrivals), handed to the peer it
+	// delivers for (Peer.arrival). Owned by the reader.
 	arrival int64
 	rx      rx // owned by readLoop
 	// v1: the socket speaks LiteNetLib 1.x (static): datagrams are
@@ -486,6 +487,7 @@ func (s *socket) receive(p *Peer, b []byte, now int64) {
 		}
 	}
 	if p.up && !p.notified {
+		p.arrival = s.arrival
 		for _, d := range rx.d {
 			e.h.Receive(p, d.m, d.data)
 		}
