@@ -21,15 +21,17 @@ import (
 // connection's own reads and calls the function.
 
 // OnMessage hands every payload the host sends from now on to fn, in
-// order, instead of Recv: messages already queued first, then each as it
-// arrives. fn and end run on the connection's reader (over UDP, the
-// endpoint's one goroutine for this connection), so they must return
-// quickly, must not wait for the connection (Close from them would), and
-// fn must not keep msg, which is reused once it returns. arrival is when
-// the kernel received the datagram that delivered msg, with
-// DialOptions.UDPArrivals on Linux; else the zero time. When the
-// connection ends, end is called once with the reason (after the last
-// fn). Recv and its kin must not be called once OnMessage has been.
+// order, instead of Recv: messages already queued first, on the caller's
+// goroutine before OnMessage returns, then each as it arrives, on the
+// connection's reader (over UDP, the LiteNetLib endpoint's goroutine;
+// over WebSocket, one of the connection's own). fn must return quickly
+// and must not keep msg, which is reused once it returns; it may send.
+// arrival is when the kernel received the datagram that delivered msg,
+// with DialOptions.UDPArrivals on Linux; else the zero time. When the
+// connection ends, end is called once with the reason, after the last
+// fn, on whichever goroutine ended it (the reader, a timeout, a sender,
+// or Close's caller), so it must not take a lock its caller may hold.
+// Recv and its kin must not be called once OnMessage has been.
 func (c *Client) OnMessage(fn func(d wire.Delivery, msg []byte, arrival time.Time), end func(error)) {
 	pushTo(c.l, fn, end)
 }

@@ -41,20 +41,19 @@ type udpLink struct {
 	mu     sync.Mutex
 	q      []udpMsg // guarded by mu: received, not yet read
 	qBytes int      // guarded by mu
-	why    litenet.Reason
+	why    litenet.Reason      // guarded by mu: why it ended
 	nat    []litenet.NatPacket // guarded by mu: NAT messages received
 	notify chan struct{}       // cap 1: a message (or the end) arrived
 	natSig chan struct{}       // cap 1: a NAT message arrived
 	gone   chan struct{}       // closed once the connection ended
 	ended  bool                // guarded by mu
 
-	// Push delivery (push.go). pushMu is held while a message or the end
-	// is handed to onMsg/onEnd, so the queue drained when push starts is
-	// handed over before anything the reader brings after; the reader
-	// takes it after mu, never under it.
-	pushMu sync.Mutex
-	onMsg  func(wire.Delivery, []byte, time.Time) // guarded by mu: set once by push
-	onEnd  func(error)                            // guarded by mu: set once by push
+	// Push delivery (push.go): set once by push when the queue it hands
+	// over is empty, so messages read meanwhile join the queue and
+	// nothing overtakes it; from then on Receive and Disconnected call
+	// them, holding no lock of the link's.
+	onMsg func(wire.Delivery, []byte, time.Time) // guarded by mu
+	onEnd func(error)                            // guarded by mu
 }
 
 type udpMsg struct {
@@ -124,9 +123,7 @@ func (l *udpLink) Receive(p *litenet.Peer, m litenet.Method, data []byte) {
 	}
 	if fn := l.onMsg; fn != nil {
 		l.mu.Unlock()
-		l.pushMu.Lock()
 		fn(delivery.Of(m), data, p.Arrival())
-		l.pushMu.Unlock()
 		return
 	}
 	if len(l.q) >= udpQueueMax || l.qBytes+len(data) > udpQueueBytes {
@@ -153,29 +150,40 @@ func (l *udpLink) Disconnected(_ *litenet.Peer, why litenet.Reason) {
 	l.mu.Unlock()
 	l.signal()
 	if first && end != nil {
-		l.pushMu.Lock()
-		end(l.endErr())
-		l.pushMu.Unlock()
+		end(l.pushEndErr())
 	}
 }
 
-// push starts push delivery: what is queued is handed to fn first, then
-// each message as the endpoint's reader receives it (Receive); the end,
-// once, to end.
+// push starts push delivery: what is queued is handed to fn first, on
+// the caller's goroutine, batch by batch until the queue is found empty
+// (what the reader brings meanwhile is queued behind), then each message
+// as the endpoint's reader receives it (Receive). The end is handed to
+// end once: by push if the connection ended before it went live, else by
+// Disconnected. No lock is held while fn or end runs, so either may send.
 func (l *udpLink) push(fn func(wire.Delivery, []byte, time.Time), end func(error)) {
-	l.pushMu.Lock()
-	defer l.pushMu.Unlock()
-	l.mu.Lock()
-	q, ended := l.q, l.ended
-	l.q, l.qBytes = nil, 0
-	l.onMsg, l.onEnd = fn, end
-	l.mu.Unlock()
-	for _, m := range q {
-		fn(m.d, m.data, m.at)
+	for {
+		l.mu.Lock()
+		q := l.q
+		if len(q) == 0 {
+			l.onMsg, l.onEnd = fn, end
+			ended := l.ended
+			l.mu.Unlock()
+			if ended {
+				end(l.pushEndErr())
+			}
+			return
+		}
+		l.q, l.qBytes = nil, 0
+		l.mu.Unlock()
+		for _, m := range q {
+			fn(m.d, m.data, m.at)
+		}
 	}
-	if ended {
-		end(l.endErr())
-	}
+}
+
+// pushEndErr is the error push delivery ends with, worded as a read's.
+func (l *udpLink) pushEndErr() error {
+	return fmt.Errorf("failed to read from relay: %w", l.endErr())
 }
 
 func (l *udpLink) Nat(_ netip.AddrPort, n litenet.NatPacket) {
