@@ -1,8 +1,10 @@
 package relay
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,29 +71,50 @@ func testPushDelivery(t *testing.T, tr client.Transport) {
 	defer cl.CloseNow()
 	id := nextOfType(t, host, wire.ToHostConnected).IDs[0]
 
-	for _, m := range []string{"m0", "m1", "m2", "m3"} {
-		if err := host.SendOne(tctx(t), id, []byte(m)); err != nil {
-			t.Fatal(err)
+	// The host streams numbered messages; the client reads the first
+	// with Recv and switches halfway through, with messages queued and
+	// more arriving. fn holds its first message until the host has sent
+	// them all, so that over UDP what arrives meanwhile must queue behind
+	// the queue being handed over rather than overtake it: all in order,
+	// none twice.
+	const streamed = 2000
+	sent, half := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(half)
+		for i := range streamed {
+			if i == streamed/2 {
+				half <- struct{}{}
+			}
+			if err := host.SendOne(tctx(t), id, binary.LittleEndian.AppendUint32(nil, uint32(i))); err != nil {
+				sent <- err
+				return
+			}
 		}
+		sent <- nil
+	}()
+	if got, err := cl.Recv(tctx(t)); err != nil || len(got) != 4 || binary.LittleEndian.Uint32(got) != 0 {
+		t.Fatalf("Recv: %x, %v", got, err)
 	}
-	if got, err := cl.Recv(tctx(t)); err != nil || string(got) != "m0" {
-		t.Fatalf("Recv: %q, %v", got, err)
-	}
-	// Buffered beyond what the test sends: fn and end must not block.
-	toClient := make(chan pushed, 16)
-	cl.OnMessage(func(d wire.Delivery, msg []byte, at time.Time) {
-		toClient <- pushed{d: d, msg: string(msg), at: at, got: time.Now()}
-	},
-		func(err error) { toClient <- pushed{end: err} })
-	for _, m := range []string{"m4", "m5"} {
-		if err := host.SendOne(tctx(t), id, []byte(m)); err != nil {
-			t.Fatal(err)
+	<-half                                     // most of the first half queued, the rest still to come
+	toClient := make(chan pushed, streamed+16) // fn and end must not block
+	var first atomic.Bool
+	release := make(chan struct{})
+	go cl.OnMessage(func(d wire.Delivery, msg []byte, at time.Time) {
+		p := pushed{d: d, msg: string(msg), at: at, got: time.Now()}
+		if !first.Swap(true) {
+			<-release
 		}
+		toClient <- p
+	}, func(err error) { toClient <- pushed{end: err} })
+	err = <-sent
+	close(release)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"m1", "m2", "m3", "m4", "m5"} {
+	for want := uint32(1); want < streamed; want++ {
 		p := recvPushed(t, toClient)
-		if p.end != nil || p.msg != want || p.d != wire.ReliableOrdered {
-			t.Fatalf("client was pushed %+v, want %q ReliableOrdered", p, want)
+		if p.end != nil || len(p.msg) != 4 || binary.LittleEndian.Uint32([]byte(p.msg)) != want || p.d != wire.ReliableOrdered {
+			t.Fatalf("client was pushed %+v, want message %d ReliableOrdered", p, want)
 		}
 		checkArrival(t, tr, p)
 	}
@@ -139,5 +162,61 @@ func recvPushed(t *testing.T, c <-chan pushed) pushed {
 	case <-tctx(t).Done():
 		t.Fatal(errors.New("nothing pushed within the test's bound"))
 		return pushed{}
+	}
+}
+
+// A UDP connection that ended before OnMessage was called still hands
+// over what it had queued, in order, then its end, once.
+func TestPushAfterTheEnd(t *testing.T) {
+	for _, tr := range []client.Transport{client.TransportUDP, client.TransportUDP1} {
+		t.Run(tr.String(), func(t *testing.T) {
+			s := startRelay(t, Options{})
+			hs, cs := mustAllocate(t, s, "ended")
+			capab := udpCap
+			if tr == client.TransportUDP1 {
+				capab = udp1Cap
+			}
+			c, o := capab(s, hs)
+			host, err := client.DialHost(tctx(t), c, "ended", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer host.CloseNow()
+			c, o = capab(s, cs)
+			cl, err := client.DialClient(tctx(t), c, "ended", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.CloseNow()
+			id := nextOfType(t, host, wire.ToHostConnected).IDs[0]
+			for _, m := range []string{"a", "b", "c"} {
+				if err := host.SendOne(tctx(t), id, []byte(m)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := host.Close(); err != nil { // the relay then ends the client's connection
+				t.Fatal(err)
+			}
+			waitFor(t, "the client's connection to end", func() bool {
+				return cl.SendWith(tctx(t), wire.Unreliable, []byte("x")) != nil
+			})
+			got := make(chan pushed, 16)
+			cl.OnMessage(func(d wire.Delivery, msg []byte, _ time.Time) { got <- pushed{d: d, msg: string(msg)} },
+				func(err error) { got <- pushed{end: err} })
+			for _, want := range []string{"a", "b", "c"} {
+				if p := recvPushed(t, got); p.end != nil || p.msg != want {
+					t.Fatalf("pushed %+v, want %q", p, want)
+				}
+			}
+			if p := recvPushed(t, got); !errors.Is(p.end, client.ErrDisconnected) {
+				t.Fatalf("pushed %+v, want the end", p)
+			}
+			_ = cl.CloseNow() // a second end would be handed over here, synchronously
+			select {
+			case p := <-got:
+				t.Fatalf("pushed %+v after the end", p)
+			default:
+			}
+		})
 	}
 }
