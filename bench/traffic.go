@@ -77,7 +77,7 @@ type receiver struct {
 	attach   func(got func(p []byte, at time.Time), end func(error)) // static
 	crossing int                                                     // static
 
-	h, ha             histogram // as the load read it; as the kernel stamped it
+	h, ha             histogram // owned like msgs: as the load read it; as the kernel stamped it
 	msgs, bytes, errs int64     // owned by the loop (pull) or the connection's reader (push)
 }
 
