@@ -39,8 +39,8 @@ type udpLink struct {
 	tr Transport         // static: TransportUDP or TransportUDP1
 
 	mu     sync.Mutex
-	q      []udpMsg // guarded by mu: received, not yet read
-	qBytes int      // guarded by mu
+	q      []udpMsg            // guarded by mu: received, not yet read
+	qBytes int                 // guarded by mu
 	why    litenet.Reason      // guarded by mu: why it ended
 	nat    []litenet.NatPacket // guarded by mu: NAT messages received
 	notify chan struct{}       // cap 1: a message (or the end) arrived
