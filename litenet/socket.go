@@ -160,6 +160,7 @@ func (s *socket) readLoop() {
 			continue // a transient error (an ICMP error reported on the socket)
 		}
 		now := s.e.now()
+		stamped := s.e.cfg.Arrivals
 		s.readerActive.Store(true)
 		for i := range n {
 			addr, b, ok := s.rd.datagram(i)
@@ -167,7 +168,9 @@ func (s *socket) readLoop() {
 				s.e.stats.malformed.Add(1)
 				continue
 			}
-			s.arrival = s.rd.arrival(i)
+			if stamped { // else arrival stays 0: no call per datagram for the relay
+				s.arrival = s.rd.arrival(i)
+			}
 			s.handle(addr, b, now)
 		}
 		s.readerActive.Store(false)
