@@ -145,6 +145,7 @@ func (tr *traffic) summarize(s *Side) {
 	if toHost, toClient := &crossings[crossingToHost], &crossings[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
 		rt := toHost.convolve(toClient)
 		s.RTTP50us, s.RTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
+		s.trips.read = rt
 		s.ToHostP99us, s.ToClientP99us = us(toHost.quantile(0.99)), us(toClient.quantile(0.99))
 	}
 	if ha.n > 0 {
@@ -153,7 +154,15 @@ func (tr *traffic) summarize(s *Side) {
 	if toHost, toClient := &arrivals[crossingToHost], &arrivals[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
 		rt := toHost.convolve(toClient)
 		s.ArrivalRTTP50us, s.ArrivalRTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
+		s.trips.arrival = rt
 	}
+	if e := crossings[crossingEcho]; e.n > 0 { // an echo's message is its round trip
+		s.trips.read = &e
+		if a := arrivals[crossingEcho]; a.n > 0 {
+			s.trips.arrival = &a
+		}
+	}
+	s.trips.weight = float64(s.Messages)
 }
 
 // meter reads a process's CPU and RSS; pid 0 reads nothing. The first

@@ -49,6 +49,10 @@ type Result struct {
 	// Runs holds every repetition when Repeat > 1 (Relay and Baseline are
 	// then their medians).
 	Runs []Run1 `json:"runs,omitempty"`
+	// Pooled is, with Repeat > 1, a baseline and both directions loaded,
+	// the round trips' quantiles over every message of every run
+	// (pooled.go).
+	Pooled *Pooled `json:"pooled,omitempty"`
 }
 
 // Shape is the load of the run, the same for the relay and the baseline.
@@ -174,6 +178,8 @@ type Side struct {
 	RSSEndBytes       int64   `json:"rss_end_bytes"`       // end of the measured window
 	RSSPerConnBytes   float64 `json:"rss_per_conn_bytes"`  // (connected - start) / connections
 	ConnectSeconds    float64 `json:"connect_sec"`
+
+	trips roundTrips // this run's round-trip latencies, for Pooled
 }
 
 func newShape(o Options) Shape {

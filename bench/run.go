@@ -85,6 +85,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Relay, res.Baseline = medianSide(relays), medianSide(baselines)
 	res.computeRatios()
+	res.Pooled = pool(relays, baselines)
 	return res, nil
 }
 

@@ -85,6 +85,14 @@ func (r *Result) WriteText(w io.Writer) {
 		if r.RatioArrivalRTTP99 > 0 {
 			fmt.Fprintf(w, "the same to the kernel's arrival stamps (the load's own scheduling left out): %.3f\n", r.RatioArrivalRTTP99)
 		}
+		if p := r.Pooled; p != nil {
+			fmt.Fprintf(w, "over every message of the %d runs: relay round trip p50 %.0f us, p99 %.0f us; baseline p50 %.0f us, p99 %.0f us; p99 ratio %.3f\n",
+				p.Runs, p.RelayRTTP50us, p.RelayRTTP99us, p.BaselineP50us, p.BaselineP99us, p.RatioRTTP99)
+			if p.RatioArrivalRTTP99 > 0 {
+				fmt.Fprintf(w, "  to the arrival stamps: relay p50 %.0f us, p99 %.0f us; baseline p50 %.0f us, p99 %.0f us; p99 ratio %.3f\n",
+					p.RelayArrivalRTTP50us, p.RelayArrivalRTTP99us, p.BaselineArrivalP50us, p.BaselineArrivalP99us, p.RatioArrivalRTTP99)
+			}
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ func TestRunUDPWithBaseline(t *testing.T) {
 	defer cancel()
 	res, err := Run(ctx, childOptions(Options{
 		Rooms: 2, Clients: 2, Duration: time.Second, Warmup: 200 * time.Millisecond,
-		Mode: Both, Baseline: true, Transport: client.TransportUDP,
+		Mode: Both, Baseline: true, Transport: client.TransportUDP, Repeat: 2,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +76,21 @@ func TestRunUDPWithBaseline(t *testing.T) {
 	if res.Baseline.Server != "echo" {
 		t.Errorf("baseline server %q", res.Baseline.Server)
 	}
+	// Pooled over both runs: each quantile lies between the two runs'
+	// own (within a bucket's rounding).
+	p := res.Pooled
+	if p == nil || p.Runs != 2 || len(res.Runs) != 2 {
+		t.Fatalf("pooled %+v over %d runs, want 2", p, len(res.Runs))
+	}
+	between := func(what string, got float64, of func(Run1) float64) {
+		a, b := of(res.Runs[0]), of(res.Runs[1])
+		if got < min(a, b)*0.96 || got > max(a, b)*1.04 {
+			t.Errorf("pooled %s %v outside the runs' %v and %v", what, got, a, b)
+		}
+	}
+	between("relay rtt p50", p.RelayRTTP50us, func(r Run1) float64 { return r.Relay.RTTP50us })
+	between("relay rtt p99", p.RelayRTTP99us, func(r Run1) float64 { return r.Relay.RTTP99us })
+	between("baseline p99", p.BaselineP99us, func(r Run1) float64 { return r.Baseline.P99us })
 	// The kernel's arrival stamps (Linux): every message's arrives before
 	// the load reads it, so each quantile is at most the read one's; the
 	// relay's round trip and its ratio come from them too.
@@ -84,6 +99,9 @@ func TestRunUDPWithBaseline(t *testing.T) {
 			if s.ArrivalP50us <= 0 || s.ArrivalP50us > s.P50us || s.ArrivalP99us < s.ArrivalP50us || s.ArrivalP99us > s.P99us {
 				t.Errorf("%s arrival p50 %v p99 %v against read p50 %v p99 %v", s.Server, s.ArrivalP50us, s.ArrivalP99us, s.P50us, s.P99us)
 			}
+		}
+		if p.RelayArrivalRTTP99us <= 0 || p.RelayArrivalRTTP99us > p.RelayRTTP99us || p.RatioArrivalRTTP99 <= 0 {
+			t.Errorf("pooled arrival round trip p99 %v against read %v, ratio %v", p.RelayArrivalRTTP99us, p.RelayRTTP99us, p.RatioArrivalRTTP99)
 		}
 		if r := res.Relay; r.ArrivalRTTP50us <= 0 || r.ArrivalRTTP50us > r.RTTP50us || r.ArrivalRTTP99us > r.RTTP99us || res.RatioArrivalRTTP99 <= 0 {
 			t.Errorf("relay arrival round trip p50 %v p99 %v against read %v %v, ratio %v", r.ArrivalRTTP50us, r.ArrivalRTTP99us, r.RTTP50us, r.RTTP99us, res.RatioArrivalRTTP99)
