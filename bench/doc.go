@@ -67,9 +67,8 @@
 //     back, after every round, to where the first round left them.
 //
 // The relay and the baseline run one after the other, never at once;
-// with Repeat they alternate which goes first, and the medians are kept,
-// beside the round trips pooled over every message of every run
-// (pooled.go).
+// with Repeat they alternate which goes first, and the medians are kept
+// beside the round trips pooled over every run (pooled.go).
 //
 // # Load
 //
