@@ -28,6 +28,7 @@ const (
 	DefaultUDPPortV2           = 7778
 	DefaultUDPTimeout          = 10 * time.Second
 	DefaultUDPBusyWait         = time.Millisecond
+	MaxUDPHold                 = 15 * time.Millisecond // PurrLay's LiteNetLib update
 	DefaultAuthTimeout         = 10 * time.Second
 	DefaultMessageTimeout      = 10 * time.Second
 	DefaultMaxRooms            = core.DefaultMaxRooms
@@ -89,13 +90,17 @@ type Options struct {
 	// busy rule: what a read batch makes leaves at its end, and only a
 	// peer woken more often than DefaultUDPBusyWait waits that long for
 	// company (litenet.Config.BusyWait). Negative: no peer ever waits
-	// (tests on a fake clock).
+	// (tests on a fake clock). UDPHold (UDP_HOLD_US) is the busy rule's
+	// wait in place of DefaultUDPBusyWait, at most MaxUDPHold; negative:
+	// the busy rule holds no peer, and what a read batch makes always
+	// leaves at its end. A fixed wait (UDPFlush > 0) ignores it.
 	UDPPortV2       int
 	UDPHost         string
 	PublicUDPPortV2 int
 	UDPSockets      int
 	UDPTimeout      time.Duration
 	UDPFlush        time.Duration
+	UDPHold         time.Duration
 
 	// PublicEndpoint is the API endpoint clients ping (the balancer lists it
 	// as apiEndpoint in /servers) when it differs from Endpoint: a machine
@@ -231,6 +236,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("invalid relay options: UDP port out of range")
 	case o.UDPSockets < 0 || o.UDPSockets > 64:
 		return o, errors.New("invalid relay options: UDP sockets must be between 1 and 64")
+	case o.UDPHold > MaxUDPHold:
+		return o, fmt.Errorf("invalid relay options: UDP hold %v above %v", o.UDPHold, MaxUDPHold)
 	case len(o.Region) > wire.MaxRegionLen:
 		return o, errors.New("invalid relay options: region too long")
 	}
@@ -299,11 +306,15 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// udpBusyWait is the busy rule's wait for UDPFlush: only with no fixed
-// wait (zero), none when negative.
-func udpBusyWait(flush time.Duration) time.Duration {
-	if flush != 0 {
+// udpBusyWait is the busy rule's wait for UDPFlush and UDPHold: only with
+// no fixed wait (zero), none when either is negative, DefaultUDPBusyWait
+// unless hold says otherwise.
+func udpBusyWait(flush, hold time.Duration) time.Duration {
+	switch {
+	case flush != 0 || hold < 0:
 		return 0
+	case hold > 0:
+		return hold
 	}
 	return DefaultUDPBusyWait
 }

@@ -20,6 +20,7 @@ func TestOptionsDefaults(t *testing.T) {
 		"UDPSockets":          {o.UDPSockets, 1},
 		"UDPTimeout":          {o.UDPTimeout, DefaultUDPTimeout},
 		"UDPFlush":            {o.UDPFlush, time.Duration(0)}, // the busy rule
+		"UDPHold":             {o.UDPHold, time.Duration(0)},  // its default wait
 		"HeartbeatInterval":   {o.HeartbeatInterval, DefaultHeartbeatInterval},
 		"EmptyRoomTimeout":    {o.EmptyRoomTimeout, DefaultEmptyRoomTimeout},
 		"HostConnectTimeout":  {o.HostConnectTimeout, DefaultHostConnectTimeout},
@@ -83,6 +84,7 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{Secret: "s", MultiMachine: true}, "multi-machine"},
 		{Options{Secret: "s", HTTPPort: 65536}, "HTTP port"},
 		{Options{Secret: "s", UDPSockets: 65}, "UDP sockets"},
+		{Options{Secret: "s", UDPHold: MaxUDPHold + 1}, "UDP hold"},
 		{Options{Secret: "s", Region: strings.Repeat("r", 65)}, "region"},
 	} {
 		if _, err := tc.o.withDefaults(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -92,6 +94,26 @@ func TestOptionsRefused(t *testing.T) {
 	for _, u := range []string{"http://b", "https://b:8443/x"} {
 		if _, err := (Options{Secret: "s", BalancerURL: u, Endpoint: u}).withDefaults(); err != nil {
 			t.Errorf("balancer and endpoint %s refused: %v", u, err)
+		}
+	}
+}
+
+// TestUDPBusyWait: what the UDP endpoint is told to hold a busy peer for
+// (litenet.Config.BusyWait): the default millisecond, an operator's own
+// hold (UDP_HOLD_US), nothing when the hold is off, and nothing under a
+// fixed wait (UDP_FLUSH_MS), which merges every peer's frames itself.
+func TestUDPBusyWait(t *testing.T) {
+	for _, tc := range []struct{ flush, hold, want time.Duration }{
+		{0, 0, DefaultUDPBusyWait},
+		{0, 250 * time.Microsecond, 250 * time.Microsecond},
+		{0, MaxUDPHold, MaxUDPHold},
+		{0, -1, 0},
+		{10 * time.Millisecond, 0, 0},
+		{10 * time.Millisecond, 2 * time.Millisecond, 0},
+		{-1, 0, 0},
+	} {
+		if got := udpBusyWait(tc.flush, tc.hold); got != tc.want {
+			t.Errorf("flush %v hold %v: busy wait %v, want %v", tc.flush, tc.hold, got, tc.want)
 		}
 	}
 }

@@ -531,7 +531,7 @@ func (s *Server) listenUDP() error {
 	cfg := udptransport.Config{
 		Core: s.core, Clock: s.clock, Log: s.log, Metrics: s.opts.Metrics,
 		Host: s.opts.UDPHost, Timeout: s.opts.UDPTimeout, AuthTimeout: s.opts.AuthTimeout,
-		Flush: s.opts.UDPFlush, BusyWait: udpBusyWait(s.opts.UDPFlush), Sockets: s.opts.UDPSockets,
+		Flush: s.opts.UDPFlush, BusyWait: udpBusyWait(s.opts.UDPFlush, s.opts.UDPHold), Sockets: s.opts.UDPSockets,
 		Admit: s.admitSession, Sessions: &s.sessions,
 	}
 	if s.mesh != nil {

@@ -60,6 +60,8 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"fleet"}, "purrctl fleet needs a command: status, instances"},
 		{[]string{"relay", "--heartbeat", "-5"}, "--heartbeat (HEARTBEAT_SECONDS) must be at least 1 second, got -5"},
 		{[]string{"relay", "--udp-sockets", "0"}, "--udp-sockets (UDP_SOCKETS) must be 1 to 64 sockets, got 0"},
+		{[]string{"relay", "--udp-hold", "15001"}, "--udp-hold (UDP_HOLD_US) must be -1 (no peer waits), 0 (the default, 1 ms) or up to 15,000 microseconds, got 15001"},
+		{[]string{"relay", "--udp-hold", "-2"}, "--udp-hold (UDP_HOLD_US) must be -1 (no peer waits)"},
 		{[]string{"relay", "--ws-port", "-2"}, "-1 disables the dedicated WebSocket port"},
 		{[]string{"relay", "--port", "70000"}, "--port (PORT) must be a port number"},
 		{[]string{"balancer", "--join-rate", "-1"}, "--join-rate (JOIN_RATE_PER_MINUTE) must not be negative, got -1"},

@@ -3,6 +3,7 @@ package main
 import (
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -63,5 +64,33 @@ func TestPlacementSettingsReachTheOptions(t *testing.T) {
 	t.Setenv("BALANCER_PLACEMENT", "random")
 	if st := strategy(t); st != balancer.StrategyRandom {
 		t.Fatalf("BALANCER_PLACEMENT=random: %q", st)
+	}
+}
+
+// TestUDPHoldReachesTheOptions: UDP_HOLD_US becomes the relay's UDPHold
+// in microseconds; unset is 0 (the relay's default), -1 holds no peer.
+func TestUDPHoldReachesTheOptions(t *testing.T) {
+	unsetenv(t, "UDP_HOLD_US")
+	hold := func(t *testing.T, args ...string) time.Duration {
+		t.Helper()
+		var o relay.Options
+		if err := runAction(t, relayCommand(), func(c *cli.Context) error {
+			var err error
+			o, err = relayOptions(c)
+			return err
+		}, args...); err != nil {
+			t.Fatal(err)
+		}
+		return o.UDPHold
+	}
+	if got := hold(t); got != 0 {
+		t.Errorf("unset: %v, want 0", got)
+	}
+	t.Setenv("UDP_HOLD_US", "250")
+	if got := hold(t); got != 250*time.Microsecond {
+		t.Errorf("UDP_HOLD_US=250: %v", got)
+	}
+	if got := hold(t, "--udp-hold", "-1"); got >= 0 {
+		t.Errorf("--udp-hold -1: %v, want negative (no peer waits)", got)
 	}
 }

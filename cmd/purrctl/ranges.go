@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/purrfly/purrfly/relay"
 )
 
 // Every numeric flag's range is enforced as its help states, so a value
@@ -44,6 +46,7 @@ var flagRanges = map[string]numRange{
 	"relay udp-port-v2":              {min: -1, max: 65535, why: "a port number (0: any free port, -1: no UDP)"},
 	"dev udp-port":                   {min: 0, max: 65535 - 16, why: "a port number (0: any free ports)"},
 	"relay udp-sockets":              {min: 1, max: 64, why: "1 to 64 sockets"},
+	"relay udp-hold":                 {min: -1, max: int64(relay.MaxUDPHold / time.Microsecond), why: "-1 (no peer waits), 0 (the default, 1 ms) or up to 15,000 microseconds"},
 	"relay heartbeat":                {min: 1, why: "at least 1 second"},
 	"relay auth-timeout":             {min: 1, why: "at least 1 second"},
 	"relay udp-timeout":              {min: 1, why: "at least 1 second"},

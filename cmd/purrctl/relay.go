@@ -53,6 +53,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "capacity-connections", EnvVars: []string{"RELAY_MAX_CONNECTIONS"}, Usage: "connections past which this relay takes no new room (0: no limit); its rooms still take players"},
 			&cli.IntFlag{Name: "max-pending", EnvVars: []string{"MAX_PENDING_CONNECTIONS"}, Value: 4096, Usage: "WebSocket connections waiting to authenticate, in all"},
 			&cli.IntFlag{Name: "max-pending-per-source", EnvVars: []string{"MAX_PENDING_PER_SOURCE"}, Value: 64, Usage: "WebSocket connections waiting to authenticate, per source address"},
+			&cli.IntFlag{Name: "udp-hold", EnvVars: []string{"UDP_HOLD_US"}, Value: 0, Usage: "microseconds a busy UDP peer (woken more often than that on average) waits for company under the busy rule (0: 1000; -1: no peer waits, a read batch's frames always leave at its end; at most 15000; ignored with --udp-flush)"},
 			&cli.IntFlag{Name: "udp-flush", EnvVars: []string{"UDP_FLUSH_MS"}, Value: 0, Usage: "milliseconds every UDP peer's frames wait to leave merged in one datagram, for the most merging (0: the busy rule: a read batch's frames leave at its end, only a peer busier than one every millisecond waits up to 1 ms)"},
 			&cli.IntFlag{Name: "heartbeat", EnvVars: []string{"HEARTBEAT_SECONDS"}, Value: 30, Usage: "seconds between registrations with the balancer"},
 			&cli.IntFlag{Name: "host-connect-timeout", EnvVars: []string{"HOST_CONNECT_TIMEOUT_SECONDS"}, Value: 60, Usage: "seconds a room waits for its allocation's host to connect before it is released"},
@@ -149,6 +150,7 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 		ActivationLease:     seconds(c, "migration-activation-timeout"),
 		GrantLifetime:       seconds(c, "migration-grant-timeout"),
 		UDPFlush:            udpFlush(c.Int("udp-flush")),
+		UDPHold:             udpHold(c.Int("udp-hold")),
 		HeartbeatInterval:   seconds(c, "heartbeat"),
 		EmptyRoomTimeout:    seconds(c, "empty-room-timeout"),
 		HostConnectTimeout:  seconds(c, "host-connect-timeout"),
@@ -317,6 +319,15 @@ func multiMachine(c *cli.Context, opts *relay.Options, affinityOn bool) error {
 // busy rule.
 func udpFlush(ms int) time.Duration {
 	return time.Duration(max(ms, 0)) * time.Millisecond
+}
+
+// udpHold is --udp-hold as relay.Options.UDPHold: negative holds no peer,
+// 0 is the relay's default.
+func udpHold(us int) time.Duration {
+	if us < 0 {
+		return -1
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // placementOptions reads RELAY_LABELS, RELAY_MAX_ROOMS and
