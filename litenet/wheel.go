@@ -25,14 +25,15 @@ type wheel struct {
 	// walk reads the slots up to the next deadline once, in order.
 	lo int64
 	// sleepUntil is when the flusher plans to wake next (math.MaxInt64:
-	// never, the wheel was empty); a deadline before it wakes the flusher.
+	// never, the wheel was empty; at first its first timer, a tick after
+	// the start); a deadline before it wakes the flusher.
 	sleepUntil int64
 }
 
 const wheelSlots = 1024
 
 func newWheel(tick int64, now int64) *wheel {
-	return &wheel{tick: tick, slots: make([]*Peer, wheelSlots), pos: now / tick, sleepUntil: now, lo: math.MaxInt64}
+	return &wheel{tick: tick, slots: make([]*Peer, wheelSlots), pos: now / tick, sleepUntil: now + tick, lo: math.MaxInt64}
 }
 
 // set puts p in the slot of deadline (0 removes it). It reports whether

@@ -101,11 +101,22 @@ func udpHold(t *testing.T, hold, gap time.Duration, waits bool) {
 		t.Fatalf("a host sent a message every %v never waited under a hold of %v", gap, hold)
 	}
 	send(byte(held + 1))
-	// The hold is up (at most 5 ms) after the held message was woken; the
-	// relay's flusher then sends both in one datagram.
-	for range 20 {
+	if nums := got(100 * time.Millisecond); nums != nil { // the relay reads it meanwhile, and holds it too
+		t.Fatalf("held: %v", nums)
+	}
+	wantSteps := int(max(hold, DefaultUDPBusyWait) / time.Millisecond)
+	// The hold is up exactly the hold after the held message was woken;
+	// the relay's flusher then sends both in one datagram.
+	for j := range 20 {
 		fake.Advance(time.Millisecond)
-		if nums := got(100 * time.Millisecond); len(nums) > 0 {
+		wait := 100 * time.Millisecond // nothing may leave before the hold is up
+		if j+1 >= wantSteps {
+			wait = 5 * time.Second
+		}
+		if nums := got(wait); len(nums) > 0 {
+			if j+1 != wantSteps {
+				t.Fatalf("released after %d ms, want %d", j+1, wantSteps)
+			}
 			if len(nums) != 2 || nums[0] != byte(held) || nums[1] != byte(held+1) {
 				t.Fatalf("after the hold the host got %v in one datagram, want %d and %d", nums, held, held+1)
 			}
