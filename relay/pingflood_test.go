@@ -67,9 +67,9 @@ func TestPingFloodWithoutReadingIsDropped(t *testing.T) {
 	if sent := <-flooded; sent >= 40<<20 {
 		t.Fatalf("the relay took %d bytes of pings without dropping the peer", sent)
 	}
-	if st := s.Stats(); st.Connections != 0 {
-		t.Fatalf("stats %+v after the drop", st)
-	}
+	// The drop is counted as the connection closes; its slot is freed
+	// as the handler returns, moments later.
+	waitFor(t, "the dropped peer's connection gone from the stats", func() bool { return s.Stats().Connections == 0 })
 }
 
 // pingFrame is one masked ping frame carrying p (at most 125 bytes).
