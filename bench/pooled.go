@@ -75,7 +75,10 @@ func pool(relays, baselines []*Side) *Pooled {
 // mixQuantile is the q quantile (0..1) of the mixture of hs, the i-th
 // with weight ws[i] (each histogram normalised to its own count, so a
 // convolution's squared count weighs no more than a plain one), read as
-// histogram.quantile reads one: the middle of the bucket it falls in.
+// histogram.quantile reads one: the middle of the bucket it falls in. Its
+// rank is the share q of the weight, where quantile's is the
+// floor(q(n-1))+1-th of n samples: the two agree whenever q·n is whole,
+// and otherwise differ by less than one sample.
 func mixQuantile(hs []*histogram, ws []float64, q float64) time.Duration {
 	var total float64
 	var top int64

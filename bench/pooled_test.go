@@ -31,6 +31,16 @@ func TestMixQuantile(t *testing.T) {
 			t.Errorf("q%v = %v, want %v", c.q, got, c.want)
 		}
 	}
+	// One run alone reads as its own quantile, to the bucket's middle.
+	var spread histogram
+	for i := range int64(1000) {
+		spread.record(1000 + i*i*37)
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		if got, want := mixQuantile([]*histogram{&spread}, []float64{7}, q), spread.quantile(q); got != want {
+			t.Errorf("one run's q%v = %v, want its own %v", q, got, want)
+		}
+	}
 	var empty histogram
 	if got := mixQuantile([]*histogram{&empty}, []float64{5}, 0.5); got != 0 {
 		t.Errorf("empty mixture = %v", got)
