@@ -20,18 +20,6 @@ func TestPlacementSettingsReachTheOptions(t *testing.T) {
 	for _, v := range []string{"RELAY_LABELS", "RELAY_MAX_ROOMS", "RELAY_MAX_CONNECTIONS", "BALANCER_PLACEMENT", "FLY_APP_NAME"} {
 		unsetenv(t, v)
 	}
-	relayOpts := func(t *testing.T, args ...string) relay.Options {
-		t.Helper()
-		var o relay.Options
-		if err := runAction(t, relayCommand(), func(c *cli.Context) error {
-			var err error
-			o, err = relayOptions(c)
-			return err
-		}, args...); err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
 	if o := relayOpts(t); o.Labels != nil || o.Capacity != (wire.Capacity{}) {
 		t.Fatalf("unset: labels %v capacity %+v, want none", o.Labels, o.Capacity)
 	}
@@ -71,18 +59,7 @@ func TestPlacementSettingsReachTheOptions(t *testing.T) {
 // in microseconds; unset is 0 (the relay's default), -1 holds no peer.
 func TestUDPHoldReachesTheOptions(t *testing.T) {
 	unsetenv(t, "UDP_HOLD_US")
-	hold := func(t *testing.T, args ...string) time.Duration {
-		t.Helper()
-		var o relay.Options
-		if err := runAction(t, relayCommand(), func(c *cli.Context) error {
-			var err error
-			o, err = relayOptions(c)
-			return err
-		}, args...); err != nil {
-			t.Fatal(err)
-		}
-		return o.UDPHold
-	}
+	hold := func(t *testing.T, args ...string) time.Duration { return relayOpts(t, args...).UDPHold }
 	if got := hold(t); got != 0 {
 		t.Errorf("unset: %v, want 0", got)
 	}
@@ -93,4 +70,19 @@ func TestUDPHoldReachesTheOptions(t *testing.T) {
 	if got := hold(t, "--udp-hold", "-1"); got >= 0 {
 		t.Errorf("--udp-hold -1: %v, want negative (no peer waits)", got)
 	}
+}
+
+// relayOpts runs the relay command's flag parsing on args and the
+// environment and returns the relay's options.
+func relayOpts(t *testing.T, args ...string) relay.Options {
+	t.Helper()
+	var o relay.Options
+	if err := runAction(t, relayCommand(), func(c *cli.Context) error {
+		var err error
+		o, err = relayOptions(c)
+		return err
+	}, args...); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
