@@ -179,7 +179,7 @@ type Side struct {
 	RSSPerConnBytes   float64 `json:"rss_per_conn_bytes"`  // (connected - start) / connections
 	ConnectSeconds    float64 `json:"connect_sec"`
 
-	trips roundTrips // this run's round-trip latencies, for Pooled
+	trips roundTrips // this run's round trips for Pooled: set by summarize, read-only after
 }
 
 func newShape(o Options) Shape {
