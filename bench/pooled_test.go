@@ -100,3 +100,30 @@ func TestPoolNeedsRoundTrips(t *testing.T) {
 		t.Errorf("pooled %+v, want 2 runs, ratio 1, no arrival figures", p)
 	}
 }
+
+// TestSummarizeKeepsRoundTrips: a run keeps what pooling needs: the
+// echo's messages as its round trips, the relay's two crossings
+// convolved, each weighted by the run's messages.
+func TestSummarizeKeepsRoundTrips(t *testing.T) {
+	rec := func(crossing int, msgs int64, ns ...int64) *receiver {
+		r := &receiver{crossing: crossing, msgs: msgs}
+		for _, v := range ns {
+			r.h.record(v)
+			r.ha.record(v / 2)
+		}
+		return r
+	}
+	var echo Side
+	(&traffic{recvs: []*receiver{rec(crossingEcho, 3, 1000, 2000, 3000)}}).summarize(&echo)
+	if tr := echo.trips; tr.weight != 3 || tr.read == nil || tr.read.n != 3 || tr.arrival == nil || tr.arrival.n != 3 {
+		t.Errorf("echo keeps %+v, want 3 messages read and stamped, weight 3", tr)
+	}
+	var relay Side
+	(&traffic{recvs: []*receiver{rec(crossingToHost, 2, 1000, 2000), rec(crossingToClient, 3, 10, 20, 30)}}).summarize(&relay)
+	if tr := relay.trips; tr.weight != 5 || tr.read == nil || tr.read.n != 6 || tr.arrival == nil || tr.arrival.n != 6 {
+		t.Errorf("relay keeps %+v, want the 2x3 convolution read and stamped, weight 5", tr)
+	}
+	if got := relay.trips.read.quantile(1); got != 2030 {
+		t.Errorf("relay round trip max %v, want 2030ns (the two crossings' maxima)", got)
+	}
+}
