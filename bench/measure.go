@@ -142,17 +142,15 @@ func (tr *traffic) summarize(s *Side) {
 	}
 	s.P50us, s.P99us, s.P999us = us(h.quantile(0.5)), us(h.quantile(0.99)), us(h.quantile(0.999))
 	s.MaxUs = us(time.Duration(h.max))
-	if toHost, toClient := &crossings[crossingToHost], &crossings[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
-		rt := toHost.convolve(toClient)
+	if rt := relayRoundTrip(&crossings); rt != nil {
 		s.RTTP50us, s.RTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
 		s.trips.read = rt
-		s.ToHostP99us, s.ToClientP99us = us(toHost.quantile(0.99)), us(toClient.quantile(0.99))
+		s.ToHostP99us, s.ToClientP99us = us(crossings[crossingToHost].quantile(0.99)), us(crossings[crossingToClient].quantile(0.99))
 	}
 	if ha.n > 0 {
 		s.ArrivalP50us, s.ArrivalP99us = us(ha.quantile(0.5)), us(ha.quantile(0.99))
 	}
-	if toHost, toClient := &arrivals[crossingToHost], &arrivals[crossingToClient]; toHost.n > 0 && toClient.n > 0 {
-		rt := toHost.convolve(toClient)
+	if rt := relayRoundTrip(&arrivals); rt != nil {
 		s.ArrivalRTTP50us, s.ArrivalRTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
 		s.trips.arrival = rt
 	}
@@ -163,6 +161,17 @@ func (tr *traffic) summarize(s *Side) {
 		}
 	}
 	s.trips.weight = float64(s.Messages)
+}
+
+// relayRoundTrip is a relay run's round trip from its two crossings'
+// latencies (cs, by crossing), taken as independent (convolved); nil
+// unless both carried messages.
+func relayRoundTrip(cs *[crossingToClient + 1]histogram) *histogram {
+	toHost, toClient := &cs[crossingToHost], &cs[crossingToClient]
+	if toHost.n == 0 || toClient.n == 0 {
+		return nil
+	}
+	return toHost.convolve(toClient)
 }
 
 // meter reads a process's CPU and RSS; pid 0 reads nothing. The first
