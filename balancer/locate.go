@@ -19,7 +19,7 @@ func (s *Server) handleRoomLocation(w http.ResponseWriter, r *http.Request) erro
 	}
 	rec, err := s.st.liveRoom(name)
 	if err != nil {
-		return err
+		return s.unsettled(err)
 	}
 	i := rec.relay.info
 	wire.WriteJSON(w, http.StatusOK, wire.RoomLocation{

@@ -59,7 +59,7 @@ func (s *Server) handleMigration(op wire.MigrationOp) wire.Handler {
 			out, err = s.st.onRoute(req.Name, call) // optimistic, checked after the answer
 		}
 		if err != nil {
-			return s.migrationDone(op, err)
+			return s.migrationDone(op, s.unsettled(err))
 		}
 		s.metrics.migrations.WithLabelValues(op.String(), "ok").Inc()
 		wire.WriteJSON(w, http.StatusOK, out)

@@ -219,9 +219,9 @@ type Options struct {
 	// DefaultPeerCheck); PeerTimeout bounds one such call (default
 	// DefaultPeerTimeout).
 	ClaimWait, PeerCheck, PeerTimeout time.Duration
-	// SettleWindow: for this long after it starts serving, allocations
-	// answer 503 balancer_settling while relays republish their rooms
-	// (BALANCER_SETTLE_SECONDS; 0: none).
+	// SettleWindow: for this long after it starts serving, allocations,
+	// and calls for rooms not known yet, answer 503 balancer_settling
+	// while relays republish their rooms (BALANCER_SETTLE_SECONDS; 0: none).
 	SettleWindow time.Duration
 	// EventPing is the interval of the ": ping" comment on an idle event
 	// stream (default DefaultEventPing).

@@ -140,7 +140,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) error {
 	}
 	rec, err := s.st.liveRoom(name)
 	if err != nil {
-		return err
+		return s.unsettled(err)
 	}
 	i := rec.relay.info
 	wire.WriteJSON(w, http.StatusOK, wire.Capability{

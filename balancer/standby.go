@@ -31,7 +31,9 @@ import (
 // register at once. For Options.SettleWindow after it starts serving, a
 // balancer answers allocations 503 balancer_settling: the relays are
 // republishing their rooms, and a name placed before its room is known
-// could land on a second relay.
+// could land on a second relay. A join, location or migration call for a
+// room it does not know yet answers the same (unsettled), not a final
+// room_not_found.
 const (
 	roleServing int32 = iota
 	roleClaiming
@@ -206,6 +208,18 @@ func (s *Server) handleYield(w http.ResponseWriter, r *http.Request) error {
 
 // settling reports whether allocations wait for the relays' rooms.
 func (s *Server) settling() bool { return s.clock.Now().UnixNano() < s.settleUntil.Load() }
+
+// unsettled is err, except that this balancer's own room_not_found (the
+// wire.ErrRoomNotFound value its room table answers; a relay's answer,
+// decoded, is another value) becomes balancer_settling while it settles:
+// the room's relay may not have republished it yet. PurrNet's host
+// migration takes room_not_found as final, balancer_settling as a retry.
+func (s *Server) unsettled(err error) error {
+	if err == wire.ErrRoomNotFound && s.settling() {
+		return wire.ErrBalancerSettling
+	}
+	return err
+}
 
 // gate answers the routes of a machine that does not serve now.
 func (s *Server) gate(next http.Handler) http.Handler {

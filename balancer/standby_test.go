@@ -139,3 +139,42 @@ func TestSettleWindow(t *testing.T) {
 	_, err = h.allocate("room-a", "test", "a1")
 	wantCode(t, err, wire.ErrNoRelays.Code)
 }
+
+// TestSettleWindowRoomsNotYetKnown: while it settles, a balancer that does
+// not know a room yet answers its join, its location and its migration
+// calls 503 balancer_settling (retryable; PurrNet's host migration takes
+// room_not_found as final), a room its relay has republished is answered
+// as ever, a relay's own room_not_found passes through, and after the
+// window an unknown room is room_not_found again.
+func TestSettleWindowRoomsNotYetKnown(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.SettleWindow = 2 * time.Second })
+	f := newFakeRelay(t, "eu")
+	f.register(h)
+	unknown := func(what string, want *wire.Error) {
+		t.Helper()
+		_, err := h.join("later")
+		wantCode(t, err, want.Code)
+		_, err = h.locate("later", internalAuth)
+		wantCode(t, err, want.Code)
+		status, body, _ := h.do(http.MethodPost, wire.PathMigrationActivate, migHeaders(wire.OpActivate, "later"), nil)
+		e := decodeAnswer(t, status, body, nil)
+		wantCode(t, e, want.Code)
+		if e != nil && (e.Retryable != want.Retryable || e.Status != want.Status) {
+			t.Errorf("%s: activate answered %d retryable=%v, want %d retryable=%v", what, e.Status, e.Retryable, want.Status, want.Retryable)
+		}
+	}
+	unknown("settling", wire.ErrBalancerSettling)
+
+	wantStatuses(t, f.publish(h, pub("known", "e1", 1, 0)), wire.PubApplied)
+	if c, err := h.join("known"); err != nil || c.Host == "" {
+		t.Errorf("join of a republished room while settling: %v %+v", err, c)
+	}
+	f.set(func(f *fakeRelay) {
+		f.migrate = func(w http.ResponseWriter, r *http.Request) { wire.WriteError(w, wire.ErrRoomNotFound) }
+	})
+	status, body, _ := h.do(http.MethodPost, wire.PathMigrationActivate, migHeaders(wire.OpActivate, "known"), nil)
+	wantCode(t, decodeAnswer(t, status, body, nil), wire.ErrRoomNotFound.Code)
+
+	h.clk.Advance(2 * time.Second)
+	unknown("settled", wire.ErrRoomNotFound)
+}

@@ -29,7 +29,7 @@ func balancerCommand() *cli.Command {
 			&cli.IntFlag{Name: "join-rate", EnvVars: []string{"JOIN_RATE_PER_MINUTE"}, Value: 600, Usage: "joins a minute per source address, half of them at once (0: no limit)"},
 			&cli.IntFlag{Name: "relay-inflight", EnvVars: []string{"BALANCER_RELAY_INFLIGHT"}, Value: balancer.DefaultRelayInflight, Usage: "allocation calls sent to one relay at once; past it the next relay is tried, or 429 instance_busy"},
 			&cli.StringFlag{Name: "standby-for", EnvVars: []string{wire.EnvBalancerStandbyFor}, Usage: "this machine is the standby of that balancer machine (set by purrctl launch and rollout): it serves only while that one does not answer"},
-			&cli.IntFlag{Name: "settle-seconds", EnvVars: []string{"BALANCER_SETTLE_SECONDS"}, Usage: "seconds after it starts serving during which allocations answer 503 balancer_settling while relays republish their rooms (0: none; fly/balancer.toml sets 2)"},
+			&cli.IntFlag{Name: "settle-seconds", EnvVars: []string{"BALANCER_SETTLE_SECONDS"}, Usage: "seconds after it starts serving during which allocations, and joins and migration calls for rooms not known yet, answer 503 balancer_settling while relays republish their rooms (0: none; fly/balancer.toml sets 2)"},
 			&cli.IntFlag{Name: "max-rooms-per-source", EnvVars: []string{"BALANCER_MAX_ROOMS_PER_SOURCE"}, Value: balancer.DefaultMaxRoomsPerSource, Usage: "live rooms one source address's allocations may hold at once (0: no limit)"},
 		}, append(adminFlags(), httpLimitFlags()...)...),
 		Action: runBalancer,
