@@ -20,6 +20,7 @@ func (s *Server) adminPreflight(next http.Handler) http.Handler {
 		}
 		h := w.Header()
 		h.Set("Cache-Control", "no-store, private")
+		h.Set("Pragma", "no-cache") // as wire.Common marks every other answer
 		if s.adminCORS(w, r) {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-None-Match")

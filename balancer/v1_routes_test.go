@@ -303,7 +303,8 @@ func TestV1ETag(t *testing.T) {
 }
 
 // TestV1CORS: /v1 answers carry no CORS header unless the origin is
-// listed (the public routes keep theirs); preflights likewise.
+// listed (the public routes keep theirs); preflights likewise, and are
+// never cached.
 func TestV1CORS(t *testing.T) {
 	for _, listed := range []bool{false, true} {
 		h, _ := adminHarness(t, nil, func(o *Options) {
@@ -328,6 +329,9 @@ func TestV1CORS(t *testing.T) {
 		if st != http.StatusNoContent || (hd.Get("Access-Control-Allow-Origin") != "") != listed ||
 			listed && !strings.Contains(hd.Get("Access-Control-Allow-Methods"), "DELETE") {
 			t.Fatalf("listed=%v: preflight %d %v", listed, st, hd)
+		}
+		if hd.Get("Cache-Control") != "no-store, private" || hd.Get("Pragma") != "no-cache" {
+			t.Fatalf("a preflight may be cached: Cache-Control %q, Pragma %q", hd.Get("Cache-Control"), hd.Get("Pragma"))
 		}
 		if _, _, hd = h.do(http.MethodGet, "/servers", map[string]string{"Origin": "https://game.example"}, nil); hd.Get("Access-Control-Allow-Origin") != "*" {
 			t.Fatal("the public routes lost their CORS")
