@@ -76,8 +76,9 @@ type Options struct {
 
 	// UDP (LiteNetLib 2.x, PurrNet's desktop, mobile and Editor builds).
 	// UDPPortV2 is the port (UDP_PORT_V2, the caller applies 7778): 0 =
-	// ephemeral, -1 = no UDP (7778 is still advertised, as clients need the
-	// field). UDPHost is the bind address (UDP_HOST): "" = ListenHost, and a
+	// ephemeral, -1 = 2.x not served (7778 is still advertised, as clients
+	// need the field; UDPPort -1 too serves no UDP). UDPHost is the bind
+	// address (UDP_HOST): "" = ListenHost, and a
 	// wildcard (or "::") means 0.0.0.0, since PurrNet's clients dial IPv4
 	// only; on Fly the caller passes fly-global-services' address, the only
 	// one whose replies Fly routes. PublicUDPPortV2 (HOST_UDP_PORT_V2) is

@@ -64,6 +64,7 @@ func TestUsageMistakesExit2WithOneLine(t *testing.T) {
 		{[]string{"relay", "--udp-hold", "-2"}, "--udp-hold (UDP_HOLD_US) must be -1 (no peer waits)"},
 		{[]string{"relay", "--ws-port", "-2"}, "-1 disables the dedicated WebSocket port"},
 		{[]string{"relay", "--port", "70000"}, "--port (PORT) must be a port number"},
+		{[]string{"relay", "--udp-port", "-2"}, "--udp-port (UDP_PORT) must be a port number (0: any free port, -1: LiteNetLib 1.x not served), got -2"},
 		{[]string{"balancer", "--join-rate", "-1"}, "--join-rate (JOIN_RATE_PER_MINUTE) must not be negative, got -1"},
 		{[]string{"chaos", "--rooms", "100"}, "--rooms must be 1 to 64 rooms, got 100"},
 		{[]string{"chaos", "--players", "20"}, "--players must be 1 to 8 players, got 20"},

@@ -72,6 +72,19 @@ func TestUDPHoldReachesTheOptions(t *testing.T) {
 	}
 }
 
+// TestUDPPortsNotServed: -1 turns off either LiteNetLib port, as the help
+// says (UDP_PORT=-1 was refused as "not a port number").
+func TestUDPPortsNotServed(t *testing.T) {
+	unsetenv(t, "UDP_PORT")
+	unsetenv(t, "UDP_PORT_V2")
+	if o := relayOpts(t, "--udp-port", "-1"); o.UDPPort != -1 || o.UDPPortV2 != 7778 {
+		t.Errorf("--udp-port -1: UDPPort %d, UDPPortV2 %d", o.UDPPort, o.UDPPortV2)
+	}
+	if o := relayOpts(t, "--udp-port-v2", "-1"); o.UDPPort != 7777 || o.UDPPortV2 != -1 {
+		t.Errorf("--udp-port-v2 -1: UDPPort %d, UDPPortV2 %d", o.UDPPort, o.UDPPortV2)
+	}
+}
+
 // relayOpts runs the relay command's flag parsing on args and the
 // environment and returns the relay's options.
 func relayOpts(t *testing.T, args ...string) relay.Options {

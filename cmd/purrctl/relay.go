@@ -39,7 +39,7 @@ func relayCommand() *cli.Command {
 			&cli.IntFlag{Name: "endpoint-port", EnvVars: []string{"HOST_PORT"}, Usage: "port of the default API endpoint URL"},
 			&cli.IntFlag{Name: "public-ws-port", EnvVars: []string{"HOST_WS_PORT"}, Usage: "WebSocket port advertised to clients (default 443 on Fly, else the listener's)"},
 			&cli.IntFlag{Name: "udp-port", EnvVars: []string{"UDP_PORT"}, Value: 7777, Usage: "LiteNetLib 1.x UDP port, for PurrNet builds older than its move to 2.x (0: any free port, -1: not served, 7777 still advertised)"},
-			&cli.IntFlag{Name: "udp-port-v2", EnvVars: []string{"UDP_PORT_V2"}, Value: 7778, Usage: "LiteNetLib 2.x UDP port (0: any free port, -1: no UDP)"},
+			&cli.IntFlag{Name: "udp-port-v2", EnvVars: []string{"UDP_PORT_V2"}, Value: 7778, Usage: "LiteNetLib 2.x UDP port (0: any free port, -1: not served; with --udp-port -1 too, no UDP)"},
 			&cli.StringFlag{Name: "udp-host", EnvVars: []string{"UDP_HOST"}, Usage: "UDP bind address (default fly-global-services on Fly, else HOST; IPv4)"},
 			&cli.IntFlag{Name: "public-udp-port-v2", EnvVars: []string{"HOST_UDP_PORT_V2"}, Usage: "UDP port advertised to clients (default the bound one)"},
 			&cli.IntFlag{Name: "public-udp-port", EnvVars: []string{"HOST_UDP_PORT"}, Usage: "LiteNetLib 1.x UDP port advertised to clients (default the bound one)"},
@@ -206,18 +206,18 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 			return o, usagef("HOST_ENDPOINT must be an http(s) URL")
 		}
 	}
-	for name, p := range map[string]int{"PORT": o.HTTPPort, "UDP_PORT": o.UDPPort, "HOST_UDP_PORT_V2": o.PublicUDPPortV2} {
+	for name, p := range map[string]int{"PORT": o.HTTPPort, "HOST_UDP_PORT_V2": o.PublicUDPPortV2} {
 		if p < 0 || p > 65535 {
 			return o, usagef("%s must be a port number", name)
 		}
 	}
 	if o.UDPPortV2 < -1 || o.UDPPortV2 > 65535 {
-		return o, usagef("UDP_PORT_V2 must be a port number, 0 (any) or -1 (no UDP)")
+		return o, usagef("UDP_PORT_V2 must be a port number, 0 (any) or -1 (LiteNetLib 2.x not served)")
 	}
 	if o.UDPSockets < 1 || o.UDPSockets > 64 {
 		return o, usagef("UDP_SOCKETS must be between 1 and 64")
 	}
-	if fly && o.UDPHost == "" && o.UDPPortV2 >= 0 {
+	if fly && o.UDPHost == "" && (o.UDPPortV2 >= 0 || o.UDPPort >= 0) {
 		o.UDPHost = flyGlobalServices()
 	}
 	return o, nil
