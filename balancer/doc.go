@@ -63,8 +63,9 @@
 //
 // A heartbeat of an endpoint's current boot is refreshed at once; a new
 // endpoint or boot is admitted only once GET {endpoint}/ping reports that
-// boot (state.register). Routing metadata is immutable within a boot;
-// replaced boots are stale_boot; at most Options.MaxRelays endpoints are
+// boot (state.register). Routing metadata is immutable within a boot,
+// across a removal too (the registry keeps a removed boot's metadata while
+// it keeps the endpoint's gone mark); replaced boots are stale_boot; at most Options.MaxRelays endpoints are
 // registered. A health round removes a relay that failed HealthFailures
 // probes in a row, answered with another boot, or stopped heartbeating
 // (state.checkRelays). A relay that says Retiring (a deploy replaced it)

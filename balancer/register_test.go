@@ -104,6 +104,7 @@ func TestMetadataIsImmutableWithinABoot(t *testing.T) {
 		func(i *wire.RelayInfo) { i.UDPPortV2 = 9999 },
 		func(i *wire.RelayInfo) { i.SSL = true },
 		func(i *wire.RelayInfo) { i.Endpoint = "http://127.0.0.1:1" },
+		func(i *wire.RelayInfo) { i.PublicEndpoint = "https://relay-app.example" },
 	} {
 		info := r.info
 		change(&info)
@@ -115,6 +116,40 @@ func TestMetadataIsImmutableWithinABoot(t *testing.T) {
 	info.Version = "v2"
 	_, err := r.registerAs(h, info)
 	noErr(t, err)
+}
+
+// TestMetadataIsImmutableAfterRemoval: a boot the balancer removed (its
+// health probes failed) that registers again keeps its routing metadata:
+// with other metadata, at its endpoint or another, it is refused as within
+// a boot; with the same, it proves itself and is back.
+func TestMetadataIsImmutableAfterRemoval(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.HealthFailures = 1 })
+	r := newFakeRelay(t, "eu")
+	r.register(h)
+	r.set(func(f *fakeRelay) { f.pingFail = true })
+	failHealth(h, 1)
+	if len(h.servers()) != 0 {
+		t.Fatal("the relay was not removed")
+	}
+	r.set(func(f *fakeRelay) { f.pingFail = false })
+	for _, change := range []func(*wire.RelayInfo){
+		func(i *wire.RelayInfo) { i.Region = "us" },
+		func(i *wire.RelayInfo) { i.UDPPortV2 = 9999 },
+		func(i *wire.RelayInfo) { i.PublicEndpoint = "https://relay-app.example" },
+		func(i *wire.RelayInfo) { i.Endpoint = "http://127.0.0.1:1" },
+	} {
+		info := r.info
+		change(&info)
+		_, err := r.registerAs(h, info)
+		wantCode(t, err, wire.ErrMetadataChanged.Code)
+	}
+	if len(h.servers()) != 0 {
+		t.Fatal("a removed boot came back with other routing metadata")
+	}
+	r.register(h)
+	if len(h.servers()) != 1 {
+		t.Fatal("a removed boot with its own metadata did not come back")
+	}
 }
 
 func TestRegisterValidation(t *testing.T) {

@@ -118,7 +118,15 @@ type registry struct {
 	retired    map[string][]string    // endpoint -> replaced boots, newest last; guarded by mu
 	drained    map[string]string      // endpoint -> boot drained by an admin; guarded by mu
 	gates      map[string]*proofGate  // endpoint -> proof gate, only while in use; guarded by mu
-	gone       map[string]time.Time   // unregistered endpoint -> its last heartbeat; guarded by mu
+	gone       map[string]goneRelay   // unregistered endpoint -> its last registration; guarded by mu
+}
+
+// goneRelay is an endpoint's last registration after its removal (health
+// or expiry): its last heartbeat, and the boot's routing metadata, which
+// stays fixed for that boot should it register again.
+type goneRelay struct {
+	at   time.Time
+	info wire.RelayInfo
 }
 
 // proofGate serializes the boot proofs of one endpoint. It stays in the
@@ -136,7 +144,7 @@ func newRegistry() *registry {
 		retired:    make(map[string][]string),
 		drained:    make(map[string]string),
 		gates:      make(map[string]*proofGate),
-		gone:       make(map[string]time.Time),
+		gone:       make(map[string]goneRelay),
 	}
 }
 
@@ -180,12 +188,32 @@ func (g *registry) refresh(req wire.RegisterRequest, now time.Time) (uint64, hea
 		return 0, 0, wire.ErrTooManyRelays // refused before its proof costs a probe
 	}
 	if r == nil || r.info.BootID != info.BootID {
+		if g.movedSinceGoneLocked(info) {
+			return 0, 0, wire.ErrMetadataChanged
+		}
 		return 0, hbNeedProof, nil
 	}
 	if !r.info.SameRoute(info) {
 		return 0, 0, wire.ErrMetadataChanged
 	}
 	return g.touchLocked(r, req, now), hbRefreshed, nil
+}
+
+// movedSinceGoneLocked reports whether info's boot was removed (health,
+// expiry) with other routing metadata: a boot's routing is fixed for its
+// life, registered or not. The endpoint's own mark is looked at first;
+// one at another endpoint (the boot moved) costs a walk of the marks, on
+// a path that needs a proof anyway.
+func (g *registry) movedSinceGoneLocked(info wire.RelayInfo) bool {
+	if m, ok := g.gone[info.Endpoint]; ok && m.info.BootID == info.BootID {
+		return !m.info.SameRoute(info)
+	}
+	for _, m := range g.gone {
+		if m.info.BootID == info.BootID {
+			return true // gone from another endpoint
+		}
+	}
+	return false
 }
 
 func (g *registry) touchLocked(r *relayEntry, req wire.RegisterRequest, now time.Time) uint64 {
@@ -264,7 +292,7 @@ func (g *registry) retireLocked(endpoint, boot string) {
 func (g *registry) unregisterLocked(r *relayEntry) {
 	delete(g.byEndpoint, r.info.Endpoint)
 	delete(g.byBoot, r.info.BootID)
-	g.gone[r.info.Endpoint] = r.lastHeartbeat
+	g.gone[r.info.Endpoint] = goneRelay{at: r.lastHeartbeat, info: r.info}
 }
 
 // prune forgets the retired boots and the admin drain mark of every
@@ -276,12 +304,12 @@ func (g *registry) unregisterLocked(r *relayEntry) {
 func (g *registry) prune(now time.Time, retention time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for ep, at := range g.gone {
+	for ep, m := range g.gone {
 		if g.byEndpoint[ep] != nil {
 			delete(g.gone, ep) // came back (install clears it too)
 			continue
 		}
-		if now.Sub(at) >= retention {
+		if now.Sub(m.at) >= retention {
 			delete(g.retired, ep)
 			delete(g.drained, ep)
 			delete(g.gone, ep)

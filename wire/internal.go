@@ -150,9 +150,9 @@ type RelayInfo struct {
 }
 
 // SameRoute reports whether two infos carry the same immutable routing
-// metadata (host, region, endpoint, ports, ssl).
+// metadata (host, region, endpoint and public endpoint, ports, ssl).
 func (a RelayInfo) SameRoute(b RelayInfo) bool {
-	return a.Endpoint == b.Endpoint && a.Host == b.Host && a.Region == b.Region &&
+	return a.Endpoint == b.Endpoint && a.PublicEndpoint == b.PublicEndpoint && a.Host == b.Host && a.Region == b.Region &&
 		a.Port == b.Port && a.UDPPort == b.UDPPort && a.UDPPortV2 == b.UDPPortV2 && a.SSL == b.SSL
 }
 

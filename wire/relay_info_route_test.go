@@ -2,8 +2,8 @@ package wire
 
 import "testing"
 
-// Rule: SameRoute compares the immutable routing metadata (endpoint, host,
-// region, the three ports, ssl) and nothing else: a change in any of them
+// Rule: SameRoute compares the immutable routing metadata (endpoint, public
+// endpoint, host, region, the three ports, ssl) and nothing else: a change in any of them
 // is another route, a change in the process facts is not.
 func TestSameRouteComparesTheRoutingFields(t *testing.T) {
 	a := RelayInfo{BootID: "b1", Endpoint: "http://r:8080", Host: "r.example", Region: "ams",
@@ -18,6 +18,7 @@ func TestSameRouteComparesTheRoutingFields(t *testing.T) {
 	}
 	for name, change := range map[string]func(*RelayInfo){
 		"endpoint":  func(i *RelayInfo) { i.Endpoint = "http://other:8080" },
+		"public":    func(i *RelayInfo) { i.PublicEndpoint = "https://app.example" },
 		"host":      func(i *RelayInfo) { i.Host = "other.example" },
 		"region":    func(i *RelayInfo) { i.Region = "fra" },
 		"port":      func(i *RelayInfo) { i.Port = 444 },
