@@ -17,10 +17,13 @@ import (
 // changes anything.
 //
 // A mutating call (authorize, claim, activate) holds only that room's
-// route lease across the relay request, the lease every publication,
-// unregister, health removal and relay replacement of the room takes, so
-// the route cannot change under it and other rooms, on the same relay
-// too, stay concurrent. current reads the route optimistically and checks
+// route lease across the relay request, the lease every publication and
+// unregister of the room takes, so no publication changes the route under
+// it and other rooms, on the same relay too, stay concurrent. A health
+// removal or a relay replacement swaps the relay's registration without
+// the rooms' leases (it invalidates all of its routes at once); a call
+// under way then still forwards the answer of the relay it asked, which
+// is the process that decided. current reads the route optimistically and checks
 // after the answer that it is still the same route (else it reads once
 // more). A mutating request that was written and got no complete answer
 // is 503 migration_outcome_indeterminate: the relay may have committed,
