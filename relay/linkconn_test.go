@@ -15,63 +15,14 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/wstransport"
 	"github.com/purrfly/purrfly/wire"
 )
 
-// rawFrame is one WebSocket frame as read off the wire by a test peer.
-type rawFrame struct {
-	fin     bool
-	op      byte
-	masked  bool
-	payload []byte // unmasked
-}
-
-// readRawFrame reads one frame from r and unmasks its payload byte by byte
-// (the RFC's definition, independent of the relay's masking code).
-func readRawFrame(r io.Reader) (rawFrame, error) {
-	var h [2]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return rawFrame{}, err
-	}
-	f := rawFrame{fin: h[0]&0x80 != 0, op: h[0] & 0x0f, masked: h[1]&0x80 != 0}
-	n := uint64(h[1] & 0x7f)
-	switch n {
-	case 126:
-		var ext [2]byte
-		if _, err := io.ReadFull(r, ext[:]); err != nil {
-			return f, err
-		}
-		n = uint64(binary.BigEndian.Uint16(ext[:]))
-	case 127:
-		var ext [8]byte
-		if _, err := io.ReadFull(r, ext[:]); err != nil {
-			return f, err
-		}
-		n = binary.BigEndian.Uint64(ext[:])
-	}
-	if n > 1<<20 {
-		return f, fmt.Errorf("frame of %d bytes", n)
-	}
-	var key [4]byte
-	if f.masked {
-		if _, err := io.ReadFull(r, key[:]); err != nil {
-			return f, err
-		}
-	}
-	f.payload = make([]byte, n)
-	if _, err := io.ReadFull(r, f.payload); err != nil {
-		return f, err
-	}
-	for i := range f.payload {
-		f.payload[i] ^= key[i%4]
-	}
-	return f, nil
-}
-
 // silentHolderEvent is what a silent holder saw on a link.
 type silentHolderEvent struct {
-	frames []rawFrame
+	frames []wstest.RawFrame
 	closed time.Time // when the close frame arrived
 	eof    time.Time // when the socket ended (zero if it did not)
 	err    error
@@ -102,9 +53,9 @@ func silentHolder(events chan<- silentHolderEvent) http.Handler {
 		}
 		var ev silentHolderEvent
 		for {
-			f, err := readRawFrame(brw.Reader)
+			f, err := wstest.ReadRawFrame(brw.Reader)
 			if err != nil {
-				if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+				if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || wstest.IsReset(err) {
 					ev.eof = time.Now() // wall clock: when the real socket ended
 				} else {
 					ev.err = err
@@ -113,16 +64,11 @@ func silentHolder(events chan<- silentHolderEvent) http.Handler {
 				return
 			}
 			ev.frames = append(ev.frames, f)
-			if f.op == 0x8 {
+			if f.Op == 0x8 {
 				ev.closed = time.Now() // wall clock: when the close frame arrived on the real socket
 			}
 		}
 	})
-}
-
-func isReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && !op.Timeout()
 }
 
 // TestLinkDroppedWithinGraceWhenHolderIgnoresClose: a forwarded client
@@ -161,16 +107,16 @@ func TestLinkDroppedWithinGraceWhenHolderIgnoresClose(t *testing.T) {
 		t.Fatalf("the holder got %d frames, want the authentication message and a close frame", len(ev.frames))
 	}
 	for i, f := range ev.frames {
-		if !f.fin || !f.masked {
-			t.Fatalf("frame %d: fin %v masked %v, want a final masked client frame", i, f.fin, f.masked)
+		if !f.Fin || !f.Masked {
+			t.Fatalf("frame %d: fin %v masked %v, want a final masked client frame", i, f.Fin, f.Masked)
 		}
 	}
-	if f := ev.frames[0]; f.op != 0x2 || string(f.payload) != string(auth) {
-		t.Fatalf("first frame: opcode %d %q, want the authentication message", f.op, f.payload)
+	if f := ev.frames[0]; f.Op != 0x2 || string(f.Payload) != string(auth) {
+		t.Fatalf("first frame: opcode %d %q, want the authentication message", f.Op, f.Payload)
 	}
-	if f := ev.frames[1]; f.op != 0x8 || len(f.payload) < 2 ||
-		websocket.StatusCode(binary.BigEndian.Uint16(f.payload)) != websocket.StatusNormalClosure {
-		t.Fatalf("second frame: opcode %d %x, want close 1000", f.op, f.payload)
+	if f := ev.frames[1]; f.Op != 0x8 || len(f.Payload) < 2 ||
+		websocket.StatusCode(binary.BigEndian.Uint16(f.Payload)) != websocket.StatusNormalClosure {
+		t.Fatalf("second frame: opcode %d %x, want close 1000", f.Op, f.Payload)
 	}
 	if ev.eof.IsZero() {
 		t.Fatal("the link's socket was not closed")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -28,7 +29,7 @@ func TestAuthRightBehindUpgrade(t *testing.T) {
 	auth := wire.Auth{RoomName: "early", ClientSecret: clientSecret}.Marshal()
 	req := "GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-	if _, err := c.Write(append([]byte(req), maskedFrame(auth)...)); err != nil {
+	if _, err := c.Write(append([]byte(req), wstest.MaskedFrame(auth)...)); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
 	br := bufio.NewReader(c)
@@ -45,16 +46,6 @@ func TestAuthRightBehindUpgrade(t *testing.T) {
 	}
 	c.Close()
 	waitFor(t, "the connection gone", func() bool { return s.Stats().Connections == 0 })
-}
-
-// maskedFrame is one final binary client frame carrying p (< 126 bytes).
-func maskedFrame(p []byte) []byte {
-	key := [4]byte{1, 2, 3, 4}
-	f := append([]byte{0x82, 0x80 | byte(len(p))}, key[:]...)
-	for i, b := range p {
-		f = append(f, b^key[i%4])
-	}
-	return f
 }
 
 // TestIdleConnectionLeavesTheHandler: once authenticated, a connection is

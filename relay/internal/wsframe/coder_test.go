@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
@@ -149,7 +150,7 @@ func TestCoderLeavesTheSocketToUs(t *testing.T) {
 	if err := w.WriteBatch([]*buf.Buf{buf.Of('o', 'k')}, time.Time{}); err != nil {
 		t.Fatalf("a batch after the upgrade: %v", err)
 	}
-	if f, err := readRawFrame(a.br); err != nil || f.op != opBinary || string(f.payload) != "ok" {
+	if f, err := wstest.ReadRawFrame(a.br); err != nil || f.Op != opBinary || string(f.Payload) != "ok" {
 		t.Fatalf("the client read %+v %v", f, err)
 	}
 }

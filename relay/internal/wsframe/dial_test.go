@@ -3,10 +3,8 @@ package wsframe
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
@@ -144,16 +143,16 @@ func TestLinkConnBatch(t *testing.T) {
 	r := bytes.NewReader(stream)
 	for r.Len() > 0 {
 		at := len(stream) - r.Len()
-		f, err := readRawFrame(r)
+		f, err := wstest.ReadRawFrame(r)
 		if err != nil {
 			t.Fatalf("parsing what the link wrote: %v", err)
 		}
-		if !f.masked || !f.fin {
-			t.Fatalf("frame opcode %d: fin %v masked %v, want a final masked client frame", f.op, f.fin, f.masked)
+		if !f.Masked || !f.Fin {
+			t.Fatalf("frame opcode %d: fin %v masked %v, want a final masked client frame", f.Op, f.Fin, f.Masked)
 		}
-		if f.op < 0x8 {
-			if f.op != 0x2 || data >= len(want) || !bytes.Equal(f.payload, want[data]) {
-				t.Fatalf("data frame %d: opcode %d, %d bytes, want binary %d bytes", data, f.op, len(f.payload), len(want[min(data, len(want)-1)]))
+		if f.Op < 0x8 {
+			if f.Op != 0x2 || data >= len(want) || !bytes.Equal(f.Payload, want[data]) {
+				t.Fatalf("data frame %d: opcode %d, %d bytes, want binary %d bytes", data, f.Op, len(f.Payload), len(want[min(data, len(want)-1)]))
 			}
 			data++
 			continue
@@ -163,10 +162,10 @@ func TestLinkConnBatch(t *testing.T) {
 		i, okStart := bounds[at]
 		j, okEnd := bounds[end]
 		if !okStart || !okEnd || j != i+1 {
-			t.Fatalf("control frame (opcode %d) at bytes %d-%d is not exactly one write", f.op, at, end)
+			t.Fatalf("control frame (opcode %d) at bytes %d-%d is not exactly one write", f.Op, at, end)
 		}
-		controls = append(controls, f.op)
-		if f.op == 0x8 && r.Len() != 0 {
+		controls = append(controls, f.Op)
+		if f.Op == 0x8 && r.Len() != 0 {
 			t.Fatalf("%d bytes written after the close frame", r.Len())
 		}
 	}
@@ -308,56 +307,6 @@ func BenchmarkLinkConnWriteBatch(b *testing.B) {
 			}
 		})
 	}
-}
-
-// rawFrame is one WebSocket frame as read off the wire by a test peer.
-type rawFrame struct {
-	fin     bool
-	op      byte
-	masked  bool
-	payload []byte // unmasked
-}
-
-// readRawFrame reads one frame from r and unmasks its payload byte by byte
-// (the RFC's definition, independent of the relay's masking code).
-func readRawFrame(r io.Reader) (rawFrame, error) {
-	var h [2]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return rawFrame{}, err
-	}
-	f := rawFrame{fin: h[0]&0x80 != 0, op: h[0] & 0x0f, masked: h[1]&0x80 != 0}
-	n := uint64(h[1] & 0x7f)
-	switch n {
-	case 126:
-		var ext [2]byte
-		if _, err := io.ReadFull(r, ext[:]); err != nil {
-			return f, err
-		}
-		n = uint64(binary.BigEndian.Uint16(ext[:]))
-	case 127:
-		var ext [8]byte
-		if _, err := io.ReadFull(r, ext[:]); err != nil {
-			return f, err
-		}
-		n = binary.BigEndian.Uint64(ext[:])
-	}
-	if n > 1<<20 {
-		return f, fmt.Errorf("frame of %d bytes", n)
-	}
-	var key [4]byte
-	if f.masked {
-		if _, err := io.ReadFull(r, key[:]); err != nil {
-			return f, err
-		}
-	}
-	f.payload = make([]byte, n)
-	if _, err := io.ReadFull(r, f.payload); err != nil {
-		return f, err
-	}
-	for i := range f.payload {
-		f.payload[i] ^= key[i%4]
-	}
-	return f, nil
 }
 
 func (c *recordingConn) Write(p []byte) (int, error) {

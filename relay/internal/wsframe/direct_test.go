@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
@@ -138,12 +139,12 @@ func TestRestKeepsTheSocket(t *testing.T) {
 	finished := make(chan error, 1)
 	go func() { finished <- rest.Finish(time.Now().Add(10 * time.Second)) }() // wall clock: a real socket's deadline
 	for i, tag := range tags {
-		f, err := readRawFrame(br)
-		if err != nil || f.op != opBinary || len(f.payload) != MaxDirect || f.payload[0] != tag || f.payload[MaxDirect-1] != tag {
-			t.Fatalf("frame %d: op %d, %d bytes (%v), want %d bytes of %c", i, f.op, len(f.payload), err, MaxDirect, tag)
+		f, err := wstest.ReadRawFrame(br)
+		if err != nil || f.Op != opBinary || len(f.Payload) != MaxDirect || f.Payload[0] != tag || f.Payload[MaxDirect-1] != tag {
+			t.Fatalf("frame %d: op %d, %d bytes (%v), want %d bytes of %c", i, f.Op, len(f.Payload), err, MaxDirect, tag)
 		}
 	}
-	if f, err := readRawFrame(br); err != nil || f.op != opPong || string(f.payload) != "p" {
+	if f, err := wstest.ReadRawFrame(br); err != nil || f.Op != opPong || string(f.Payload) != "p" {
 		t.Fatalf("after the frames: %+v %v, want the pong", f, err)
 	}
 	if err := <-finished; err != nil {
@@ -187,7 +188,7 @@ func TestDirectAfterClose(t *testing.T) {
 	if res, r := w.WriteDirect(frameOf('x', 3)); res != DirectClosing || r.Held() {
 		t.Fatalf("a direct write after the close frame: %d", res)
 	}
-	if f, err := readRawFrame(br); err != nil || f.op != opClose {
+	if f, err := wstest.ReadRawFrame(br); err != nil || f.Op != opClose {
 		t.Fatalf("the peer read %+v %v, want the close frame", f, err)
 	}
 }

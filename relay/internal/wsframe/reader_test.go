@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -81,12 +82,12 @@ func (r *Reader) mustEnd(t *testing.T, want End) {
 // expectFrame reads one unmasked server frame off the peer's end.
 func expectFrame(t *testing.T, c net.Conn, op byte, payload []byte) {
 	t.Helper()
-	f, err := readRawFrame(c)
+	f, err := wstest.ReadRawFrame(c)
 	if err != nil {
 		t.Fatalf("reading the relay's answer: %v", err)
 	}
-	if f.op != op || !f.fin || f.masked || !bytes.Equal(f.payload, payload) {
-		t.Fatalf("relay sent op %d fin %v masked %v %x, want op %d %x", f.op, f.fin, f.masked, f.payload, op, payload)
+	if f.Op != op || !f.Fin || f.Masked || !bytes.Equal(f.Payload, payload) {
+		t.Fatalf("relay sent op %d fin %v masked %v %x, want op %d %x", f.Op, f.Fin, f.Masked, f.Payload, op, payload)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/relay/internal/wsframe"
@@ -80,7 +81,7 @@ func (r *directRig) join(window int) *rawClient {
 	req := "GET / HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
 	auth := wire.Auth{RoomName: "direct", ClientSecret: r.secret}.Marshal()
-	if _, err := nc.Write(append([]byte(req), maskedFrame(auth)...)); err != nil {
+	if _, err := nc.Write(append([]byte(req), wstest.MaskedFrame(auth)...)); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
 	rc := &rawClient{t: t, nc: nc, br: bufio.NewReader(nc)}
@@ -89,7 +90,7 @@ func (r *directRig) join(window int) *rawClient {
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %v %v", resp, err)
 	}
-	if f, err := readRawFrame(rc.br); err != nil || !bytes.Equal(f.payload, []byte{wire.Authenticated}) {
+	if f, err := wstest.ReadRawFrame(rc.br); err != nil || !bytes.Equal(f.Payload, []byte{wire.Authenticated}) {
 		t.Fatalf("auth reply %v %v", f, err)
 	}
 	rc.c = r.s.core.Conn(r.connected())
@@ -193,21 +194,21 @@ func (rc *rawClient) readFrames(n int, pong string) {
 	_ = rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // wall clock: a real socket's deadline
 	seq, pongs := 0, 0
 	for seq < n || (pong != "" && pongs == 0) {
-		f, err := readRawFrame(rc.br)
+		f, err := wstest.ReadRawFrame(rc.br)
 		switch {
 		case err != nil:
 			rc.t.Fatalf("after %d of %d frames: %v", seq, n, err)
-		case !f.fin || f.masked:
-			rc.t.Fatalf("after %d frames: a fragmented or masked frame (op %d)", seq, f.op)
-		case f.op == 0xa:
-			if string(f.payload) != pong || pongs > 0 {
-				rc.t.Fatalf("after %d frames: pong %q, want one pong %q", seq, f.payload, pong)
+		case !f.Fin || f.Masked:
+			rc.t.Fatalf("after %d frames: a fragmented or masked frame (op %d)", seq, f.Op)
+		case f.Op == 0xa:
+			if string(f.Payload) != pong || pongs > 0 {
+				rc.t.Fatalf("after %d frames: pong %q, want one pong %q", seq, f.Payload, pong)
 			}
 			pongs++
-		case f.op != 0x2:
-			rc.t.Fatalf("after %d frames: op %d, want binary frames", seq, f.op)
+		case f.Op != 0x2:
+			rc.t.Fatalf("after %d frames: op %d, want binary frames", seq, f.Op)
 		default:
-			if err := checkSeqFrame(f.payload, seq); err != nil {
+			if err := checkSeqFrame(f.Payload, seq); err != nil {
 				rc.t.Fatalf("after %d frames: %v", seq, err)
 			}
 			seq++
@@ -427,21 +428,21 @@ func (rc *rawClient) writerEnded(what string) {
 func (rc *rawClient) readUntilEnd() (int, websocket.StatusCode, error) {
 	_ = rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // wall clock: a real socket's deadline
 	for seq := 0; ; seq++ {
-		f, err := readRawFrame(rc.br)
+		f, err := wstest.ReadRawFrame(rc.br)
 		switch {
-		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err):
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || wstest.IsReset(err):
 			return seq, -1, nil
 		case err != nil:
 			return seq, -1, err
-		case f.op == 0x8:
-			if len(f.payload) < 2 {
-				return seq, -1, fmt.Errorf("close frame %x", f.payload)
+		case f.Op == 0x8:
+			if len(f.Payload) < 2 {
+				return seq, -1, fmt.Errorf("close frame %x", f.Payload)
 			}
-			return seq, websocket.StatusCode(binary.BigEndian.Uint16(f.payload)), nil
-		case f.op != 0x2 || !f.fin:
-			return seq, -1, fmt.Errorf("after %d frames: op %d fin %v", seq, f.op, f.fin)
+			return seq, websocket.StatusCode(binary.BigEndian.Uint16(f.Payload)), nil
+		case f.Op != 0x2 || !f.Fin:
+			return seq, -1, fmt.Errorf("after %d frames: op %d fin %v", seq, f.Op, f.Fin)
 		}
-		if err := checkSeqFrame(f.payload, seq); err != nil {
+		if err := checkSeqFrame(f.Payload, seq); err != nil {
 			return seq, -1, err
 		}
 	}
@@ -507,7 +508,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 	// client's reader from one write of many frames.
 	var burst []byte
 	for i := range 50 {
-		burst = append(burst, maskedFrame(fmt.Appendf(nil, "burst %02d", i))...)
+		burst = append(burst, wstest.MaskedFrame(fmt.Appendf(nil, "burst %02d", i))...)
 	}
 	raw := r.join(0)
 	before := r.direct(core.DirectWhole)
