@@ -8,6 +8,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -48,12 +49,12 @@ func TestAllocateTakesOverAVacantRoom(t *testing.T) {
 	}
 	host := join(t, s, "scene", first.Capability.Secret)
 	cl := join(t, s, "scene", first.Publication.ClientSecret)
-	host.expectToHost(wire.ToHostConnected)
+	host.ExpectToHost(wire.ToHostConnected)
 	if _, status, _ := allocate(t, s, "scene", "play-2"); status != http.StatusConflict {
 		t.Fatalf("a room with its host: %d, want 409", status)
 	}
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
-	if code := cl.closed(); code != websocket.StatusNormalClosure {
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
+	if code := cl.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("client close status %v", code)
 	}
 	waitFor(t, "the vacant room", func() bool { return s.Stats().Connections == 0 })
@@ -69,7 +70,7 @@ func TestAllocateTakesOverAVacantRoom(t *testing.T) {
 	if _, status, _ := allocate(t, s, "scene", "play-2"); status != http.StatusConflict {
 		t.Fatalf("a room whose host left but a client is back: %d, want 409", status)
 	}
-	_ = back.ws.Close(websocket.StatusNormalClosure, "")
+	_ = back.WS.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the client to leave", func() bool { return s.Stats().Connections == 0 })
 
 	// Within the recovery window the room is its players' to claim.
@@ -91,8 +92,8 @@ func TestAllocateTakesOverAVacantRoom(t *testing.T) {
 	}
 	// The old credentials are gone, the new ones work.
 	for _, old := range []string{first.Capability.Secret, first.Publication.ClientSecret} {
-		p := dial(t, s.WSURL())
-		if got := p.auth("scene", old); got != wire.AuthFailed {
+		p := wstest.Dial(t, s.WSURL())
+		if got := p.Auth("scene", old); got != wire.AuthFailed {
 			t.Fatalf("old credential: reply %d, want 4", got)
 		}
 	}
@@ -115,9 +116,9 @@ func TestDrainingRelayReleasesAVacantRoom(t *testing.T) {
 	first, _, _ := allocate(t, s, "scene", "play-1")
 	host := join(t, s, "scene", first.Capability.Secret)
 	cl := join(t, s, "scene", first.Publication.ClientSecret)
-	host.expectToHost(wire.ToHostConnected)
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
-	if code := cl.closed(); code != websocket.StatusNormalClosure {
+	host.ExpectToHost(wire.ToHostConnected)
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
+	if code := cl.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("client close status %v", code)
 	}
 	waitFor(t, "the vacant room", func() bool { return s.Stats().Connections == 0 })
@@ -129,7 +130,7 @@ func TestDrainingRelayReleasesAVacantRoom(t *testing.T) {
 	if s.Stats().Rooms != 0 {
 		t.Fatalf("rooms %d after releasing the vacant one, want 0", s.Stats().Rooms)
 	}
-	if p := dial(t, s.WSURL()); p.auth("scene", first.Capability.Secret) != wire.AuthFailed {
+	if p := wstest.Dial(t, s.WSURL()); p.Auth("scene", first.Capability.Secret) != wire.AuthFailed {
 		t.Fatal("the released room still takes its host")
 	}
 }

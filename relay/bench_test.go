@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkRelayLoopback(b *testing.B) {
 			hs, cs := mustAllocate(b, s, "bench")
 			host := join(b, s, "bench", hs)
 			client := join(b, s, "bench", cs)
-			host.expectToHost(wire.ToHostConnected)
+			host.ExpectToHost(wire.ToHostConnected)
 			msg := make([]byte, sz.size)
 			b.SetBytes(int64(sz.size))
 			b.ReportAllocs()
@@ -37,7 +38,7 @@ func BenchmarkRelayLoopback(b *testing.B) {
 // of 128 messages in flight, and reads them all at the host. The relay
 // bounds each receiver's backlog and disconnects one that falls too far
 // behind, so an unbounded sender would measure that instead.
-func pipelineToHost(b *testing.B, client, host *peer, msg []byte) {
+func pipelineToHost(b *testing.B, client, host *wstest.Peer, msg []byte) {
 	b.Helper()
 	window := make(chan struct{}, 128)
 	errc := make(chan error, 1)
@@ -46,7 +47,7 @@ func pipelineToHost(b *testing.B, client, host *peer, msg []byte) {
 		defer cancel()
 		for range b.N {
 			window <- struct{}{}
-			if err := client.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
+			if err := client.WS.Write(ctx, websocket.MessageBinary, msg); err != nil {
 				errc <- err
 				return
 			}
@@ -56,7 +57,7 @@ func pipelineToHost(b *testing.B, client, host *peer, msg []byte) {
 	ctx, cancel := contextWithTimeout(time.Minute)
 	defer cancel()
 	for range b.N {
-		if _, _, err := host.ws.Read(ctx); err != nil {
+		if _, _, err := host.WS.Read(ctx); err != nil {
 			b.Fatal(err)
 		}
 		<-window

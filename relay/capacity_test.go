@@ -42,13 +42,13 @@ func TestCapacityConnections(t *testing.T) {
 	hs, cs := mustAllocate(t, s, "game")
 	host := join(t, s, "game", hs)
 	cl := join(t, s, "game", cs)
-	host.expectToHost(wire.ToHostConnected)
+	host.ExpectToHost(wire.ToHostConnected)
 	_, status, e := allocate(t, s, "another", "id-a")
 	if status != http.StatusServiceUnavailable || e.Code != wire.ErrRelayFull.Code || !strings.Contains(e.Message, "connections") {
 		t.Fatalf("a new room at 2/2 connections: %d %v", status, e)
 	}
 	late := join(t, s, "game", cs) // a third player of the room placed here
-	host.expectToHost(wire.ToHostConnected)
+	host.ExpectToHost(wire.ToHostConnected)
 	if _, status, _ := allocate(t, s, "game", "alloc-game"); status != http.StatusOK {
 		t.Fatalf("a replay at capacity: %d", status)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -25,16 +26,16 @@ func TestManyRoomsConcurrently(t *testing.T) {
 		name := fmt.Sprintf("room-%d", r)
 		hs, cs := mustAllocate(t, s, name)
 		host := join(t, s, name, hs)
-		peers := make([]*peer, clients)
+		peers := make([]*wstest.Peer, clients)
 		for i := range peers {
 			peers[i] = join(t, s, name, cs)
-			host.expectToHost(wire.ToHostConnected)
+			host.ExpectToHost(wire.ToHostConnected)
 		}
 		// The host echoes clients*packets packets.
 		wg.Go(func() {
 			for range clients * packets {
 				ctx, cancel := contextWithTimeout(10 * time.Second)
-				_, b, err := host.ws.Read(ctx)
+				_, b, err := host.WS.Read(ctx)
 				cancel()
 				if err != nil {
 					errc <- fmt.Errorf("%s host: %w", name, err)
@@ -46,7 +47,7 @@ func TestManyRoomsConcurrently(t *testing.T) {
 					return
 				}
 				ctx, cancel = contextWithTimeout(10 * time.Second)
-				err = host.ws.Write(ctx, websocket.MessageBinary, wire.AppendSendOne(nil, pk.IDs[0], pk.Payload))
+				err = host.WS.Write(ctx, websocket.MessageBinary, wire.AppendSendOne(nil, pk.IDs[0], pk.Payload))
 				cancel()
 				if err != nil {
 					errc <- err
@@ -61,10 +62,10 @@ func TestManyRoomsConcurrently(t *testing.T) {
 				for n := range packets {
 					binary.LittleEndian.PutUint32(msg[4:], uint32(n))
 					ctx, cancel := contextWithTimeout(10 * time.Second)
-					err := p.ws.Write(ctx, websocket.MessageBinary, msg)
+					err := p.WS.Write(ctx, websocket.MessageBinary, msg)
 					if err == nil {
 						var b []byte
-						_, b, err = p.ws.Read(ctx)
+						_, b, err = p.WS.Read(ctx)
 						if err == nil && (len(b) != 8 || binary.LittleEndian.Uint32(b) != uint32(r*1000+i) ||
 							binary.LittleEndian.Uint32(b[4:]) != uint32(n)) {
 							err = fmt.Errorf("client %d of %s got %v at %d", i, name, b, n)
@@ -94,7 +95,7 @@ func TestManyRoomsConcurrently(t *testing.T) {
 
 func TestAuthTimeout(t *testing.T) {
 	s := startRelay(t, Options{AuthTimeout: 100 * time.Millisecond})
-	p := dial(t, s.WSURL())
-	p.closed()
+	p := wstest.Dial(t, s.WSURL())
+	p.Closed()
 	waitFor(t, "auth timeout counted", func() bool { return disconnects(t, s, core.ReasonAuthTimeout) == 1 })
 }

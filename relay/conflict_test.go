@@ -3,6 +3,7 @@ package relay
 import (
 	"testing"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -18,7 +19,7 @@ func TestRefusedPublicationEndsTheRoom(t *testing.T) {
 	ks, _ := mustAllocate(t, s, "kept")
 	host := join(t, s, "taken", hs)
 	player := join(t, s, "taken", cs)
-	host.expectToHost(wire.ToHostConnected)
+	host.ExpectToHost(wire.ToHostConnected)
 	other := join(t, s, "kept", ks)
 	// The joins' count publications go out on the registrar's own time:
 	// the balancer's verdict changes only once they have arrived, so that
@@ -32,8 +33,8 @@ func TestRefusedPublicationEndsTheRoom(t *testing.T) {
 	fb.mu.Unlock()
 	late := join(t, s, "taken", cs) // a count change: published at once, refused
 
-	for name, p := range map[string]*peer{"host": host, "player": player, "late player": late} {
-		if st := p.closed(); st != 1012 {
+	for name, p := range map[string]*wstest.Peer{"host": host, "player": player, "late player": late} {
+		if st := p.Closed(); st != 1012 {
 			t.Fatalf("%s closed with %d, want 1012 (room gone)", name, st)
 		}
 	}
@@ -41,7 +42,7 @@ func TestRefusedPublicationEndsTheRoom(t *testing.T) {
 	if s.core.Room("kept") == nil {
 		t.Fatal("a room the balancer did not refuse ended too")
 	}
-	_ = other.ws.CloseNow()
+	_ = other.WS.CloseNow()
 }
 
 // lastConnections is the connection count of name's last publication (-1

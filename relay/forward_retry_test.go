@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -28,9 +29,9 @@ func TestForwardTriesAStaleHolderTwice(t *testing.T) {
 	before := b.lookups
 	b.mu.Unlock()
 
-	p := dial(t, edge.WSURL())
+	p := wstest.Dial(t, edge.WSURL())
 	start := time.Now() // wall clock: ForwardTimeout bounds real dials on the wall clock
-	if got := p.auth("stale", "whatever"); got != wire.AuthFailed {
+	if got := p.Auth("stale", "whatever"); got != wire.AuthFailed {
 		t.Fatalf("auth reply %d, want [4]", got)
 	}
 	if d := time.Since(start); d >= edge.opts.ForwardTimeout {
@@ -72,8 +73,8 @@ func meshForwardsAUDPPeer(t *testing.T, dial func(*meshRoom) *client.Client) {
 	m := newMeshRoom(t)
 	host := join(t, m.holder, "room", m.hostSecret)
 	cl := dial(&m)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	host.send(sendOne(id, "state"))
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	host.Send(sendOne(id, "state"))
 	d, got, err := cl.RecvWith(tctx(t))
 	if err != nil || string(got) != "state" || d != wire.ReliableOrdered {
 		t.Fatalf("forwarded UDP player got %q with %v (%v), want \"state\" reliable ordered", got, d, err)
@@ -81,7 +82,7 @@ func meshForwardsAUDPPeer(t *testing.T, dial func(*meshRoom) *client.Client) {
 	if err := cl.SendWith(tctx(t), wire.Unreliable, []byte("input")); err != nil {
 		t.Fatal(err)
 	}
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "input" {
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "input" {
 		t.Fatalf("host got %v", p)
 	}
 	if n := counterValue(m.edge.mesh.m.forwards.WithLabelValues("ok")); n != 1 {
@@ -106,9 +107,9 @@ func TestForwardWaitsOutASwitchingBalancer(t *testing.T) {
 	before := m.b.lookups
 	m.b.mu.Unlock()
 	fwd := join(t, m.edge, "room", m.clientSecr) // forwarded after two failed lookups
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	host.send(sendOne(id, "through"))
-	if got := fwd.recv(); !equal(got, "through") {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	host.Send(sendOne(id, "through"))
+	if got := fwd.Recv(); !equal(got, "through") {
 		t.Fatalf("forwarded client got %q", got)
 	}
 	m.b.mu.Lock()

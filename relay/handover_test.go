@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/lockrank"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -60,19 +61,19 @@ func TestMeshRoomFollowsItsHost(t *testing.T) {
 	// A client that lands on the old holder is forwarded to the new one; a
 	// client on the new holder is direct.
 	viaOld := join(t, m.holder, "room", m.clientSecr)
-	idOld := host.expectToHost(wire.ToHostConnected).IDs[0]
+	idOld := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	direct := join(t, m.edge, "room", m.clientSecr)
-	idDirect := host.expectToHost(wire.ToHostConnected).IDs[0]
-	viaOld.send([]byte("from old"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != idOld || string(p.Payload) != "from old" {
+	idDirect := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	viaOld.Send([]byte("from old"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != idOld || string(p.Payload) != "from old" {
 		t.Fatalf("host got %v", p)
 	}
-	host.send(sendOne(idOld, "back"))
-	if got := viaOld.recv(); !equal(got, "back") {
+	host.Send(sendOne(idOld, "back"))
+	if got := viaOld.Recv(); !equal(got, "back") {
 		t.Fatalf("forwarded client got %q", got)
 	}
-	host.send(sendOne(idDirect, "yo"))
-	if got := direct.recv(); !equal(got, "yo") {
+	host.Send(sendOne(idDirect, "yo"))
+	if got := direct.Recv(); !equal(got, "yo") {
 		t.Fatalf("direct client got %q", got)
 	}
 	if n := counterValue(m.holder.mesh.m.forwards.WithLabelValues("ok")); n != 1 {
@@ -97,9 +98,9 @@ func TestMeshHandoverRefused(t *testing.T) {
 	cl := join(t, m.edge, "room", m.clientSecr)
 	// The host on a third machine: declined (the room is in use).
 	host := join(t, third, "room", m.hostSecret)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	cl.send([]byte("hi"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "hi" {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	cl.Send([]byte("hi"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "hi" {
 		t.Fatalf("host got %v", p)
 	}
 	if st := m.holder.Stats(); st.Rooms != 1 || st.Connections != 2 {
@@ -156,7 +157,7 @@ func TestMeshDrainingMachineTakesNoRoom(t *testing.T) {
 	if m.edge.Stats().Rooms != 0 || m.holder.Stats().Rooms != 1 || m.holder.Stats().Connections != 1 {
 		t.Fatalf("a draining edge claimed the room: edge %+v holder %+v", m.edge.Stats(), m.holder.Stats())
 	}
-	_ = host.ws.CloseNow()
+	_ = host.WS.CloseNow()
 
 	m = newMeshRoom(t)
 	m.holder.core.SetDraining()
@@ -221,8 +222,8 @@ func TestMeshHandoverAnswerLost(t *testing.T) {
 func TestMeshHandoverRefusedByTheBalancer(t *testing.T) {
 	m := newMeshRoom(t)
 	m.b.conflictMoves.Store(true)
-	p := dial(t, m.edge.WSURL())
-	if got := p.auth("room", m.hostSecret); got != wire.AuthFailed {
+	p := wstest.Dial(t, m.edge.WSURL())
+	if got := p.Auth("room", m.hostSecret); got != wire.AuthFailed {
 		t.Fatalf("host of a room the balancer gave to another incarnation: reply %d, want 4", got)
 	}
 	if m.edge.Stats().Rooms != 0 {
@@ -260,15 +261,15 @@ func TestMeshSpentHostCredentialStaysRefused(t *testing.T) {
 		t.Fatal("the room did not follow its host")
 	}
 	cl := join(t, m.edge, "room", m.clientSecr)
-	host.expectToHost(wire.ToHostConnected)
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
-	if code := cl.closed(); code != websocket.StatusNormalClosure {
+	host.ExpectToHost(wire.ToHostConnected)
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
+	if code := cl.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("client close %v", code)
 	}
 	waitFor(t, "the vacant room", func() bool { return m.edge.Stats().Connections == 0 })
 	for _, via := range []*Server{m.edge, m.holder} {
-		p := dial(t, via.WSURL())
-		if got := p.auth("room", m.hostSecret); got != wire.AuthFailed {
+		p := wstest.Dial(t, via.WSURL())
+		if got := p.Auth("room", m.hostSecret); got != wire.AuthFailed {
 			t.Fatalf("the spent host credential through %s: reply %d, want 4", via.opts.BootID, got)
 		}
 	}
@@ -292,7 +293,7 @@ func TestMeshHandoverRefusedLater(t *testing.T) {
 	m.b.failMoves.Store(0)
 	m.b.conflictMoves.Store(true)
 	m.edge.reg.RoomChanged(m.edge.core.Room("room"))
-	if code := host.closed(); code != websocket.StatusServiceRestart {
+	if code := host.Closed(); code != websocket.StatusServiceRestart {
 		t.Fatalf("host of a room the balancer refused later: close %v, want 1012", code)
 	}
 	waitFor(t, "the refused room to end", func() bool { return m.edge.Stats().Rooms == 0 })

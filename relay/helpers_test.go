@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
 	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/internal/testutil"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -127,97 +127,14 @@ func do(tb testing.TB, req *http.Request) (*http.Response, []byte) {
 	return resp, body
 }
 
-// peer is a minimal PurrNet-speaking WebSocket test peer.
-type peer struct {
-	tb testing.TB
-	ws *websocket.Conn
-}
-
-func dial(tb testing.TB, url string) *peer {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		tb.Fatalf("dial %s: %v", url, err)
-	}
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	ws.SetReadLimit(1 << 20)
-	tb.Cleanup(func() { _ = ws.CloseNow() })
-	return &peer{tb: tb, ws: ws}
-}
-
-func (p *peer) send(b []byte) {
-	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
-		p.tb.Fatalf("send: %v", err)
-	}
-}
-
-func (p *peer) recv() []byte {
-	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	typ, b, err := p.ws.Read(ctx)
-	if err != nil {
-		p.tb.Fatalf("recv: %v", err)
-	}
-	if typ != websocket.MessageBinary {
-		p.tb.Fatalf("recv: got a text message")
-	}
-	return b
-}
-
-// closed reads until the connection ends and returns its close status
-// (-1 when it ended without a close frame).
-func (p *peer) closed() websocket.StatusCode {
-	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for {
-		_, _, err := p.ws.Read(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				p.tb.Fatalf("connection still open after 5 s")
-			}
-			return websocket.CloseStatus(err)
-		}
-	}
-}
-
-func (p *peer) auth(room, secret string) byte {
-	p.tb.Helper()
-	p.send(wire.Auth{RoomName: room, ClientSecret: secret}.Marshal())
-	b := p.recv()
-	if len(b) != 1 {
-		p.tb.Fatalf("auth reply %v, want one byte", b)
-	}
-	return b[0]
-}
-
 // join connects and authenticates, failing the test unless accepted.
-func join(tb testing.TB, s *Server, room, secret string) *peer {
+func join(tb testing.TB, s *Server, room, secret string) *wstest.Peer {
 	tb.Helper()
-	p := dial(tb, s.WSURL())
-	if got := p.auth(room, secret); got != wire.Authenticated {
+	p := wstest.Dial(tb, s.WSURL())
+	if got := p.Auth(room, secret); got != wire.Authenticated {
 		tb.Fatalf("auth to %q: reply %d", room, got)
 	}
 	return p
-}
-
-// expectToHost reads one relay -> host packet of the given type.
-func (p *peer) expectToHost(typ byte) wire.ToHostPacket {
-	p.tb.Helper()
-	b := p.recv()
-	pk, err := wire.ParseToHostPacket(b)
-	if err != nil || pk.Type != typ {
-		p.tb.Fatalf("got %v (%v), want host packet type %d", b, err, typ)
-	}
-	return pk
 }
 
 func sendOne(target wire.ConnID, payload string) []byte {

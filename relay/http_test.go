@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -193,8 +194,8 @@ func TestRouterFlyReplay(t *testing.T) {
 
 	// Served sessions upgrade normally; the Router saw the decoded session.
 	hs, _ := mustAllocate(t, s, "here")
-	p := dial(t, s.WSURL()+"/?s="+wire.SessionID("here").Hint())
-	if got := p.auth("here", hs); got != wire.Authenticated {
+	p := wstest.Dial(t, s.WSURL()+"/?s="+wire.SessionID("here").Hint())
+	if got := p.Auth("here", hs); got != wire.Authenticated {
 		t.Fatalf("auth: %d", got)
 	}
 	if got := lastSID.Load().(wire.SessionID); got != "here" {

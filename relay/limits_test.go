@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -77,9 +78,9 @@ func TestNeverAuthenticatingClosedAuthenticatedKept(t *testing.T) {
 	s := startRelay(t, Options{HTTP: testLimits, AuthTimeout: 300 * time.Millisecond})
 	hs, cs := mustAllocate(t, s, "kept")
 	for _, u := range []string{s.WSURL(), "ws" + strings.TrimPrefix(s.HTTPURL(), "http")} {
-		p := dial(t, u)
+		p := wstest.Dial(t, u)
 		start := time.Now() // wall clock: the authentication timeout is the socket read's deadline
-		p.closed()          // abruptly: nothing is owed to a peer that never spoke
+		p.Closed()          // abruptly: nothing is owed to a peer that never spoke
 		if el := time.Since(start); el > 300*time.Millisecond+limitMargin {
 			t.Fatalf("%s: a silent WebSocket closed after %v", u, el)
 		}
@@ -88,9 +89,9 @@ func TestNeverAuthenticatingClosedAuthenticatedKept(t *testing.T) {
 	// Past every HTTP limit (a wall-clock wait: the limits are the
 	// sockets' deadlines), the host still talks.
 	time.Sleep(2 * testLimits.Read) // wall clock: past the sockets' deadlines, which only real time reaches
-	h.send([]byte{wire.HostKeepAlive})
+	h.Send([]byte{wire.HostKeepAlive})
 	join(t, s, "kept", cs)
-	h.expectToHost(wire.ToHostConnected)
+	h.ExpectToHost(wire.ToHostConnected)
 }
 
 // Every answer the relay can shape is JSON: CONNECT, unclean and
@@ -160,7 +161,7 @@ func TestRoomCap(t *testing.T) {
 func TestPendingConnectionsBoundedPerSource(t *testing.T) {
 	s := startRelay(t, Options{MaxPendingPerSource: 2})
 	hs, _ := mustAllocate(t, s, "pending")
-	a, b := dial(t, s.WSURL()), dial(t, s.WSURL())
+	a, b := wstest.Dial(t, s.WSURL()), wstest.Dial(t, s.WSURL())
 	waitFor(t, "two connections waiting", func() bool { return s.Stats().Connections == 2 })
 	req, _ := http.NewRequest(http.MethodGet, s.WSURL(), nil)
 	req.URL.Scheme = "http"
@@ -173,14 +174,14 @@ func TestPendingConnectionsBoundedPerSource(t *testing.T) {
 		!strings.Contains(string(body), `"too_many_connections"`) {
 		t.Fatalf("a third unauthenticated connection from one source: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	if got := a.auth("pending", hs); got != wire.Authenticated {
+	if got := a.Auth("pending", hs); got != wire.Authenticated {
 		t.Fatalf("auth %d", got)
 	}
 	_ = b
 	// The authenticated connection's handler gives its slot back just
 	// after the [3] went out: wait for that, not for luck.
 	waitFor(t, "the authenticated connection's slot to be given back", func() bool { return s.ws.PendingCount() == 1 })
-	if p := dial(t, s.WSURL()); p == nil {
+	if p := wstest.Dial(t, s.WSURL()); p == nil {
 		t.Fatal("no slot after one authenticated")
 	}
 }

@@ -88,11 +88,11 @@ func TestLinkDroppedWithinGraceWhenHolderIgnoresClose(t *testing.T) {
 		Endpoint: holder.URL, Host: "elsewhere.test", Port: 443, Region: "ams"}
 	b.mu.Unlock()
 
-	p := dial(t, edge.WSURL())
+	p := wstest.Dial(t, edge.WSURL())
 	auth := wire.Auth{RoomName: "room", ClientSecret: "whatever"}.Marshal()
-	p.send(auth)
+	p.Send(auth)
 	waitFor(t, "the link to open", func() bool { return counterValue(edge.mesh.m.active) == 1 })
-	_ = p.ws.CloseNow()
+	_ = p.WS.CloseNow()
 
 	var ev silentHolderEvent
 	select {

@@ -6,13 +6,14 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
 // meshBench is a room on a holder machine with its host connected
 // directly and one client connected directly or through an edge machine
 // (forwarded: one more hop, the link's queues and goroutines).
-func meshBench(b *testing.B, forwarded bool) (host, client *peer, id wire.ConnID) {
+func meshBench(b *testing.B, forwarded bool) (host, client *wstest.Peer, id wire.ConnID) {
 	b.Helper()
 	mb := newMeshBalancer(b)
 	holder := startMachine(b, mb, "m-holder")
@@ -25,7 +26,7 @@ func meshBench(b *testing.B, forwarded bool) (host, client *peer, id wire.ConnID
 		via = edge
 	}
 	client = join(b, via, "bench", cs)
-	return host, client, host.expectToHost(wire.ToHostConnected).IDs[0]
+	return host, client, host.ExpectToHost(wire.ToHostConnected).IDs[0]
 }
 
 // BenchmarkMeshRoundTrip: one 64-byte packet client -> host -> client per
@@ -44,16 +45,16 @@ func BenchmarkMeshRoundTrip(b *testing.B) {
 			defer cancel()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := client.ws.Write(ctx, websocket.MessageBinary, msg); err != nil {
+				if err := client.WS.Write(ctx, websocket.MessageBinary, msg); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := host.ws.Read(ctx); err != nil {
+				if _, _, err := host.WS.Read(ctx); err != nil {
 					b.Fatal(err)
 				}
-				if err := host.ws.Write(ctx, websocket.MessageBinary, reply); err != nil {
+				if err := host.WS.Write(ctx, websocket.MessageBinary, reply); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := client.ws.Read(ctx); err != nil {
+				if _, _, err := client.WS.Read(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}

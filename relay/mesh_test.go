@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -41,9 +42,9 @@ func TestMeshForwardsHintlessConnections(t *testing.T) {
 	direct := join(t, m.holder, "room", m.clientSecr)
 	// Forwarded: the room is in use, so it stays where it is (handover.go).
 	host := join(t, m.edge, "room", m.hostSecret)
-	idDirect := host.expectToHost(wire.ToHostConnected).IDs[0]
+	idDirect := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	fwd := join(t, m.edge, "room", m.clientSecr) // forwarded
-	idFwd := host.expectToHost(wire.ToHostConnected).IDs[0]
+	idFwd := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	if idDirect == idFwd {
 		t.Fatalf("two clients share id %d", idFwd)
 	}
@@ -51,20 +52,20 @@ func TestMeshForwardsHintlessConnections(t *testing.T) {
 	// The largest payloads either way: a client's must leave room for the
 	// host's [2][sender:4] header within one 65,535-byte message.
 	big := bytes.Repeat([]byte{0xab}, wire.MaxMessageSize-5)
-	fwd.send(big)
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != idFwd || !bytes.Equal(p.Payload, big) {
+	fwd.Send(big)
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != idFwd || !bytes.Equal(p.Payload, big) {
 		t.Fatalf("largest forwarded payload: from %d, %d bytes", p.IDs[0], len(p.Payload))
 	}
-	direct.send([]byte("hi"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != idDirect || string(p.Payload) != "hi" {
+	direct.Send([]byte("hi"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != idDirect || string(p.Payload) != "hi" {
 		t.Fatalf("direct payload: %v", p)
 	}
-	host.send(wire.AppendSendOne(nil, idFwd, big))
-	if got := fwd.recv(); !bytes.Equal(got, big) {
+	host.Send(wire.AppendSendOne(nil, idFwd, big))
+	if got := fwd.Recv(); !bytes.Equal(got, big) {
 		t.Fatalf("largest payload to a forwarded client: %d bytes", len(got))
 	}
-	host.send(sendOne(idDirect, "yo"))
-	if got := direct.recv(); !equal(got, "yo") {
+	host.Send(sendOne(idDirect, "yo"))
+	if got := direct.Recv(); !equal(got, "yo") {
 		t.Fatalf("direct client got %q", got)
 	}
 	if st := m.edge.Stats(); st.Rooms != 0 || st.Connections != 2 {
@@ -78,23 +79,23 @@ func TestMeshForwardsHintlessConnections(t *testing.T) {
 	}
 
 	// A kick reaches the forwarded client as it would a direct one.
-	host.send(wire.AppendKick(nil, idFwd))
-	if p := host.expectToHost(wire.ToHostDisconnected); p.IDs[0] != idFwd {
+	host.Send(wire.AppendKick(nil, idFwd))
+	if p := host.ExpectToHost(wire.ToHostDisconnected); p.IDs[0] != idFwd {
 		t.Fatalf("disconnect notice for %d, want %d", p.IDs[0], idFwd)
 	}
-	if code := fwd.closed(); code != websocket.StatusNormalClosure {
+	if code := fwd.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("kicked forwarded client: close %v, want 1000", code)
 	}
 	// A forwarded client that leaves is seen leaving.
 	again := join(t, m.edge, "room", m.clientSecr)
-	idAgain := host.expectToHost(wire.ToHostConnected).IDs[0]
-	_ = again.ws.Close(websocket.StatusNormalClosure, "")
-	if p := host.expectToHost(wire.ToHostDisconnected); p.IDs[0] != idAgain {
+	idAgain := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	_ = again.WS.Close(websocket.StatusNormalClosure, "")
+	if p := host.ExpectToHost(wire.ToHostDisconnected); p.IDs[0] != idAgain {
 		t.Fatalf("disconnect notice for %d, want %d", p.IDs[0], idAgain)
 	}
 	// The forwarded host leaves: its direct client hears "host left".
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
-	if code := direct.closed(); code != websocket.StatusNormalClosure {
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
+	if code := direct.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("client of a host that left: close %v", code)
 	}
 	waitFor(t, "the edge to let go of every link", func() bool {
@@ -109,19 +110,19 @@ func TestMeshForwardsHintlessConnections(t *testing.T) {
 func TestMeshForwardedCloseBehaviour(t *testing.T) {
 	t.Run("auth failed", func(t *testing.T) {
 		m := newMeshRoom(t)
-		p := dial(t, m.edge.WSURL())
-		if got := p.auth("room", "wrong-secret"); got != wire.AuthFailed {
+		p := wstest.Dial(t, m.edge.WSURL())
+		if got := p.Auth("room", "wrong-secret"); got != wire.AuthFailed {
 			t.Fatalf("auth reply %d, want 4", got)
 		}
-		if code := p.closed(); code != websocket.StatusPolicyViolation {
+		if code := p.Closed(); code != websocket.StatusPolicyViolation {
 			t.Fatalf("close %v, want 1008", code)
 		}
 		// A room the balancer does not know is refused by the edge itself.
-		p = dial(t, m.edge.WSURL())
-		if got := p.auth("no-such-room", "x"); got != wire.AuthFailed {
+		p = wstest.Dial(t, m.edge.WSURL())
+		if got := p.Auth("no-such-room", "x"); got != wire.AuthFailed {
 			t.Fatalf("unknown room: auth reply %d, want 4", got)
 		}
-		if code := p.closed(); code != websocket.StatusPolicyViolation {
+		if code := p.Closed(); code != websocket.StatusPolicyViolation {
 			t.Fatalf("unknown room: close %v, want 1008", code)
 		}
 		if n := counterValue(m.edge.mesh.m.forwards.WithLabelValues("not_found")); n != 1 {
@@ -132,31 +133,31 @@ func TestMeshForwardedCloseBehaviour(t *testing.T) {
 		m := newMeshRoom(t)
 		host := join(t, m.holder, "room", m.hostSecret)
 		c := join(t, m.edge, "room", m.clientSecr)
-		host.expectToHost(wire.ToHostConnected)
-		if err := c.ws.Write(t.Context(), websocket.MessageText, []byte("hi")); err != nil {
+		host.ExpectToHost(wire.ToHostConnected)
+		if err := c.WS.Write(t.Context(), websocket.MessageText, []byte("hi")); err != nil {
 			t.Fatal(err)
 		}
-		if code := c.closed(); code != websocket.StatusUnsupportedData {
+		if code := c.Closed(); code != websocket.StatusUnsupportedData {
 			t.Fatalf("text frame: close %v, want 1003", code)
 		}
-		host.expectToHost(wire.ToHostDisconnected)
+		host.ExpectToHost(wire.ToHostDisconnected)
 		c = join(t, m.edge, "room", m.clientSecr)
-		host.expectToHost(wire.ToHostConnected)
-		if err := c.ws.Write(t.Context(), websocket.MessageBinary, make([]byte, wire.MaxMessageSize+1)); err != nil {
+		host.ExpectToHost(wire.ToHostConnected)
+		if err := c.WS.Write(t.Context(), websocket.MessageBinary, make([]byte, wire.MaxMessageSize+1)); err != nil {
 			t.Fatal(err)
 		}
-		if code := c.closed(); code != websocket.StatusMessageTooBig && code != -1 {
+		if code := c.Closed(); code != websocket.StatusMessageTooBig && code != -1 {
 			t.Fatalf("oversized message: close %v, want 1009", code)
 		}
-		host.expectToHost(wire.ToHostDisconnected)
+		host.ExpectToHost(wire.ToHostDisconnected)
 	})
 	t.Run("holder drains", func(t *testing.T) {
 		m := newMeshRoom(t)
 		host := join(t, m.holder, "room", m.hostSecret)
 		c := join(t, m.edge, "room", m.clientSecr)
-		host.expectToHost(wire.ToHostConnected)
+		host.ExpectToHost(wire.ToHostConnected)
 		go func() { _ = m.holder.Close() }()
-		if code := c.closed(); code != websocket.StatusServiceRestart {
+		if code := c.Closed(); code != websocket.StatusServiceRestart {
 			t.Fatalf("holder shut down: forwarded client close %v, want 1012", code)
 		}
 	})
@@ -167,7 +168,7 @@ func TestMeshForwardedCloseBehaviour(t *testing.T) {
 		c := join(t, m.edge, "room", m.clientSecr)
 		start := time.Now()     // wall clock: how soon a real dropped socket ends the forwarded one
 		m.holder.raw.closeAll() // every socket of the holder drops, no close frame
-		if code := c.closed(); code != -1 {
+		if code := c.Closed(); code != -1 {
 			t.Fatalf("holder died: forwarded client close %v, want a dropped connection", code)
 		}
 		if d := time.Since(start); d > time.Second {
@@ -178,12 +179,12 @@ func TestMeshForwardedCloseBehaviour(t *testing.T) {
 		m := newMeshRoom(t)
 		host := join(t, m.holder, "room", m.hostSecret)
 		c := join(t, m.edge, "room", m.clientSecr)
-		id := host.expectToHost(wire.ToHostConnected).IDs[0]
+		id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 		go func() { _ = m.edge.Close() }()
-		if code := c.closed(); code != websocket.StatusServiceRestart {
+		if code := c.Closed(); code != websocket.StatusServiceRestart {
 			t.Fatalf("edge shut down: close %v, want 1012", code)
 		}
-		if p := host.expectToHost(wire.ToHostDisconnected); p.IDs[0] != id {
+		if p := host.ExpectToHost(wire.ToHostDisconnected); p.IDs[0] != id {
 			t.Fatalf("disconnect notice for %d, want %d", p.IDs[0], id)
 		}
 	})
@@ -237,9 +238,9 @@ func TestMeshRoutesHintedUpgrades(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replayed upgrade: %v", err)
 	}
-	p := &peer{tb: t, ws: ws}
+	p := &wstest.Peer{TB: t, WS: ws}
 	t.Cleanup(func() { _ = ws.CloseNow() })
-	if got := p.auth("room", cs); got != wire.Authenticated {
+	if got := p.Auth("room", cs); got != wire.Authenticated {
 		t.Fatalf("replayed then forwarded client: auth %d", got)
 	}
 	if holder.Stats().Connections != 1 || edge.Stats().Rooms != 0 {
@@ -248,8 +249,8 @@ func TestMeshRoutesHintedUpgrades(t *testing.T) {
 	// A room the edge holds itself is served at once.
 	hsLocal, _ := allocateOn(t, edge, "local")
 	b.place("local", edge)
-	local := dial(t, edge.WSURL()+"/?s="+wire.SessionID("local").Hint())
-	if got := local.auth("local", hsLocal); got != wire.Authenticated {
+	local := wstest.Dial(t, edge.WSURL()+"/?s="+wire.SessionID("local").Hint())
+	if got := local.Auth("local", hsLocal); got != wire.Authenticated {
 		t.Fatalf("local room: auth %d", got)
 	}
 	if n := counterValue(edge.mesh.m.routes.WithLabelValues("replay")); n != 1 {
@@ -281,9 +282,9 @@ func TestMeshForwardRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ws.CloseNow() })
-	p := &peer{tb: t, ws: ws}
+	p := &wstest.Peer{TB: t, WS: ws}
 	before := m.b.lookupCount()
-	if got := p.auth("room", m.clientSecr); got != wire.AuthFailed {
+	if got := p.Auth("room", m.clientSecr); got != wire.AuthFailed {
 		t.Fatalf("a link for a room held elsewhere: auth %d, want 4", got)
 	}
 	if m.b.lookupCount() != before {
@@ -376,9 +377,9 @@ func TestMeshRelocatesAfterAFailedDial(t *testing.T) {
 	b.place("room", holder)
 	host := join(t, holder, "room", hs)
 	fwd := join(t, edge, "room", cs) // the cached answer names the closed machine
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	fwd.send([]byte("hello"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "hello" {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	fwd.Send([]byte("hello"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "hello" {
 		t.Fatalf("forwarded payload after relocating: %+v", p)
 	}
 }

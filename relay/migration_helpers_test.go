@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -116,9 +117,9 @@ func (m *migRoom) vacate() {
 	m.t.Helper()
 	h := join(m.t, m.s, m.name, m.hostSecret)
 	cl := join(m.t, m.s, m.name, m.clientSecret)
-	h.expectToHost(wire.ToHostConnected)
-	_ = h.ws.CloseNow()
-	cl.closed()
+	h.ExpectToHost(wire.ToHostConnected)
+	_ = h.WS.CloseNow()
+	cl.Closed()
 	waitFor(m.t, "the room vacant", func() bool {
 		st, _ := m.current(m.clientSecret)
 		return st.HostPhase == wire.HostPhaseVacant && m.s.Stats().Connections == 0
@@ -173,11 +174,11 @@ func wantErr(t *testing.T, what string, e *wire.Error, want *wire.Error) {
 }
 
 // provisional authenticates a socket as the promoted player's listen-client.
-func provisional(t *testing.T, s *Server, room, clientSecret, hostSecret string) *peer {
+func provisional(t *testing.T, s *Server, room, clientSecret, hostSecret string) *wstest.Peer {
 	t.Helper()
-	p := dial(t, s.WSURL())
-	p.send(wire.Auth{RoomName: room, ClientSecret: clientSecret, ProvisionalHostSecret: hostSecret}.Marshal())
-	if b := p.recv(); len(b) != 1 || b[0] != wire.Authenticated {
+	p := wstest.Dial(t, s.WSURL())
+	p.Send(wire.Auth{RoomName: room, ClientSecret: clientSecret, ProvisionalHostSecret: hostSecret}.Marshal())
+	if b := p.Recv(); len(b) != 1 || b[0] != wire.Authenticated {
 		t.Fatalf("lane auth reply %v", b)
 	}
 	return p

@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -18,24 +19,24 @@ import (
 func TestMigrationHostCredentialSingleActivation(t *testing.T) {
 	m := newMigRoom(t, "single", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
-	second := dial(t, m.s.WSURL())
-	if got := second.auth(m.name, m.hostSecret); got != wire.AuthFailed {
+	second := wstest.Dial(t, m.s.WSURL())
+	if got := second.Auth(m.name, m.hostSecret); got != wire.AuthFailed {
 		t.Fatalf("a second host socket with the allocation's credential: %d", got)
 	}
 	cl := join(t, m.s, m.name, m.clientSecret)
-	h.expectToHost(wire.ToHostConnected)
-	_ = h.ws.Close(websocket.StatusNormalClosure, "")
-	cl.closed()
+	h.ExpectToHost(wire.ToHostConnected)
+	_ = h.WS.Close(websocket.StatusNormalClosure, "")
+	cl.Closed()
 	waitFor(t, "vacant", func() bool { return m.s.Stats().Connections == 0 })
-	again := dial(t, m.s.WSURL())
-	if got := again.auth(m.name, m.hostSecret); got != wire.AuthFailed {
+	again := wstest.Dial(t, m.s.WSURL())
+	if got := again.Auth(m.name, m.hostSecret); got != wire.AuthFailed {
 		t.Fatalf("the spent credential after its host left: %d", got)
 	}
 
 	c := m.mustClaim("c1", 0, "8", "")
 	join(t, m.s, m.name, c.Secret)
-	dup := dial(t, m.s.WSURL())
-	if got := dup.auth(m.name, c.Secret); got != wire.AuthFailed {
+	dup := wstest.Dial(t, m.s.WSURL())
+	if got := dup.Auth(m.name, c.Secret); got != wire.AuthFailed {
 		t.Fatalf("a second provisional host socket: %d", got)
 	}
 }
@@ -52,42 +53,42 @@ func TestMigrationLeaseIsolatesOrdinaryClients(t *testing.T) {
 	c := m.mustClaim("c1", 0, "8", "")
 	host := join(t, m.s, m.name, c.Secret)
 	lane := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
-	laneID := host.expectToHost(wire.ToHostConnected).IDs[0]
+	laneID := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 
 	ordinary := join(t, m.s, m.name, m.clientSecret)
 	second := provisional(t, m.s, m.name, m.clientSecret, c.Secret) // a second lane: isolated
-	ordinary.send([]byte("hello host"))
-	second.send([]byte("me too"))
+	ordinary.Send([]byte("hello host"))
+	second.Send([]byte("me too"))
 	waitFor(t, "isolated packets dropped", func() bool { return drops(t, m.s, core.DropIsolated) == 2 })
 
 	// The lane and the provisional host talk; nothing of the isolated
 	// clients reached the host before this.
-	lane.send([]byte("from the lane"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != laneID || string(p.Payload) != "from the lane" {
+	lane.Send([]byte("from the lane"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != laneID || string(p.Payload) != "from the lane" {
 		t.Fatalf("host got %+v", p)
 	}
-	host.send(sendOne(laneID, "to the lane"))
-	if b := lane.recv(); string(b) != "to the lane" {
+	host.Send(sendOne(laneID, "to the lane"))
+	if b := lane.Recv(); string(b) != "to the lane" {
 		t.Fatalf("lane got %q", b)
 	}
 
 	if _, e := m.activate(c); e != nil {
 		t.Fatalf("activate: %v", e)
 	}
-	for i, p := range []*peer{ordinary, second} {
-		if code := p.closed(); code != websocket.StatusServiceRestart {
+	for i, p := range []*wstest.Peer{ordinary, second} {
+		if code := p.Closed(); code != websocket.StatusServiceRestart {
 			t.Fatalf("isolated client %d closed with %v, want 1012 (reconnect)", i, code)
 		}
 	}
 	// They reconnect through the normal path to the active host.
 	back := join(t, m.s, m.name, m.clientSecret)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	back.send([]byte("rejoined"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "rejoined" {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	back.Send([]byte("rejoined"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "rejoined" {
 		t.Fatalf("host got %+v", p)
 	}
-	lane.send([]byte("still here"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != laneID {
+	lane.Send([]byte("still here"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != laneID {
 		t.Fatalf("the lane after activation: %+v", p)
 	}
 }
@@ -109,7 +110,7 @@ func TestMigrationReservedRoom(t *testing.T) {
 	m2 := newVacantRoom(t, "reserved-2", Options{})
 	c2 := m2.mustClaim("c1", 0, "8", "")
 	h := join(t, m2.s, m2.name, c2.Secret)
-	_ = h.ws.CloseNow()
+	_ = h.WS.CloseNow()
 	waitFor(t, "vacant again", func() bool { st, _ := m2.current(m2.clientSecret); return st.HostPhase == wire.HostPhaseVacant })
 	if _, status, _ := allocate(t, m2.s, m2.name, "another-play"); status != http.StatusConflict {
 		t.Fatalf("allocation over a migrated vacant room: %d", status)
@@ -168,7 +169,7 @@ func migrationOverUDP(t *testing.T, udpCap func(*Server, string) (wire.Capabilit
 	if _, err := lane.Recv(tctx(t)); !errors.Is(err, client.ErrDisconnected) {
 		t.Fatalf("the fenced UDP lane: %v, want disconnected", err)
 	}
-	if code := ws.closed(); code != websocket.StatusNormalClosure {
+	if code := ws.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("the isolated WebSocket client closed with %v", code)
 	}
 }
@@ -183,7 +184,7 @@ func TestMigrationActiveHostLeavingEmptyRoomEndsIt(t *testing.T) {
 	if _, e := m.activate(c); e != nil {
 		t.Fatal(e)
 	}
-	_ = h.ws.Close(websocket.StatusNormalClosure, "")
+	_ = h.WS.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the room gone", func() bool { return m.s.Stats().Rooms == 0 })
 }
 
@@ -204,9 +205,9 @@ func TestMeshRoomInMigrationDoesNotMove(t *testing.T) {
 	c := m.mustClaim("c1", 0, "8", "")
 	host := join(t, mr.edge, "room", c.Secret)
 	lane := provisional(t, mr.edge, "room", mr.clientSecr, c.Secret)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	lane.send([]byte("through the mesh"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	lane.Send([]byte("through the mesh"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != id {
 		t.Fatalf("host got %+v", p)
 	}
 	if mr.edge.Stats().Rooms != 0 || mr.holder.Stats().Rooms != 1 {
@@ -225,13 +226,13 @@ func TestMigrationLaneThatLeavesCanReturn(t *testing.T) {
 	c := m.mustClaim("c1", 0, "8", "")
 	host := join(t, m.s, m.name, c.Secret)
 	lane := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
-	host.expectToHost(wire.ToHostConnected)
-	_ = lane.ws.Close(websocket.StatusNormalClosure, "")
-	host.expectToHost(wire.ToHostDisconnected)
+	host.ExpectToHost(wire.ToHostConnected)
+	_ = lane.WS.Close(websocket.StatusNormalClosure, "")
+	host.ExpectToHost(wire.ToHostDisconnected)
 	again := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	again.send([]byte("lane again"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "lane again" {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	again.Send([]byte("lane again"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != id || string(p.Payload) != "lane again" {
 		t.Fatalf("the returning lane's packet: %+v (it was isolated?)", p)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -28,9 +29,9 @@ func TestMigrationIncarnationPerAllocationAndReuse(t *testing.T) {
 	// at generation 0; nobody connected, a new allocation reuses the name.
 	h := join(t, m.s, m.name, m.hostSecret)
 	cl := join(t, m.s, m.name, m.clientSecret)
-	h.expectToHost(wire.ToHostConnected)
-	_ = h.ws.Close(websocket.StatusNormalClosure, "")
-	cl.closed()
+	h.ExpectToHost(wire.ToHostConnected)
+	_ = h.WS.Close(websocket.StatusNormalClosure, "")
+	cl.Closed()
 	waitFor(t, "the room empty", func() bool { return m.s.Stats().Connections == 0 })
 	if st, _ := m.current(m.clientSecret); st.HostPhase != wire.HostPhaseVacant {
 		t.Fatalf("after the host left: %s, want vacant", st.HostPhase)
@@ -194,9 +195,9 @@ func TestMigrationCrashRecoveryNeedsOnlyTheClientCredential(t *testing.T) {
 	m := newMigRoom(t, "crash", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
 	cl := join(t, m.s, m.name, m.clientSecret)
-	h.expectToHost(wire.ToHostConnected)
-	_ = h.ws.CloseNow() // a crash
-	cl.closed()
+	h.ExpectToHost(wire.ToHostConnected)
+	_ = h.WS.CloseNow() // a crash
+	cl.Closed()
 	waitFor(t, "host loss observed", func() bool {
 		st, _ := m.current(m.clientSecret)
 		return st.HostPhase == wire.HostPhaseVacant
@@ -223,9 +224,9 @@ func TestMigrationClaimCommits(t *testing.T) {
 	m := newMigRoom(t, "commit", Options{})
 	h := join(t, m.s, m.name, m.hostSecret)
 	c1 := join(t, m.s, m.name, m.clientSecret)
-	h.expectToHost(wire.ToHostConnected)
+	h.ExpectToHost(wire.ToHostConnected)
 	c2 := join(t, m.s, m.name, m.clientSecret)
-	h.expectToHost(wire.ToHostConnected)
+	h.ExpectToHost(wire.ToHostConnected)
 	before, _ := m.current(m.clientSecret)
 	g, _ := m.authorize("handoff", 0, "42")
 	c := m.mustClaim("handoff", 0, "42", g.Grant)
@@ -240,8 +241,8 @@ func TestMigrationClaimCommits(t *testing.T) {
 	if lease.Sub(claimed) != DefaultActivationLease {
 		t.Fatalf("lease %v, want %v", lease.Sub(claimed), DefaultActivationLease)
 	}
-	for i, p := range []*peer{h, c1, c2} {
-		if code := p.closed(); code != websocket.StatusNormalClosure {
+	for i, p := range []*wstest.Peer{h, c1, c2} {
+		if code := p.Closed(); code != websocket.StatusNormalClosure {
 			t.Fatalf("old-generation socket %d closed with %v", i, code)
 		}
 	}
@@ -337,7 +338,7 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	m.clk.Advance(5 * time.Second)
 	host := join(t, m.s, m.name, c.Secret) // provisional
 	lane := provisional(t, m.s, m.name, m.clientSecret, c.Secret)
-	laneID := host.expectToHost(wire.ToHostConnected).IDs[0]
+	laneID := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	m.clk.Advance(4 * time.Second)
 	if r := m.mustClaim("c1", 0, "3", ""); !r.Replayed || r.ActivationExpiresAt != c.ActivationExpiresAt {
 		t.Fatalf("replay %+v: the lease moved", r)
@@ -347,8 +348,8 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	}
 	// The replay disconnected nobody: the provisional host and its lane
 	// still talk.
-	lane.send([]byte("still here"))
-	if p := host.expectToHost(wire.ToHostData); p.IDs[0] != laneID {
+	lane.Send([]byte("still here"))
+	if p := host.ExpectToHost(wire.ToHostData); p.IDs[0] != laneID {
 		t.Fatalf("after the replay the host got %+v", p)
 	}
 	m.clk.Advance(time.Second)
@@ -360,14 +361,14 @@ func TestMigrationLeaseExpiresAndFences(t *testing.T) {
 	expired.Retryable = false // terminal for an activation
 	wantErr(t, "activate after the lease", e, &expired)
 	next := m.mustClaim("c2", 1, "4", "")
-	for _, p := range []*peer{host, lane} {
-		if code := p.closed(); code != websocket.StatusNormalClosure {
+	for _, p := range []*wstest.Peer{host, lane} {
+		if code := p.Closed(); code != websocket.StatusNormalClosure {
 			t.Fatalf("the expired generation's socket closed with %v", code)
 		}
 	}
 	// Its credential is fenced with it.
-	p := dial(t, m.s.WSURL())
-	if got := p.auth(m.name, c.Secret); got != wire.AuthFailed {
+	p := wstest.Dial(t, m.s.WSURL())
+	if got := p.Auth(m.name, c.Secret); got != wire.AuthFailed {
 		t.Fatalf("the expired credential authenticated: %d", got)
 	}
 	if next.Generation != 2 {
@@ -414,9 +415,9 @@ func TestMigrationActivateRules(t *testing.T) {
 	// The activated host leaves (a client was there, so the room stays);
 	// a new claim; the old activation cannot revive its generation.
 	cl := join(t, m.s, m.name, m.clientSecret)
-	host.expectToHost(wire.ToHostConnected)
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
-	cl.closed()
+	host.ExpectToHost(wire.ToHostConnected)
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
+	cl.Closed()
 	waitFor(t, "vacant", func() bool { st, _ := m.current(m.clientSecret); return st.HostPhase == wire.HostPhaseVacant })
 	c2 := m.mustClaim("c2", 1, "4", "")
 	_, e = m.activate(c)
@@ -424,7 +425,7 @@ func TestMigrationActivateRules(t *testing.T) {
 
 	// The provisional socket is lost before activation: terminal, vacant.
 	h2 := join(t, m.s, m.name, c2.Secret)
-	_ = h2.ws.CloseNow()
+	_ = h2.WS.CloseNow()
 	waitFor(t, "the provisional host gone", func() bool {
 		st, _ := m.current(m.clientSecret)
 		return st.HostPhase == wire.HostPhaseVacant

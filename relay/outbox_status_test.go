@@ -29,7 +29,7 @@ func TestOutboxDropsAnEntryOnlyWhenAppliedAlreadyOrSuperseded(t *testing.T) {
 
 			hs, _ := mustAllocate(t, s, "room")
 			host := join(t, s, "room", hs)
-			_ = host.ws.Close(websocket.StatusNormalClosure, "")
+			_ = host.WS.Close(websocket.StatusNormalClosure, "")
 			waitFor(t, "the unknown answer to be judged", func() bool {
 				return counterValue(s.reg.m.removals.WithLabelValues(unknown.Label())) >= 1
 			})

@@ -10,18 +10,19 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
 
 // hostWithClient allocates a room, connects its host and one client and
 // returns them with the client's id as the host learned it.
-func hostWithClient(t *testing.T, s *Server, name string) (host, client *peer, id wire.ConnID) {
+func hostWithClient(t *testing.T, s *Server, name string) (host, client *wstest.Peer, id wire.ConnID) {
 	t.Helper()
 	hs, cs := mustAllocate(t, s, name)
 	host = join(t, s, name, hs)
 	client = join(t, s, name, cs)
-	pk := host.expectToHost(wire.ToHostConnected)
+	pk := host.ExpectToHost(wire.ToHostConnected)
 	if len(pk.IDs) != 1 || pk.IDs[0] == 0 {
 		t.Fatalf("connected notice %v, want one positive id", pk.IDs)
 	}
@@ -44,12 +45,12 @@ func TestAuthentication(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := dial(t, s.WSURL())
-			p.send(tc.msg)
-			if got := p.recv(); !bytes.Equal(got, []byte{wire.AuthFailed}) {
+			p := wstest.Dial(t, s.WSURL())
+			p.Send(tc.msg)
+			if got := p.Recv(); !bytes.Equal(got, []byte{wire.AuthFailed}) {
 				t.Fatalf("reply %v, want [4]", got)
 			}
-			if code := p.closed(); code != websocket.StatusPolicyViolation {
+			if code := p.Closed(); code != websocket.StatusPolicyViolation {
 				t.Fatalf("close status %v, want 1008", code)
 			}
 		})
@@ -58,8 +59,8 @@ func TestAuthentication(t *testing.T) {
 	// A good client and host still work on the same relay, also through the
 	// upgrade at / on the HTTP port.
 	join(t, s, "room", cs)
-	h := dial(t, "ws"+s.HTTPURL()[len("http"):]+"/")
-	if got := h.auth("room", hs); got != wire.Authenticated {
+	h := wstest.Dial(t, "ws"+s.HTTPURL()[len("http"):]+"/")
+	if got := h.Auth("room", hs); got != wire.Authenticated {
 		t.Fatalf("host auth via HTTP port: %d", got)
 	}
 	if got := metricValue(t, s, "purrfly_relay_auth_total", "result", "failed"); got != float64(len(cases)) {
@@ -71,11 +72,11 @@ func TestSecondHostRefused(t *testing.T) {
 	s := startRelay(t, Options{})
 	hs, _ := mustAllocate(t, s, "room")
 	join(t, s, "room", hs)
-	second := dial(t, s.WSURL())
-	if got := second.auth("room", hs); got != wire.AuthFailed {
+	second := wstest.Dial(t, s.WSURL())
+	if got := second.Auth("room", hs); got != wire.AuthFailed {
 		t.Fatalf("second host: reply %d, want 4", got)
 	}
-	second.closed()
+	second.Closed()
 }
 
 func TestHostAfterClientsGetsAllIDsInOnePacket(t *testing.T) {
@@ -85,7 +86,7 @@ func TestHostAfterClientsGetsAllIDsInOnePacket(t *testing.T) {
 		join(t, s, "room", cs)
 	}
 	host := join(t, s, "room", hs)
-	pk := host.expectToHost(wire.ToHostConnected)
+	pk := host.ExpectToHost(wire.ToHostConnected)
 	if len(pk.IDs) != 3 || !slices.IsSorted(pk.IDs) || pk.IDs[0] == 0 {
 		t.Fatalf("ids %v, want three distinct positive ids in one packet", pk.IDs)
 	}
@@ -94,7 +95,7 @@ func TestHostAfterClientsGetsAllIDsInOnePacket(t *testing.T) {
 	}
 	// A client joining later is announced on its own.
 	join(t, s, "room", cs)
-	if pk := host.expectToHost(wire.ToHostConnected); len(pk.IDs) != 1 {
+	if pk := host.ExpectToHost(wire.ToHostConnected); len(pk.IDs) != 1 {
 		t.Fatalf("late join ids %v", pk.IDs)
 	}
 }
@@ -104,30 +105,30 @@ func TestForwarding(t *testing.T) {
 	host, client, id := hostWithClient(t, s, "room")
 
 	// Client -> host: [2][sender][payload]; a one-byte packet is dropped.
-	client.send([]byte{9})
-	client.send([]byte("hello"))
-	pk := host.expectToHost(wire.ToHostData)
+	client.Send([]byte{9})
+	client.Send([]byte("hello"))
+	pk := host.ExpectToHost(wire.ToHostData)
 	if pk.IDs[0] != id || !equal(pk.Payload, "hello") {
 		t.Fatalf("host got %v %q", pk.IDs, pk.Payload)
 	}
 	// Host -> client: SEND_ONE payload arrives unframed.
-	host.send(sendOne(id, "world"))
-	if got := client.recv(); !equal(got, "world") {
+	host.Send(sendOne(id, "world"))
+	if got := client.Recv(); !equal(got, "world") {
 		t.Fatalf("client got %q", got)
 	}
 	// Keepalive, unknown type, truncated SEND_ONE, empty SEND_ONE, unknown
 	// target: all dropped without disturbing anything.
-	host.send([]byte{wire.HostKeepAlive})
-	host.send([]byte{7, 1, 2})
-	host.send([]byte{wire.HostSendOne, 1, 2})
-	host.send(sendOne(id, ""))
-	host.send(sendOne(id+1000, "lost"))
-	host.send(sendOne(id, "again"))
-	if got := client.recv(); !equal(got, "again") {
+	host.Send([]byte{wire.HostKeepAlive})
+	host.Send([]byte{7, 1, 2})
+	host.Send([]byte{wire.HostSendOne, 1, 2})
+	host.Send(sendOne(id, ""))
+	host.Send(sendOne(id+1000, "lost"))
+	host.Send(sendOne(id, "again"))
+	if got := client.Recv(); !equal(got, "again") {
 		t.Fatalf("client got %q after bad packets", got)
 	}
-	client.send([]byte("still"))
-	if pk := host.expectToHost(wire.ToHostData); !equal(pk.Payload, "still") {
+	client.Send([]byte("still"))
+	if pk := host.ExpectToHost(wire.ToHostData); !equal(pk.Payload, "still") {
 		t.Fatalf("host got %q", pk.Payload)
 	}
 	for reason, want := range map[string]float64{core.DropSmallClient: 1, core.DropUnknown: 1, core.DropTruncated: 1,
@@ -137,8 +138,8 @@ func TestForwarding(t *testing.T) {
 		}
 	}
 	// A client leaving is announced.
-	_ = client.ws.Close(websocket.StatusNormalClosure, "")
-	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
+	_ = client.WS.Close(websocket.StatusNormalClosure, "")
+	if pk := host.ExpectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
 		t.Fatalf("disconnect id %v, want %d", pk.IDs, id)
 	}
 }
@@ -147,13 +148,13 @@ func TestSendOneToAnotherRoomIgnored(t *testing.T) {
 	s := startRelay(t, Options{})
 	hostA, _, _ := hostWithClient(t, s, "a")
 	hostB, clientB, idB := hostWithClient(t, s, "b")
-	hostA.send(sendOne(idB, "intrusion"))
-	hostA.send(wire.AppendKick(nil, idB))
+	hostA.Send(sendOne(idB, "intrusion"))
+	hostA.Send(wire.AppendKick(nil, idB))
 	waitFor(t, "both dropped", func() bool { return drops(t, s, core.DropBadTarget) == 2 })
 	// Room b's own host still reaches its client, which was neither sent
 	// the intrusion nor kicked.
-	hostB.send(sendOne(idB, "legit"))
-	if got := clientB.recv(); !equal(got, "legit") {
+	hostB.Send(sendOne(idB, "legit"))
+	if got := clientB.Recv(); !equal(got, "legit") {
 		t.Fatalf("client b got %q, want the legit packet first", got)
 	}
 }
@@ -162,19 +163,19 @@ func TestKick(t *testing.T) {
 	s := startRelay(t, Options{})
 	host, client, id := hostWithClient(t, s, "room")
 	other := join(t, s, "room", mustClientSecret(t, s, "room"))
-	otherID := host.expectToHost(wire.ToHostConnected).IDs[0]
+	otherID := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 
 	// Kicking an id of another room, or a nonexistent one, does nothing.
-	host.send(wire.AppendKick(nil, id+5000))
-	host.send(wire.AppendKick(nil, id))
-	if code := client.closed(); code != websocket.StatusNormalClosure {
+	host.Send(wire.AppendKick(nil, id+5000))
+	host.Send(wire.AppendKick(nil, id))
+	if code := client.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("kicked client close status %v", code)
 	}
-	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
+	if pk := host.ExpectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
 		t.Fatalf("disconnect notice %v, want %d", pk.IDs, id)
 	}
-	host.send(sendOne(otherID, "still here"))
-	if got := other.recv(); !equal(got, "still here") {
+	host.Send(sendOne(otherID, "still here"))
+	if got := other.Recv(); !equal(got, "still here") {
 		t.Fatalf("other client got %q", got)
 	}
 	waitFor(t, "count 2", func() bool { return s.Stats().Connections == 2 })
@@ -190,13 +191,13 @@ func TestTextFrameCloses(t *testing.T) {
 	s := startRelay(t, Options{})
 	host, client, _ := hostWithClient(t, s, "room")
 	ctx := t.Context()
-	if err := client.ws.Write(ctx, websocket.MessageText, []byte("hi there")); err != nil {
+	if err := client.WS.Write(ctx, websocket.MessageText, []byte("hi there")); err != nil {
 		t.Fatal(err)
 	}
-	if code := client.closed(); code != websocket.StatusUnsupportedData {
+	if code := client.Closed(); code != websocket.StatusUnsupportedData {
 		t.Fatalf("close status %v, want 1003", code)
 	}
-	host.expectToHost(wire.ToHostDisconnected)
+	host.ExpectToHost(wire.ToHostDisconnected)
 }
 
 func TestMessageSizeLimit(t *testing.T) {
@@ -206,8 +207,8 @@ func TestMessageSizeLimit(t *testing.T) {
 	// SimpleWebTransport drops the connection beyond): a 65,530-byte
 	// payload arrives as a 65,535-byte [2][sender:4][payload] frame.
 	fits := bytes.Repeat([]byte{6}, wire.MaxMessageSize-5)
-	client.send(fits)
-	if b := host.recv(); len(b) != wire.MaxMessageSize || b[0] != wire.ToHostData || idOf(b[1:]) != id ||
+	client.Send(fits)
+	if b := host.Recv(); len(b) != wire.MaxMessageSize || b[0] != wire.ToHostData || idOf(b[1:]) != id ||
 		!bytes.Equal(b[5:], fits) {
 		t.Fatalf("largest forwardable message: host got a %d-byte frame", len(b))
 	}
@@ -215,36 +216,36 @@ func TestMessageSizeLimit(t *testing.T) {
 	// a frame the host cannot take: dropped and counted, nobody disconnected.
 	dropped := drops(t, s, core.DropTooLargeForHost)
 	for n := wire.MaxMessageSize - 4; n <= wire.MaxMessageSize; n++ {
-		client.send(bytes.Repeat([]byte{7}, n))
+		client.Send(bytes.Repeat([]byte{7}, n))
 	}
-	client.send([]byte("sentinel"))
-	if pk := host.expectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "sentinel") {
+	client.Send([]byte("sentinel"))
+	if pk := host.ExpectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "sentinel") {
 		t.Fatalf("after the oversized ones the host got %d bytes, want the sentinel", len(pk.Payload))
 	}
 	if got := drops(t, s, core.DropTooLargeForHost) - dropped; got != 5 {
 		t.Fatalf("too_large_for_host drops %v, want 5", got)
 	}
-	host.send(sendOne(id, "still here"))
-	if got := client.recv(); !equal(got, "still here") {
+	host.Send(sendOne(id, "still here"))
+	if got := client.Recv(); !equal(got, "still here") {
 		t.Fatalf("client got %q after its oversized messages", got)
 	}
 	big := bytes.Repeat([]byte{7}, wire.MaxMessageSize)
 	// One byte more than a message ends the connection.
-	if err := client.ws.Write(t.Context(), websocket.MessageBinary, append(big, 7)); err != nil {
+	if err := client.WS.Write(t.Context(), websocket.MessageBinary, append(big, 7)); err != nil {
 		t.Fatal(err)
 	}
-	if code := client.closed(); code != websocket.StatusMessageTooBig && code != -1 {
+	if code := client.Closed(); code != websocket.StatusMessageTooBig && code != -1 {
 		t.Fatalf("close status %v, want 1009", code)
 	}
-	host.expectToHost(wire.ToHostDisconnected)
+	host.ExpectToHost(wire.ToHostDisconnected)
 }
 
 func TestHostLeave(t *testing.T) {
 	s := startRelay(t, Options{})
 	t.Run("with clients the room stays, count 0", func(t *testing.T) {
 		host, client, _ := hostWithClient(t, s, "kept")
-		_ = host.ws.Close(websocket.StatusNormalClosure, "")
-		if code := client.closed(); code != websocket.StatusNormalClosure {
+		_ = host.WS.Close(websocket.StatusNormalClosure, "")
+		if code := client.Closed(); code != websocket.StatusNormalClosure {
 			t.Fatalf("client close status %v", code)
 		}
 		r := s.core.Room("kept")
@@ -258,17 +259,17 @@ func TestHostLeave(t *testing.T) {
 	t.Run("alone the room is removed", func(t *testing.T) {
 		hs, _ := mustAllocate(t, s, "gone")
 		host := join(t, s, "gone", hs)
-		_ = host.ws.Close(websocket.StatusNormalClosure, "")
+		_ = host.WS.Close(websocket.StatusNormalClosure, "")
 		waitFor(t, "room removed", func() bool { return s.core.Room("gone") == nil })
 	})
 }
 
 func TestPipe(t *testing.T) {
 	s := startRelay(t, Options{})
-	pipe := func() (*peer, wire.ConnID) {
-		p := dial(t, s.WSURL())
-		p.send([]byte(`{"pipe":true}`))
-		b := p.recv()
+	pipe := func() (*wstest.Peer, wire.ConnID) {
+		p := wstest.Dial(t, s.WSURL())
+		p.Send([]byte(`{"pipe":true}`))
+		b := p.Recv()
 		if len(b) != 5 || b[0] != wire.PipeAuthenticated {
 			t.Fatalf("pipe reply %v", b)
 		}
@@ -276,15 +277,15 @@ func TestPipe(t *testing.T) {
 	}
 	a, ida := pipe()
 	b, idb := pipe()
-	a.send(wire.AppendPipe(nil, idb, []byte("ping")))
-	peerID, data, err := wire.ParsePipe(b.recv())
+	a.Send(wire.AppendPipe(nil, idb, []byte("ping")))
+	peerID, data, err := wire.ParsePipe(b.Recv())
 	if err != nil || peerID != ida || !equal(data, "ping") {
 		t.Fatalf("b got %d %q %v", peerID, data, err)
 	}
-	b.send(wire.AppendPipe(nil, 999999, []byte("nowhere")))
-	b.send([]byte{1, 2})
-	b.send(wire.AppendPipe(nil, ida, []byte("pong")))
-	if peerID, data, _ := wire.ParsePipe(a.recv()); peerID != idb || !equal(data, "pong") {
+	b.Send(wire.AppendPipe(nil, 999999, []byte("nowhere")))
+	b.Send([]byte{1, 2})
+	b.Send(wire.AppendPipe(nil, ida, []byte("pong")))
+	if peerID, data, _ := wire.ParsePipe(a.Recv()); peerID != idb || !equal(data, "pong") {
 		t.Fatalf("a got %d %q", peerID, data)
 	}
 }

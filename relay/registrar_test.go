@@ -8,6 +8,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -94,7 +95,7 @@ func TestUnregisterOutboxRetriedUntilConfirmed(t *testing.T) {
 
 	hs, _ := mustAllocate(t, s, "room")
 	host := join(t, s, "room", hs)
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "first unregister", func() bool { return fb.counts().unregisters >= 1 })
 	rem := fb.lastUnregister().Rooms
 	if len(rem) != 1 || rem[0].Name != "room" || rem[0].Revision != 3 {
@@ -188,8 +189,8 @@ func TestShutdownDrainsAndTellsTheBalancer(t *testing.T) {
 		t.Fatalf("allocate while draining: %d", status)
 	}
 	// After the drain deadline every WebSocket is closed with 1012.
-	for _, p := range []*peer{host, client} {
-		if code := p.closed(); code != websocket.StatusServiceRestart {
+	for _, p := range []*wstest.Peer{host, client} {
+		if code := p.Closed(); code != websocket.StatusServiceRestart {
 			t.Fatalf("close status %v, want 1012", code)
 		}
 	}

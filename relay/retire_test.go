@@ -55,7 +55,7 @@ func TestRetireKeepsGamesAndTakesNoRoom(t *testing.T) {
 	a, _, _ := allocate(t, s, "game", "id-game")
 	host := join(t, s, "game", a.Capability.Secret)
 	cl := join(t, s, "game", a.Publication.ClientSecret)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 
 	if _, code := retire(t, s, "another-boot", clk.Now().Add(time.Hour)); code != http.StatusConflict {
 		t.Fatalf("retire naming another boot: %d, want 409 stale_boot", code)
@@ -86,17 +86,17 @@ func TestRetireKeepsGamesAndTakesNoRoom(t *testing.T) {
 	// The game plays on, for many ticks.
 	for range 3 {
 		clk.Advance(retireTick)
-		host.send(sendOne(id, "still here"))
-		if got := cl.recv(); !equal(got, "still here") {
+		host.Send(sendOne(id, "still here"))
+		if got := cl.Recv(); !equal(got, "still here") {
 			t.Fatalf("client got %q", got)
 		}
 	}
 	if retiredYet(s) {
 		t.Fatal("retired while its game plays")
 	}
-	_ = cl.ws.Close(websocket.StatusNormalClosure, "")
-	host.expectToHost(wire.ToHostDisconnected)
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
+	_ = cl.WS.Close(websocket.StatusNormalClosure, "")
+	host.ExpectToHost(wire.ToHostDisconnected)
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the room to end", func() bool { return s.Stats().Rooms == 0 && s.Stats().Connections == 0 })
 	waitFor(t, "retired", func() bool {
 		clk.Advance(retireTick)
@@ -122,15 +122,15 @@ func TestRetireDeadlineClosesWith1012(t *testing.T) {
 	vacant, _, _ := allocate(t, s, "vacant", "id-v")
 	vh := join(t, s, "vacant", vacant.Capability.Secret)
 	vc := join(t, s, "vacant", vacant.Publication.ClientSecret)
-	vh.expectToHost(wire.ToHostConnected)
-	_ = vh.ws.Close(websocket.StatusNormalClosure, "") // the host leaves: vacant, reserved for a migration
-	if code := vc.closed(); code != websocket.StatusNormalClosure {
+	vh.ExpectToHost(wire.ToHostConnected)
+	_ = vh.WS.Close(websocket.StatusNormalClosure, "") // the host leaves: vacant, reserved for a migration
+	if code := vc.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("client of the vacant room: %v", code)
 	}
 	a, _, _ := allocate(t, s, "long", "id-long")
 	host := join(t, s, "long", a.Capability.Secret)
 	cl := join(t, s, "long", a.Publication.ClientSecret)
-	host.expectToHost(wire.ToHostConnected)
+	host.ExpectToHost(wire.ToHostConnected)
 	waitFor(t, "two rooms, two connections", func() bool { return s.Stats() == Stats{Rooms: 2, Connections: 2} })
 
 	if _, err := s.Retire(clk.Now().Add(30 * time.Second)); err != nil {
@@ -145,10 +145,10 @@ func TestRetireDeadlineClosesWith1012(t *testing.T) {
 		t.Fatal("retired while a game plays")
 	}
 	clk.Advance(20 * time.Second)
-	if code := cl.closed(); code != websocket.StatusServiceRestart {
+	if code := cl.Closed(); code != websocket.StatusServiceRestart {
 		t.Fatalf("client at the retire deadline: %v, want 1012", code)
 	}
-	if code := host.closed(); code != websocket.StatusServiceRestart {
+	if code := host.Closed(); code != websocket.StatusServiceRestart {
 		t.Fatalf("host at the retire deadline: %v, want 1012", code)
 	}
 	waitFor(t, "retired", func() bool { return retiredYet(s) })

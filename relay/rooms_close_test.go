@@ -7,6 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -39,7 +40,7 @@ func TestRoomClose(t *testing.T) {
 	hostSecret, clientSecret := mustAllocate(t, s, "close-me")
 	host := join(t, s, "close-me", hostSecret)
 	client := join(t, s, "close-me", clientSecret)
-	host.expectToHost(wire.ToHostConnected)
+	host.ExpectToHost(wire.ToHostConnected)
 
 	if st, _ := closeRoomAt(t, s, "close-me", "", ""); st != http.StatusUnauthorized {
 		t.Fatalf("without the secret: %d, want 401", st)
@@ -51,8 +52,8 @@ func TestRoomClose(t *testing.T) {
 	if st != http.StatusOK || !out.Closed || out.Connections != 2 || out.Epoch == "" || out.BootID != s.BootID() {
 		t.Fatalf("close: %d %+v, want both sockets closed", st, out)
 	}
-	for _, p := range []*peer{host, client} {
-		if code := p.closed(); code != websocket.StatusNormalClosure {
+	for _, p := range []*wstest.Peer{host, client} {
+		if code := p.Closed(); code != websocket.StatusNormalClosure {
 			t.Fatalf("close status %d, want 1000", code)
 		}
 	}

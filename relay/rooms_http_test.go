@@ -16,7 +16,7 @@ func TestRoomsView(t *testing.T) {
 	hostSecret, _ := mustAllocate(t, s, "view-b")
 	mustAllocate(t, s, "view-a")
 	h := join(t, s, "view-b", hostSecret)
-	defer h.ws.CloseNow()
+	defer h.WS.CloseNow()
 
 	req, _ := http.NewRequest(http.MethodGet, s.HTTPURL()+wire.PathRelayRooms, nil)
 	if resp, _ := do(t, req); resp.StatusCode != http.StatusUnauthorized {

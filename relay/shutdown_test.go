@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -20,8 +21,8 @@ func TestShutdownReturnsOnceConnectionsLeave(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
 	waitFor(t, "draining", func() bool { return s.core.Draining() })
-	_ = client.ws.Close(websocket.StatusNormalClosure, "")
-	_ = host.ws.Close(websocket.StatusNormalClosure, "")
+	_ = client.WS.Close(websocket.StatusNormalClosure, "")
+	_ = host.WS.Close(websocket.StatusNormalClosure, "")
 	select {
 	case err := <-done:
 		if err != nil {
@@ -43,7 +44,7 @@ func TestCloseDoesNotHangOnAPeerThatNeverReads(t *testing.T) {
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("Close took %v", d)
 	}
-	if code := host.closed(); code != websocket.StatusServiceRestart {
+	if code := host.Closed(); code != websocket.StatusServiceRestart {
 		t.Fatalf("host close status %v, want 1012", code)
 	}
 	// Nothing is served any more.
@@ -61,8 +62,8 @@ func TestWebSocketPortDisabled(t *testing.T) {
 	if want := s.httpLn.Addr().(*net.TCPAddr).Port; a.Capability.Port != want {
 		t.Fatalf("advertised port %d, want the HTTP port %d", a.Capability.Port, want)
 	}
-	p := dial(t, s.WSURL())
-	if got := p.auth("room", a.Capability.Secret); got != wire.Authenticated {
+	p := wstest.Dial(t, s.WSURL())
+	if got := p.Auth("room", a.Capability.Secret); got != wire.Authenticated {
 		t.Fatalf("auth on the HTTP port: %d", got)
 	}
 }
@@ -78,10 +79,10 @@ func TestEndedSessionsAreForgotten(t *testing.T) {
 		return len(s.raw.m)
 	}
 	for range 5 {
-		p := dial(t, s.WSURL())
-		p.send([]byte(`{"pipe":true}`))
-		_ = p.recv()
-		_ = p.ws.Close(websocket.StatusNormalClosure, "")
+		p := wstest.Dial(t, s.WSURL())
+		p.Send([]byte(`{"pipe":true}`))
+		_ = p.Recv()
+		_ = p.WS.Close(websocket.StatusNormalClosure, "")
 	}
 	waitFor(t, "every ended session to be forgotten", func() bool { return tracked() == 0 })
 }

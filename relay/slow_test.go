@@ -19,9 +19,9 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 	hs, cs := mustAllocate(t, s, "room")
 	host := join(t, s, "room", hs)
 	_ = join(t, s, "room", cs) // the slow one: never reads again
-	slowID := host.expectToHost(wire.ToHostConnected).IDs[0]
+	slowID := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	fast := join(t, s, "room", cs)
-	fastID := host.expectToHost(wire.ToHostConnected).IDs[0]
+	fastID := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	host2, client2, id2 := hostWithClient(t, s, "other")
 
 	// The fast client reads everything, in order, on its own goroutine.
@@ -40,7 +40,7 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 			default:
 			}
 			ctx, cancel := contextWithTimeout(10 * time.Second)
-			_, b, err := fast.ws.Read(ctx)
+			_, b, err := fast.WS.Read(ctx)
 			cancel()
 			if err != nil {
 				fastDone <- result{want, "read: " + err.Error()}
@@ -66,22 +66,22 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 		if sent == 5000 || time.Now().After(deadline) { // wall clock: the bound above
 			t.Fatalf("slow receiver not disconnected after %d packets", sent)
 		}
-		host.send(wire.AppendSendOne(nil, slowID, big))
+		host.Send(wire.AppendSendOne(nil, slowID, big))
 		binary.LittleEndian.PutUint32(seq, uint32(sent))
-		host.send(wire.AppendSendOne(nil, fastID, seq))
+		host.Send(wire.AppendSendOne(nil, fastID, seq))
 		sent++
 	}
 	// Traffic to the fast client goes on after the disconnect.
 	for range 100 {
 		binary.LittleEndian.PutUint32(seq, uint32(sent))
-		host.send(wire.AppendSendOne(nil, fastID, seq))
+		host.Send(wire.AppendSendOne(nil, fastID, seq))
 		sent++
 	}
 	stop <- sent
 	if r := <-fastDone; r.err != "" || r.n != sent {
 		t.Fatalf("fast client got %d of %d (%s)", r.n, sent, r.err)
 	}
-	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != slowID {
+	if pk := host.ExpectToHost(wire.ToHostDisconnected); pk.IDs[0] != slowID {
 		t.Fatalf("disconnect notice for %v, want the slow client %d", pk.IDs, slowID)
 	}
 	// Which of the two policies fired first depends on the machine's speed
@@ -90,8 +90,8 @@ func TestSlowReceiverDisconnected(t *testing.T) {
 		t.Fatalf("forced disconnects %v, want 1", got)
 	}
 	// Another room never noticed.
-	host2.send(sendOne(id2, "fine"))
-	if got := client2.recv(); !equal(got, "fine") {
+	host2.Send(sendOne(id2, "fine"))
+	if got := client2.Recv(); !equal(got, "fine") {
 		t.Fatalf("other room got %q", got)
 	}
 }

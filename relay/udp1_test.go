@@ -81,14 +81,14 @@ func TestUDP1MixedRoom(t *testing.T) {
 		}
 	}
 	// The WebSocket client's message reaches the 1.x host and back.
-	ws.send([]byte("from ws"))
+	ws.Send([]byte("from ws"))
 	if p := nextOfType(t, host, wire.ToHostData); p.IDs[0] != idWS || string(p.Payload) != "from ws" {
 		t.Fatalf("host got %+v", p)
 	}
 	if err := host.SendOne(tctx(t), idWS, []byte("to ws")); err != nil {
 		t.Fatal(err)
 	}
-	if b := ws.recv(); string(b) != "to ws" {
+	if b := ws.Recv(); string(b) != "to ws" {
 		t.Fatalf("ws got %q", b)
 	}
 
@@ -114,7 +114,7 @@ func TestUDP1MixedRoom(t *testing.T) {
 	if err := host.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if code := ws.closed(); code != websocket.StatusNormalClosure {
+	if code := ws.Closed(); code != websocket.StatusNormalClosure {
 		t.Fatalf("client of a host that left: close %v", code)
 	}
 	if d := time.Since(start); d > 2*time.Second {

@@ -84,7 +84,7 @@ func TestUDPSilentPeerTimesOut(t *testing.T) {
 	// even a pong or an ack, as if its process had died.
 	raw := newRawUDP(t, netip.MustParseAddrPort(s.UDPAddr()), 10)
 	raw.auth("silent", cs, wire.Authenticated)
-	id := h.expectToHost(wire.ToHostConnected).IDs[0]
+	id := h.ExpectToHost(wire.ToHostConnected).IDs[0]
 	timedOut := func() bool { return disconnects(t, s, core.ReasonPeerTimeout) == 1 }
 	for i := 0; !timedOut(); i++ {
 		if i == 60 {
@@ -94,7 +94,7 @@ func TestUDPSilentPeerTimesOut(t *testing.T) {
 		// A moment for litenet's flusher to run on the new time.
 		testutil.Poll(20*time.Millisecond, timedOut)
 	}
-	if got := h.expectToHost(wire.ToHostDisconnected).IDs[0]; got != id {
+	if got := h.ExpectToHost(wire.ToHostDisconnected).IDs[0]; got != id {
 		t.Fatalf("host told %d left, want %d", got, id)
 	}
 }

@@ -45,7 +45,7 @@ func TestCoderCloseFrameIsOneWrite(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	c := dialWS(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
+	c := wstest.DialConn(t, "ws"+strings.TrimPrefix(srv.URL, "http"))
 	_, _, err := c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Reason != reason {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
@@ -23,24 +22,6 @@ func TestMain(m *testing.M) {
 // testBatch is the most frames a connection's writer takes at once (the
 // core's maxBatch): what the writers' tests write in one batch.
 const testBatch = 64
-
-// dialWS dials url with coder/websocket, a 1 MiB read limit, closed when
-// the test ends.
-func dialWS(tb testing.TB, url string) *websocket.Conn {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		tb.Fatalf("dial %s: %v", url, err)
-	}
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	ws.SetReadLimit(1 << 20)
-	tb.Cleanup(func() { _ = ws.CloseNow() })
-	return ws
-}
 
 // link is a test's link: coder/websocket's client and the Writer its
 // upgrade went over.

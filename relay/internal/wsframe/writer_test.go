@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/buf"
 )
 
@@ -64,7 +65,7 @@ func TestFrameConnBatch(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	c := dialWS(t, "ws"+strings.TrimPrefix(srv.URL, "http")) // read limit 1 MiB
+	c := wstest.DialConn(t, "ws"+strings.TrimPrefix(srv.URL, "http")) // read limit 1 MiB
 	pinged := make(chan error, 1)
 	for i, n := range append(append([]int{}, sizes...), small...) {
 		seed := i

@@ -41,7 +41,7 @@ import (
 type directRig struct {
 	t      *testing.T
 	s      *rig
-	host   *peer
+	host   *wstest.Peer
 	secret string // the room's client secret
 }
 
@@ -113,7 +113,7 @@ func (r *directRig) join(window int) *rawClient {
 func (r *directRig) connected() wire.ConnID {
 	r.t.Helper()
 	for {
-		b := r.host.recv()
+		b := r.host.Recv()
 		pk, err := wire.ParseToHostPacket(b)
 		switch {
 		case err != nil:
@@ -469,7 +469,7 @@ func TestDirectWritesOfTwoSenders(t *testing.T) {
 	}
 	next := [2]int{}
 	for range 2 * n {
-		p := r.host.recv()
+		p := r.host.Recv()
 		if len(p) != 9 || p[0] > 1 {
 			t.Fatalf("frame %x", p)
 		}
@@ -493,8 +493,8 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 	(&rawClient{t: t, c: r.s.core.Conn(id)}).waitIdle()
 	batches := r.s.metric("purrfly_relay_write_batches_total", "", "")
 	for i := range 20 {
-		r.host.send(sendOne(id, fmt.Sprint("one at a time ", i)))
-		if got := cl.recv(); !equal(got, fmt.Sprint("one at a time ", i)) {
+		r.host.Send(sendOne(id, fmt.Sprint("one at a time ", i)))
+		if got := cl.Recv(); !equal(got, fmt.Sprint("one at a time ", i)) {
 			t.Fatalf("got %q", got)
 		}
 	}
@@ -516,7 +516,7 @@ func TestDirectWriteOnlyWhenNothingWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		pk := r.host.expectToHost(wire.ToHostData)
+		pk := r.host.ExpectToHost(wire.ToHostData)
 		if want := fmt.Sprintf("burst %02d", i); string(pk.Payload) != want {
 			t.Fatalf("host got %q, want %q", pk.Payload, want)
 		}

@@ -2,7 +2,6 @@ package wstransport
 
 import (
 	"cmp"
-	"context"
 	"flag"
 	"log/slog"
 	"net"
@@ -14,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/internal/testutil"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/relay/internal/core"
 	"github.com/purrfly/purrfly/wire"
 )
@@ -130,81 +129,15 @@ func (r *rig) metric(name, label, value string) float64 {
 	return 0
 }
 
-// peer is a minimal PurrNet-speaking WebSocket test peer.
-type peer struct {
-	tb testing.TB
-	ws *websocket.Conn
-}
-
-func dial(tb testing.TB, url string) *peer {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		tb.Fatalf("dial %s: %v", url, err)
-	}
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	ws.SetReadLimit(1 << 20)
-	tb.Cleanup(func() { _ = ws.CloseNow() })
-	return &peer{tb: tb, ws: ws}
-}
-
-func (p *peer) send(b []byte) {
-	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
-		p.tb.Fatalf("send: %v", err)
-	}
-}
-
-func (p *peer) recv() []byte {
-	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	typ, b, err := p.ws.Read(ctx)
-	if err != nil {
-		p.tb.Fatalf("recv: %v", err)
-	}
-	if typ != websocket.MessageBinary {
-		p.tb.Fatalf("recv: got a text message")
-	}
-	return b
-}
-
-func (p *peer) auth(room, secret string) byte {
-	p.tb.Helper()
-	p.send(wire.Auth{RoomName: room, ClientSecret: secret}.Marshal())
-	b := p.recv()
-	if len(b) != 1 {
-		p.tb.Fatalf("auth reply %v, want one byte", b)
-	}
-	return b[0]
-}
-
 // join connects to the rig and authenticates, failing the test unless
 // accepted.
-func (r *rig) join(room, secret string) *peer {
+func (r *rig) join(room, secret string) *wstest.Peer {
 	r.tb.Helper()
-	p := dial(r.tb, r.url())
-	if got := p.auth(room, secret); got != wire.Authenticated {
+	p := wstest.Dial(r.tb, r.url())
+	if got := p.Auth(room, secret); got != wire.Authenticated {
 		r.tb.Fatalf("auth to %q: reply %d", room, got)
 	}
 	return p
-}
-
-// expectToHost reads one relay -> host packet of the given type.
-func (p *peer) expectToHost(typ byte) wire.ToHostPacket {
-	p.tb.Helper()
-	b := p.recv()
-	pk, err := wire.ParseToHostPacket(b)
-	if err != nil || pk.Type != typ {
-		p.tb.Fatalf("got %v (%v), want host packet type %d", b, err, typ)
-	}
-	return pk
 }
 
 func sendOne(target wire.ConnID, payload string) []byte {

@@ -168,13 +168,13 @@ func TestPendingPoolPushesOutTheOldest(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, "the pool full again", func() bool { return s.tr.PendingCount() == 8 })
 	client := s.join("room", cs) // pushes out the next oldest
 	squatters[1].expectEnd(5 * time.Second)
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
-	client.send([]byte("hello"))
-	if pk := host.expectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "hello") {
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
+	client.Send([]byte("hello"))
+	if pk := host.ExpectToHost(wire.ToHostData); pk.IDs[0] != id || !equal(pk.Payload, "hello") {
 		t.Fatalf("host got %+v", pk)
 	}
-	host.send(sendOne(id, "welcome"))
-	if got := client.recv(); !equal(got, "welcome") {
+	host.Send(sendOne(id, "welcome"))
+	if got := client.Recv(); !equal(got, "welcome") {
 		t.Fatalf("client got %q", got)
 	}
 	if got := s.metric("purrfly_relay_evicted_pending_total", "", ""); got != 2 {

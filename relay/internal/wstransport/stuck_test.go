@@ -12,6 +12,7 @@ import (
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/testutil"
+	"github.com/purrfly/purrfly/internal/wstest"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -38,10 +39,10 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	hs, cs := s.allocate("room")
 	host := s.join("room", hs)
 	stuck := dialSmallWindow(t, s.url()) // reads its [3], then never again
-	if got := stuck.auth("room", cs); got != wire.Authenticated {
+	if got := stuck.Auth("room", cs); got != wire.Authenticated {
 		t.Fatalf("auth: reply %d", got)
 	}
-	id := host.expectToHost(wire.ToHostConnected).IDs[0]
+	id := host.ExpectToHost(wire.ToHostConnected).IDs[0]
 	c := s.core.Conn(id)
 	tr := c.Transport().(*conn)
 	sc, err := tr.fc.Conn.(syscall.Conn).SyscallConn()
@@ -58,13 +59,13 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	// routed them all, frames are queued for good.
 	payload := make([]byte, wire.MaxMessageSize-5)
 	for range 100 {
-		host.send(wire.AppendSendOne(nil, id, payload))
+		host.Send(wire.AppendSendOne(nil, id, payload))
 	}
 	testutil.Eventually(t, time.Minute, "the writer to block", func() bool {
 		return c.Queued()
 	})
-	host.send(wire.AppendKick(nil, id))
-	if pk := host.expectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
+	host.Send(wire.AppendKick(nil, id))
+	if pk := host.ExpectToHost(wire.ToHostDisconnected); pk.IDs[0] != id {
 		t.Fatalf("disconnect notice for %v, want %d", pk.IDs, id)
 	}
 	testutil.Eventually(t, time.Minute, "the close grace to be armed", func() bool {
@@ -80,12 +81,12 @@ func TestKickedPeerThatNeverReadsIsReleased(t *testing.T) {
 	fake.Advance(grace)
 	testutil.Eventually(t, time.Minute, "the kicked connection to be released", func() bool { return s.core.NumConns() == 1 })
 	// The host is unaffected.
-	host.send([]byte{wire.HostKeepAlive})
+	host.Send([]byte{wire.HostKeepAlive})
 }
 
 // dialSmallWindow dials a test peer whose socket's receive buffer is
 // capped (before the connection, so the window it advertises is small).
-func dialSmallWindow(tb testing.TB, url string) *peer {
+func dialSmallWindow(tb testing.TB, url string) *wstest.Peer {
 	tb.Helper()
 	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return capSocketBuffer(c, soRcvBuf, stuckSocketBuffer)
@@ -103,5 +104,5 @@ func dialSmallWindow(tb testing.TB, url string) *peer {
 	}
 	ws.SetReadLimit(1 << 20)
 	tb.Cleanup(func() { _ = ws.CloseNow() })
-	return &peer{tb: tb, ws: ws}
+	return &wstest.Peer{TB: tb, WS: ws}
 }
