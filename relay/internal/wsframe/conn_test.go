@@ -10,42 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			c = nil
-		}
-		accepted <- c
-	}()
-	client, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	select {
-	case server = <-accepted:
-	case <-time.After(5 * time.Second):
-	}
-	if server == nil {
-		client.Close()
-		t.Fatal("Accept failed")
-	}
-	t.Cleanup(func() {
-		client.Close()
-		server.Close()
-	})
-	return client, server
-}
+	"github.com/purrfly/purrfly/internal/wstest"
+)
 
 func newTestReadConn(t *testing.T, nc net.Conn, leftover []byte) *readConn {
 	t.Helper()
@@ -60,7 +27,7 @@ func newTestReadConn(t *testing.T, nc net.Conn, leftover []byte) *readConn {
 // the bytes net/http had read past the request, then the socket's bytes,
 // in order, then EOF, and holds no read buffer at the end.
 func TestReadConnStream(t *testing.T) {
-	client, server := tcpPair(t)
+	client, server := wstest.TCPPair(t)
 	rc := newTestReadConn(t, server, []byte("leftover"))
 	want := make([]byte, 200_000)
 	for i := range want {
@@ -112,7 +79,7 @@ func TestReadConnHoldsNoBufferWhileWaiting(t *testing.T) {
 	if !rawReadSupported {
 		t.Skip("reads go through net.Conn here")
 	}
-	client, server := tcpPair(t)
+	client, server := wstest.TCPPair(t)
 	rc := newTestReadConn(t, server, nil)
 	var again bool
 	if err := rc.raw.Control(func(fd uintptr) { again = !rc.fillFD(fd) }); err != nil {
@@ -146,7 +113,7 @@ func TestReadConnAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	client, server := tcpPair(t)
+	client, server := wstest.TCPPair(t)
 	rc := newTestReadConn(t, server, nil)
 	_ = server.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline
 	msg := bytes.Repeat([]byte{7}, 70)

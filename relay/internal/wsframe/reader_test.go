@@ -46,7 +46,7 @@ func clientFrame(op byte, fin bool, p []byte) []byte {
 // the relay's answers from.
 func frameReaderPair(t *testing.T, limit int) (*Reader, net.Conn) {
 	t.Helper()
-	peer, relayEnd := tcpPair(t)
+	peer, relayEnd := wstest.TCPPair(t)
 	rc := newReadConn(NewWriter(relayEnd, false), nil)
 	rc.bufio()
 	_ = relayEnd.SetReadDeadline(time.Now().Add(10 * time.Second)) // wall clock: a real socket's deadline

@@ -592,7 +592,7 @@ func TestDirectForwardingAllocatesNothing(t *testing.T) {
 	if !wsframe.DirectWrites() {
 		t.Skip("no raw writes here")
 	}
-	peerEnd, relayEnd := tcpPair(t)
+	peerEnd, relayEnd := wstest.TCPPair(t)
 	go func() { _, _ = io.Copy(io.Discard, peerEnd) }()
 	reg := prometheus.NewRegistry()
 	c, err := core.New(core.Config{Log: testLogger(), Metrics: reg})

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"flag"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,41 +146,6 @@ func sendOne(target wire.ConnID, payload string) []byte {
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
 	testutil.Eventually(tb, 5*time.Second, what, cond)
-}
-
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (client, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("Listen: %v", err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			c = nil
-		}
-		accepted <- c
-	}()
-	client, err = net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	select {
-	case server = <-accepted:
-	case <-time.After(5 * time.Second):
-	}
-	if server == nil {
-		client.Close()
-		t.Fatal("Accept failed")
-	}
-	t.Cleanup(func() {
-		client.Close()
-		server.Close()
-	})
-	return client, server
 }
 
 func equal(a []byte, b string) bool { return string(a) == b }
