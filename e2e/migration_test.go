@@ -32,8 +32,21 @@ func TestMigrationSmoke(t *testing.T) {
 // the activation lease the claim got.
 func claimLease(t *testing.T, api *client.Balancer) time.Duration {
 	t.Helper()
-	room := "lease-" + client.NewClaimID()[:8]
-	hc, err := api.Allocate(tctx(t), "", room, client.NewAllocationID())
+	c, cl := crashAndClaim(t, api, "lease-"+client.NewClaimID()[:8], client.NewAllocationID())
+	defer cl.CloseNow()
+	claimed, _ := time.Parse(time.RFC3339Nano, c.ClaimedAt)
+	until, _ := time.Parse(time.RFC3339Nano, c.ActivationExpiresAt)
+	return until.Sub(claimed)
+}
+
+// crashAndClaim allocates room as allocID, connects its host and one
+// client, crashes the host and, once the room is vacant, claims it with a
+// joiner's credential, promoting player 1. It returns the claim and the
+// client, still in the room (the caller closes it; the test's end does if
+// the caller never gets it).
+func crashAndClaim(t *testing.T, api *client.Balancer, room, allocID string) (wire.MigrationClaim, *client.Client) {
+	t.Helper()
+	hc, err := api.Allocate(tctx(t), "", room, allocID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +55,6 @@ func claimLease(t *testing.T, api *client.Balancer) time.Duration {
 		t.Fatal(err)
 	}
 	cl := joinClient(t, api, room)
-	defer cl.CloseNow()
 	expectConnected(t, h)
 	h.CloseNow()
 	jc, err := api.Join(tctx(t), room)
@@ -59,7 +71,5 @@ func claimLease(t *testing.T, api *client.Balancer) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimed, _ := time.Parse(time.RFC3339Nano, c.ClaimedAt)
-	until, _ := time.Parse(time.RFC3339Nano, c.ActivationExpiresAt)
-	return until.Sub(claimed)
+	return c, cl
 }
