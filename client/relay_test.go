@@ -234,26 +234,34 @@ func TestAuthFailures(t *testing.T) {
 	})
 }
 
+// clientThenHost dials a client of room-1 and then its host (both closed
+// when the test ends) and returns them with the client's id, read from the
+// host's first packet.
+func clientThenHost(t *testing.T, ctx context.Context, hc, cc wire.Capability) (*Client, *Host, wire.ConnID) {
+	t.Helper()
+	c, err := DialClient(ctx, cc, "room-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	h, err := DialHost(ctx, hc, "room-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.CloseNow() })
+	p, err := h.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, h, p.IDs[0]
+}
+
 // TestSizeLimits: no write over 65,535 bytes leaves Host, Client or Pipe;
 // Raw can; reads refuse beyond ReadLimit (65,535 bytes).
 func TestSizeLimits(t *testing.T) {
 	r, hc, cc := roomFixture(t, nil)
 	ctx := testCtx(t, 10*time.Second)
-	c, err := DialClient(ctx, cc, "room-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	h, err := DialHost(ctx, hc, "room-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.CloseNow()
-	p, err := h.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := p.IDs[0]
+	c, h, id := clientThenHost(t, ctx, hc, cc)
 
 	if err := h.SendOne(ctx, id, make([]byte, wire.MaxMessageSize-4)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("SendOne 65,536-byte frame: err = %v, want ErrTooLarge", err)
@@ -280,7 +288,7 @@ func TestSizeLimits(t *testing.T) {
 	if err := c.Send(ctx, full); err != nil {
 		t.Fatal(err)
 	}
-	p, err = h.Next(ctx)
+	p, err := h.Next(ctx)
 	if err != nil || p.Type != wire.ToHostData || !bytes.Equal(p.Payload, full) {
 		t.Fatalf("host got type %d, %d bytes, %v", p.Type, len(p.Payload), err)
 	}
@@ -330,21 +338,8 @@ func TestReadLimit(t *testing.T) {
 func TestCloseStatusAndText(t *testing.T) {
 	r, hc, cc := roomFixture(t, func(r *fakeRelay) { r.textToClients = true })
 	ctx := testCtx(t, 10*time.Second)
-	c, err := DialClient(ctx, cc, "room-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	h, err := DialHost(ctx, hc, "room-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.CloseNow()
-	p, err := h.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.SendOne(ctx, p.IDs[0], []byte("as text")); err != nil {
+	c, h, id := clientThenHost(t, ctx, hc, cc)
+	if err := h.SendOne(ctx, id, []byte("as text")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Recv(ctx); !errors.Is(err, ErrTextFrame) {
@@ -356,6 +351,7 @@ func TestCloseStatusAndText(t *testing.T) {
 	drained := make(chan struct{})
 	go func() { defer close(drained); r.closeAll(websocket.StatusServiceRestart) }()
 	defer func() { <-drained }()
+	var err error
 	for range 3 { // the client's disconnect notice may come first
 		if _, err = h.Next(ctx); err != nil {
 			break
