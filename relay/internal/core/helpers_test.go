@@ -52,7 +52,11 @@ func counterValue(c prometheus.Metric) float64 {
 
 // unframeUDP is what the UDP transport does to a message of a peer in
 // PurrNet's UDP framing before the core routes it (its delivery method
-// taken out, wire.UDPMethod), for the core's tests of UDP-framed peers.
+// taken out, wire.UDPMethod), for the core's tests, fuzz target and
+// benchmarks of UDP-framed peers. It is udpframe.Unframe written again on
+// purpose: udpframe imports the core, so this package's own tests cannot
+// import it, and the framing stays out of the core, which knows no
+// transport. A change to one is a change to both.
 func unframeUDP(c *Core, cn *Conn, b *buf.Buf) bool {
 	var from wire.Sender
 	switch {
