@@ -22,9 +22,16 @@ type Peer struct {
 // limit; the connection is closed when the test ends.
 func DialConn(tb testing.TB, url string) *websocket.Conn {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return DialConnWith(tb, url, 5*time.Second, nil)
+}
+
+// DialConnWith is DialConn with coder/websocket's options and a bound of
+// its own on the dial.
+func DialConnWith(tb testing.TB, url string, timeout time.Duration, opts *websocket.DialOptions) *websocket.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, nil)
+	ws, resp, err := websocket.Dial(ctx, url, opts)
 	if err != nil {
 		tb.Fatalf("dial %s: %v", url, err)
 	}

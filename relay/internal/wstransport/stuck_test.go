@@ -1,7 +1,6 @@
 package wstransport
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"syscall"
@@ -93,16 +92,6 @@ func dialSmallWindow(tb testing.TB, url string) *wstest.Peer {
 	}}
 	tr := &http.Transport{DialContext: d.DialContext}
 	tb.Cleanup(tr.CloseIdleConnections)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
-	if err != nil {
-		tb.Fatalf("dial %s: %v", url, err)
-	}
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	ws.SetReadLimit(1 << 20)
-	tb.Cleanup(func() { _ = ws.CloseNow() })
+	ws := wstest.DialConnWith(tb, url, 30*time.Second, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 	return &wstest.Peer{TB: tb, WS: ws}
 }
