@@ -42,6 +42,13 @@ func (h *Host) SendOne(ctx context.Context, target wire.ConnID, payload []byte) 
 // [1][target:4][method][payload], sent with that method, and the client
 // receives it with that method; over WebSocket d is ignored.
 func (h *Host) SendOneWith(ctx context.Context, target wire.ConnID, d wire.Delivery, payload []byte) error {
+	head := 5
+	if h.l.udp() {
+		head = 6
+	}
+	if head+len(payload) > wire.MaxMessageSize {
+		return fmt.Errorf("failed to send to %d: %w", target, ErrTooLarge)
+	}
 	err := writeFramed(ctx, h.l, d, func(dst []byte) []byte {
 		if h.l.udp() {
 			return wire.AppendSendOneUDP(dst, target, d, payload)

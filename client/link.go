@@ -125,16 +125,10 @@ func natIntroduce(ctx context.Context, l link, token string) (litenet.NatPacket,
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // writeFramed builds one packet with build into a pooled buffer and writes
-// it on l with d. A packet over wire.MaxMessageSize, its framing included,
-// is not written (ErrTooLarge), and the larger buffer it was built in is
-// not kept.
+// it on l with d.
 func writeFramed(ctx context.Context, l link, d wire.Delivery, build func(dst []byte) []byte) error {
 	bp := framePool.Get().(*[]byte)
 	b := build((*bp)[:0])
-	if len(b) > wire.MaxMessageSize {
-		framePool.Put(bp)
-		return ErrTooLarge
-	}
 	err := l.write(ctx, d, b)
 	*bp = b[:0]
 	framePool.Put(bp)

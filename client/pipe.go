@@ -69,6 +69,13 @@ func (p *Pipe) Send(ctx context.Context, target wire.ConnID, data []byte) error 
 // SendWith is Send with a delivery method (UDP; the peer receives the data
 // with that method).
 func (p *Pipe) SendWith(ctx context.Context, target wire.ConnID, d wire.Delivery, data []byte) error {
+	head := 4
+	if p.l.udp() {
+		head = 5
+	}
+	if head+len(data) > wire.MaxMessageSize {
+		return fmt.Errorf("failed to send to pipe %d: %w", target, ErrTooLarge)
+	}
 	err := writeFramed(ctx, p.l, d, func(dst []byte) []byte {
 		if p.l.udp() {
 			return wire.AppendPipeUDP(dst, d, target, data)

@@ -45,6 +45,9 @@ func (c *Client) Send(ctx context.Context, payload []byte) error {
 func (c *Client) SendWith(ctx context.Context, d wire.Delivery, payload []byte) error {
 	var err error
 	if c.l.udp() {
+		if 1+len(payload) > wire.MaxMessageSize {
+			return fmt.Errorf("failed to send to host: %w", ErrTooLarge)
+		}
 		err = writeFramed(ctx, c.l, d, func(dst []byte) []byte { return wire.AppendClientUDP(dst, d, payload) })
 	} else if len(payload) > wire.MaxMessageSize {
 		err = ErrTooLarge
