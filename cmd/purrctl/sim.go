@@ -18,19 +18,24 @@ import (
 // environment that launch and rollout deploy to.
 const simPortBaseEnv = "PURRFLY_SIM_PORT_BASE"
 
+// simDefaultConfig is `purrctl sim`'s --config: the organisation
+// fly/rollout.toml's sim environment deploys to, and so the only one the
+// sim seeds from it unless --rollout-config is given.
+const simDefaultConfig = "fly/sim.toml"
+
 func simCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sim",
 		Usage: "run a local Fly.io (Machines API, proxy with Fly-Replay, internal DNS) with real machine processes",
 		Flags: []cli.Flag{
 			debugFlag(),
-			&cli.StringFlag{Name: "config", Value: "fly/sim.toml", Usage: "emulated organisation (apps, machines, images)"},
+			&cli.StringFlag{Name: "config", Value: simDefaultConfig, Usage: "emulated organisation (apps, machines, images)"},
 			&cli.StringFlag{Name: "state", Usage: "write the Machines API URL, token, DNS address and app URLs here as JSON once up"},
 			&cli.StringFlag{Name: "log-dir", Usage: "machine output folder (default: a new temporary folder)"},
 			&cli.BoolFlag{Name: "empty", Usage: "start an empty organisation: every app of the config reserved (addresses held), none created, no machine running"},
 			&cli.IntFlag{Name: "port-base", EnvVars: []string{simPortBaseEnv},
 				Usage: "move every port of the config (Machines API, proxies, public UDP, DNS) from its port_base to this one, so a second sim runs beside the first; launch and rollout follow " + simPortBaseEnv + " (0: the config's own)"},
-			&cli.StringFlag{Name: "rollout-config", Value: "fly/rollout.toml", Usage: "start each app's machines on the config a rollout of --rollout-env would deploy (its fly.toml), so a first dry run shows only what you changed (\"\": the sim config's own)"},
+			&cli.StringFlag{Name: "rollout-config", Value: "fly/rollout.toml", Usage: "start each app's machines on the config a rollout of --rollout-env would deploy (its fly.toml), so a first dry run shows only what you changed; read only for the default --config unless given (\"\": the sim config's own)"},
 			&cli.StringFlag{Name: "rollout-env", Value: "sim", Usage: "the environment of --rollout-config whose apps seed the machines"},
 		},
 		Subcommands: []*cli.Command{simHostCommand()},
@@ -75,10 +80,15 @@ func simCommand() *cli.Command {
 
 // seedFromRollout sets each app's Seed to the config a rollout of
 // --rollout-env would deploy, at the sim's port base. The default file
-// missing (sim run from elsewhere) leaves the sim config's own configs.
+// missing (sim run from elsewhere), or another --config with no
+// --rollout-config given (fly/chaos.toml has the same app names but
+// environments of its own), leaves the sim config's own configs.
 func seedFromRollout(c *cli.Context, cfg *flysim.Config) error {
 	path := c.String("rollout-config")
 	if path == "" {
+		return nil
+	}
+	if !c.IsSet("rollout-config") && filepath.Clean(c.String("config")) != filepath.Clean(simDefaultConfig) {
 		return nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !c.IsSet("rollout-config") {
