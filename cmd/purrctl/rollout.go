@@ -24,7 +24,7 @@ const (
 )
 
 func rolloutCommand() *cli.Command {
-	return deployCommand("rollout", "deploy an image: relays one machine at a time (drained, boot-proven), then the balancer, then registration and smoke checks",
+	return deployCommand("rollout", "deploy an image: relays one machine at a time (a proven replacement first, the old one retiring when its games end; --strategy in-place drains and updates it), then the balancer, then registration and smoke checks",
 		"deploy an image to ENV (fly/rollout.toml)", "ENV --image REF [--dry-run] [--rollback] [--json]", rolloutFlags(), rollout.Run)
 }
 
@@ -83,7 +83,7 @@ func rolloutFlags() []cli.Flag {
 		&cli.StringFlag{Name: "secret", EnvVars: []string{"SECRET"}, Usage: "shared secret of the balancer's admin API"},
 		&cli.StringFlag{Name: "machines-api", EnvVars: []string{"FLY_FLAPS_BASE_URL"}, Usage: "Machines API base URL (default: the environment's, else https://api.machines.dev)"},
 		&cli.IntFlag{Name: "sim-port-base", EnvVars: []string{simPortBaseEnv},
-			Usage: "for the emulator's environment (one with port_base): the port base `purrctl sim --port-base` was given; every port of the environment moves with it (0: its own)"},
+			Usage: "for the emulator's environment (one with port_base): the port base purrctl sim --port-base was given; every port of the environment moves with it (0: its own)"},
 	}
 }
 
