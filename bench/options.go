@@ -109,7 +109,7 @@ type Options struct {
 	// SkipRelay runs only the baseline (for calibrating the echo server).
 	SkipRelay bool
 
-	// Forwarded switches to the forwarding mode (issue 6): two relay
+	// Forwarded switches to the forwarding mode: two relay
 	// children form one multi-machine app (relay.Options.MultiMachine);
 	// every room lives on the first (the holder), hosts connect to it
 	// directly, and clients connect without a session hint to the second

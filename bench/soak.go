@@ -11,7 +11,7 @@ import (
 	"github.com/purrfly/purrfly/internal/clock"
 )
 
-// The connection soak (issue 17): a relay child at its production bounds
+// The connection soak: a relay child at its production bounds
 // on connections waiting to authenticate (4,096 in all, 64 per source)
 // and with authentication and header timeouts of SoakTimeout (its empty
 // rooms, vacant for host migration, expire as soon), and an
