@@ -1,6 +1,9 @@
 package bench
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Pooled latencies. With Repeat > 1 the medians of the runs' quantiles
 // (Result.Relay, Result.Baseline) drop the runs in which the machine
@@ -39,18 +42,22 @@ type roundTrips struct {
 }
 
 // pool returns the pooled latencies of two or more runs of each side, or
-// nil when a side has fewer runs or no round trips (Mode not both, or a
-// baseline with round trips of its own, as the forwarding mode's).
-func pool(relays, baselines []*Side) *Pooled {
+// nil and why not (nothing to say for a single run) when a run lacks
+// round trips (Mode not both) or the baseline has round trips of its own
+// (the forwarding mode's).
+func pool(relays, baselines []*Side) (*Pooled, string) {
 	if len(relays) < 2 || len(relays) != len(baselines) {
-		return nil
+		return nil, ""
 	}
 	var rr, ra, br, ba []*histogram
 	var rw, bw []float64
 	for i := range relays {
 		r, b := relays[i].trips, baselines[i].trips
-		if r.read == nil || b.read == nil || baselines[i].RTTP99us != 0 {
-			return nil
+		switch {
+		case baselines[i].RTTP99us != 0:
+			return nil, "the baseline has round trips of its own (forwarding mode): only single-run figures compare"
+		case r.read == nil || b.read == nil:
+			return nil, fmt.Sprintf("run %d has no round trips: they need both directions loaded (--mode both) and messages each way", i+1)
 		}
 		rr, br = append(rr, r.read), append(br, b.read)
 		rw, bw = append(rw, r.weight), append(bw, b.weight)
@@ -69,7 +76,7 @@ func pool(relays, baselines []*Side) *Pooled {
 		p.BaselineArrivalP50us, p.BaselineArrivalP99us = us(mixQuantile(ba, bw, 0.5)), us(mixQuantile(ba, bw, 0.99))
 		p.RatioArrivalRTTP99 = ratio(p.RelayArrivalRTTP99us, p.BaselineArrivalP99us)
 	}
-	return p
+	return p, ""
 }
 
 // mixQuantile is the q quantile (0..1) of the mixture of hs, the i-th

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,18 +87,18 @@ func TestPoolNeedsRoundTrips(t *testing.T) {
 	side := func(rtt float64, trips roundTrips) *Side { return &Side{RTTP99us: rtt, trips: trips} }
 	relay := side(2, roundTrips{read: &h, weight: 1})
 	echo := side(0, roundTrips{read: &h, weight: 1})
-	if pool([]*Side{relay}, []*Side{echo}) != nil {
-		t.Error("pooled one run")
+	if p, why := pool([]*Side{relay}, []*Side{echo}); p != nil || why != "" {
+		t.Errorf("one run: pooled %v, %q", p, why)
 	}
-	if pool([]*Side{relay, side(0, roundTrips{})}, []*Side{echo, echo}) != nil {
-		t.Error("pooled a run without round trips")
+	if p, why := pool([]*Side{relay, side(0, roundTrips{})}, []*Side{echo, echo}); p != nil || !strings.Contains(why, "run 2 has no round trips") {
+		t.Errorf("a run without round trips: pooled %v, %q", p, why)
 	}
-	if pool([]*Side{relay, relay}, []*Side{relay, relay}) != nil {
-		t.Error("pooled against a baseline with round trips")
+	if p, why := pool([]*Side{relay, relay}, []*Side{relay, relay}); p != nil || !strings.Contains(why, "forwarding mode") {
+		t.Errorf("against a baseline with round trips: pooled %v, %q", p, why)
 	}
-	p := pool([]*Side{relay, relay}, []*Side{echo, echo})
-	if p == nil || p.Runs != 2 || p.RatioRTTP99 != 1 || p.RatioArrivalRTTP99 != 0 {
-		t.Errorf("pooled %+v, want 2 runs, ratio 1, no arrival figures", p)
+	p, why := pool([]*Side{relay, relay}, []*Side{echo, echo})
+	if p == nil || why != "" || p.Runs != 2 || p.RatioRTTP99 != 1 || p.RatioArrivalRTTP99 != 0 {
+		t.Errorf("pooled %+v (%q), want 2 runs, ratio 1, no arrival figures", p, why)
 	}
 }
 

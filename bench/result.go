@@ -53,6 +53,8 @@ type Result struct {
 	// the round trips' quantiles over every message of every run
 	// (pooled.go).
 	Pooled *Pooled `json:"pooled,omitempty"`
+	// PooledMissing says why runs of both sides gave no Pooled.
+	PooledMissing string `json:"pooled_missing,omitempty"`
 }
 
 // Shape is the load of the run, the same for the relay and the baseline.

@@ -85,7 +85,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Relay, res.Baseline = medianSide(relays), medianSide(baselines)
 	res.computeRatios()
-	res.Pooled = pool(relays, baselines)
+	res.Pooled, res.PooledMissing = pool(relays, baselines)
 	return res, nil
 }
 

@@ -92,6 +92,8 @@ func (r *Result) WriteText(w io.Writer) {
 				fmt.Fprintf(w, "  to the arrival stamps: relay p50 %.0f us, p99 %.0f us; baseline p50 %.0f us, p99 %.0f us; p99 ratio %.3f\n",
 					p.RelayArrivalRTTP50us, p.RelayArrivalRTTP99us, p.BaselineArrivalP50us, p.BaselineArrivalP99us, p.RatioArrivalRTTP99)
 			}
+		} else if r.PooledMissing != "" {
+			fmt.Fprintf(w, "(no figures over every message: %s)\n", r.PooledMissing)
 		}
 	}
 }

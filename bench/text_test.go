@@ -30,6 +30,12 @@ func TestWriteText(t *testing.T) {
 		}
 	}
 	b.Reset()
+	r.PooledMissing = "run 2 has no round trips"
+	r.WriteText(&b)
+	if !strings.Contains(b.String(), "(no figures over every message: run 2 has no round trips)") {
+		t.Errorf("the report hides why nothing was pooled:\n%s", b.String())
+	}
+	b.Reset()
 	(&Result{Shape: Shape{Kind: "balancer", Workers: 4, DurationSec: 5}, Balancer: &Side{Server: "balancer", MsgsPerSec: 5000},
 		Baseline: &Side{Server: "floor", MsgsPerSec: 6000}, RatioMsgs: 0.833, RatioCPUPerPair: 1.2, RatioP99: 1.1}).WriteText(&b)
 	if s := b.String(); !strings.Contains(s, "balancer: 4 workers allocate+join fresh rooms") || !strings.Contains(s, "balancer/floor: pairs/s 0.833  CPU per pair 1.200") {
