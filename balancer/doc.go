@@ -63,15 +63,16 @@
 //
 // A heartbeat of an endpoint's current boot is refreshed at once; a new
 // endpoint or boot is admitted only once GET {endpoint}/ping reports that
-// boot (state.register). Routing metadata is immutable within a boot,
-// across a removal too (the registry keeps a removed boot's metadata while
-// it keeps the endpoint's gone mark); replaced boots are stale_boot; at most Options.MaxRelays endpoints are
-// registered. A health round removes a relay that failed HealthFailures
-// probes in a row, answered with another boot, or stopped heartbeating
-// (state.checkRelays). A relay that says Retiring (a deploy replaced it)
-// stays retiring for the rest of its registration; one that says
-// Unreachable is listed starting; neither takes a room. Relays long-poll
-// wire.PathBalancerBoot (bootwatch.go) to learn of a new balancer at once.
+// boot (state.register). A boot's routing metadata is immutable, across a
+// removal too (kept with the endpoint's gone mark); replaced boots are
+// stale_boot; at most Options.MaxRelays endpoints are registered. A health
+// round removes a relay that failed HealthFailures probes in a row,
+// answered with another boot, or stopped heartbeating (state.checkRelays).
+// A relay that says Retiring (a deploy replaced it) stays retiring for the
+// rest of its registration; one that says Unreachable is listed starting;
+// neither takes a room. An operator's drain, told to the relay in each
+// answer and repeated by it, is taken over by a balancer new to the boot.
+// Relays long-poll wire.PathBalancerBoot to learn of a new balancer at once.
 //
 // # Publications, removals and tombstones
 //
@@ -105,9 +106,9 @@
 // is room_name_taken unless the route is vacant (the relay then decides),
 // and an allocation whose outcome was lost pins the name to its relay for
 // a while so that the exact retry replays there. Placement (placement.go)
-// picks among the relays that are registered, not draining, not retiring,
-// not starting, not full and carry every label asked for: the requested region first, in the
-// strategy's order, up to three relays tried. The relay's answer is
+// picks among the relays that are registered, not draining, retiring,
+// starting or full, and carry every label asked for: the requested region
+// first, in the strategy's order, up to three relays tried. The answer is
 // checked (a valid capability and a publication of that name and
 // allocation) and committed as the room's publication, with the relay's
 // registered host in the capability; a relay must not wait for its own
@@ -130,9 +131,8 @@
 //
 // # Host migration
 //
-// The four migration calls are forwarded to the relay holding the room
-// (migration.go), changes under the room's lease; a lost answer to a change
-// is 503 migration_outcome_indeterminate (docs/MIGRATION.md).
+// The four migration calls go to the relay holding the room (migration.go),
+// changes under the room's lease; a lost answer is 503 (docs/MIGRATION.md).
 //
 // # Admin API (/v1)
 //

@@ -63,7 +63,8 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.metrics.registrations.WithLabelValues(reg.outcome).Inc()
-	resp := wire.RegisterResponse{BalancerBoot: s.opts.BootID, Handover: true, LivenessVersion: reg.liveness}
+	resp := wire.RegisterResponse{BalancerBoot: s.opts.BootID, Handover: true, LivenessVersion: reg.liveness,
+		AdminDrained: s.st.reg.isDrained(req.Relay.Endpoint, req.Relay.BootID)}
 	if reg.outcome != "heartbeat" {
 		resp.New, resp.Republish = true, true
 	}

@@ -262,6 +262,10 @@ func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, str
 	if old == nil && g.fullLocked() {
 		return 0, "", wire.ErrTooManyRelays
 	}
+	// A boot this balancer has not known (it restarted, or took over as
+	// the standby) keeps the operator's drain it repeats; one it knows
+	// (removed and back) has its drain mark here, or was undrained.
+	known := g.gone[info.Endpoint].info.BootID == info.BootID || old != nil && old.info.BootID == info.BootID
 	if old != nil {
 		delete(g.byBoot, old.info.BootID)
 		if old.info.BootID != info.BootID {
@@ -271,6 +275,9 @@ func (g *registry) install(req wire.RegisterRequest, now time.Time) (uint64, str
 	}
 	if b, ok := g.drained[info.Endpoint]; ok && b != info.BootID {
 		delete(g.drained, info.Endpoint) // the drained boot is gone
+	}
+	if req.AdminDrained && !known {
+		g.drained[info.Endpoint] = info.BootID
 	}
 	r.adminDraining = g.drained[info.Endpoint] == info.BootID
 	g.byEndpoint[info.Endpoint] = r
@@ -415,6 +422,14 @@ func (g *registry) setAdminDrain(id string, on bool) (relaySnap, bool) {
 		delete(g.drained, r.info.Endpoint)
 	}
 	return r.snapLocked(), true
+}
+
+// isDrained reports whether an operator drained boot at endpoint (what a
+// heartbeat's answer tells the relay to repeat).
+func (g *registry) isDrained(endpoint, boot string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.drained[endpoint] == boot
 }
 
 // acquireGate takes the endpoint's proof gate, giving up when ctx ends.

@@ -65,7 +65,8 @@ func (st *state) register(ctx context.Context, req wire.RegisterRequest) (regist
 		st.log.Info("relay boot replaced", "endpoint", endpoint, "boot", boot, "old_boot", replaced)
 		return registered{liveness: v, outcome: "replaced", replaced: replaced}, nil
 	}
-	st.log.Info("relay registered", "endpoint", endpoint, "boot", boot, "region", req.Relay.Region)
+	st.log.Info("relay registered", "endpoint", endpoint, "boot", boot, "region", req.Relay.Region,
+		"admin_drained", st.reg.isDrained(endpoint, boot))
 	return registered{liveness: v, outcome: "new"}, nil
 }
 

@@ -62,6 +62,7 @@ type registrar struct {
 	balancerBoot string
 	lastBeat     time.Time
 	reregister   bool
+	adminDrained bool // the last answer's AdminDrained, repeated in each heartbeat
 }
 
 func newRegistrar(s *Server) *registrar {
@@ -222,6 +223,7 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 		Rooms:            g.core.NumRooms(),
 		UnhostedReleased: g.core.UnhostedReleased(),
 		HeartbeatSeconds: heartbeatSeconds(g.interval),
+		AdminDrained:     g.adminDrained,
 	}
 	if g.state != nil {
 		g.state(&req)
@@ -240,6 +242,7 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 	g.balancerBoot = resp.BalancerBoot
 	g.watch.learnt(resp.BalancerBoot)
 	g.handover.Store(resp.Handover)
+	g.adminDrained = resp.AdminDrained
 	g.publishSnapshot(ctx)
 	g.flushOutbox(ctx)
 	return true

@@ -181,6 +181,10 @@ type RegisterRequest struct {
 	// host never connected within its host window (HOST_CONNECT_TIMEOUT_
 	// SECONDS): rooms allocated and never played (added within version 2).
 	UnhostedReleased uint64 `json:"unhostedReleased,omitempty"`
+	// AdminDrained repeats the last answer's AdminDrained: a balancer that
+	// does not know this boot yet (it restarted, or a standby took over)
+	// keeps the operator's drain from it (added within version 2).
+	AdminDrained bool `json:"adminDrained,omitempty"`
 }
 
 // RegisterResponse answers a heartbeat.
@@ -202,6 +206,11 @@ type RegisterResponse struct {
 	// refuse the moved room's publication as a conflict and keep sending
 	// its clients to the machine that gave it up.
 	Handover bool `json:"handover,omitempty"`
+	// AdminDrained: an operator drained this boot (the admin API); the
+	// relay says so in its next heartbeats (RegisterRequest.AdminDrained)
+	// so that the drain outlives the balancer process (added within
+	// version 2).
+	AdminDrained bool `json:"adminDrained,omitempty"`
 }
 
 // Publication is one room as its relay publishes it. Epoch is opaque and new
