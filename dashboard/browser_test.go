@@ -163,7 +163,7 @@ func TestPageInABrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+Path)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, "the login form", `!document.getElementById("login").hidden`)
+	waitJS(t, ctx, "the login form", `document.getElementById("login-form").checkVisibility()`)
 
 	do(t, ctx, `document.getElementById("key").value = "wrong-wrong-wrong-1"; document.getElementById("login-form").requestSubmit()`)
 	waitJS(t, ctx, "the refusal", `document.getElementById("login-error").textContent.includes("refused")`)
@@ -234,7 +234,7 @@ func signedIn(t *testing.T, api *stubAPI, width, height int) context.Context {
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+Path)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, ctx, "the login form", `!document.getElementById("login").hidden`)
+	waitJS(t, ctx, "the login form", `document.getElementById("login-form").checkVisibility()`)
 	do(t, ctx, `document.getElementById("key").value = "`+api.key+`"; document.getElementById("login-form").requestSubmit()`)
 	waitJS(t, ctx, "the relay row", `document.querySelector('#relays tr[data-boot="b1"]') !== null`)
 	return ctx
@@ -308,4 +308,57 @@ func TestFilterAndActionErrors(t *testing.T) {
 	}
 	do(t, ctx, `document.getElementById("action-dismiss").click()`)
 	waitJS(t, ctx, "the dismissed error", `document.getElementById("action-error").hidden`)
+}
+
+// TestPrematureSignInKeepsTheKeyOutOfURLs: until app.js has taken the
+// form's submit (here it never loads, as on a failed or slow fetch), the
+// sign-in form is not shown, and a submit anyway (a password manager's,
+// or Enter before the script ran) posts the key to the page, which
+// refuses the method: the key is in no URL the browser asked for or
+// shows, nor in the answer.
+func TestPrematureSignInKeepsTheKeyOutOfURLs(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef"
+	var mu sync.Mutex
+	var seen []string // "GET /dashboard/", ... in order
+	page := Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.RequestURI())
+		mu.Unlock()
+		if r.URL.Path == Path+"app.js" {
+			http.NotFound(w, r) // the script does not arrive
+			return
+		}
+		page.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := browser.New(t, 1200, 900)
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+Path)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the page without its script", `document.readyState === "complete"`)
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`["login-form", "key", "login-wait"].map((id) => id + "=" + document.getElementById(id).checkVisibility()).join(" ")`))
+	if err != nil || shown != "login-form=false key=false login-wait=true" {
+		t.Errorf("without the script: %s (%v), want the form hidden and the wait note shown", shown, err)
+	}
+
+	do(t, ctx, `window.__before = 1; document.getElementById("key").value = "`+key+`"; document.getElementById("login-form").requestSubmit()`)
+	waitJS(t, ctx, "the submit's answer", `window.__before === undefined && document.readyState === "complete"`)
+	url, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(url, key[:4]) || strings.Contains(text, key[:4]) {
+		t.Errorf("after a premature submit the key shows (at %s, or in the page's %d bytes)", url, len(text))
+	}
+	var submitted bool
+	for _, s := range seen[1:] {
+		if strings.Contains(s, key[:4]) {
+			t.Errorf("the browser asked for %q: the key in a URL", s)
+		}
+		submitted = submitted || s == "POST "+Path
+	}
+	if !submitted {
+		t.Errorf("no POST %s among %q: the submit did not happen as a POST", Path, seen)
+	}
 }

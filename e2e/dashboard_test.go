@@ -41,7 +41,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 		t.Fatal(err)
 	}
-	until("the sign-in form", `!document.getElementById("login").hidden`)
+	until("the sign-in form", `document.getElementById("login-form").checkVisibility()`)
 	run(`document.getElementById("key").value = "` + e2eAdminKey + `"; document.getElementById("login-form").requestSubmit()`)
 	until("both relays", `document.querySelectorAll("#relays tbody tr").length === 2`)
 	until("the live stream", `document.getElementById("conn").textContent === "live"`)

@@ -354,6 +354,11 @@ document.addEventListener("DOMContentLoaded", () => {
     $("key").value = "";
     signIn(key);
   });
+  // Only now that this script takes the submit is the form shown: until
+  // then it is hidden (and a POST), so no premature submit puts the key
+  // in a URL.
+  $("login-wait").hidden = true;
+  $("login-form").hidden = false;
   $("logout").addEventListener("click", () => signOut(""));
   $("filters").addEventListener("submit", (ev) => { ev.preventDefault(); refresh(); });
   $("action-dismiss").addEventListener("click", () => { $("action-error").hidden = true; });
