@@ -116,6 +116,21 @@ func parseBearer(h string) (string, bool) {
 // list); never key material.
 type credential string
 
+// credSecret is the shared SECRET's credential.
+const credSecret credential = "secret"
+
+// adminCredential is the credential of the admin key of fingerprint fp.
+func adminCredential(fp string) credential { return credential("admin#" + fp) }
+
+// credentials are the configured keys' credentials, in their order.
+func (k adminKeys) credentials() []credential {
+	out := make([]credential, len(k.fps))
+	for i, fp := range k.fps {
+		out[i] = adminCredential(fp)
+	}
+	return out
+}
+
 // authenticate checks r's credential for a /v1 route: an admin key as a
 // Bearer token (or ?key= on the event stream when Options.SSEQueryKey),
 // or, where legacySecret, the shared SECRET as the deploy tool sends it
@@ -129,11 +144,11 @@ func (s *Server) authenticate(r *http.Request, legacySecret, queryKey bool) (cre
 	}
 	if ok {
 		if fp, good := s.adminKeys.match(tok); good {
-			return credential("admin#" + fp), true
+			return adminCredential(fp), true
 		}
 	}
 	if legacySecret && wire.CheckOperator(r, s.opts.Secret) == nil {
-		return credential("secret"), true
+		return credSecret, true
 	}
 	return "", false
 }

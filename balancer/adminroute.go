@@ -25,12 +25,17 @@ type adminRoute struct {
 	audit bool
 	// queryKey takes ?key= when Options.SSEQueryKey (the event stream).
 	queryKey bool
+	// stream: the handler logs the stream's opening with the credential
+	// (streamCaller), once per stream.
+	stream bool
 }
 
 // v1 guards a /v1 route: CORS (Options.AdminCORSOrigins), the body cap,
 // the failed-auth throttle of its source, the admin key (or SECRET where
-// legacySecret), the methods, then h; the mutating routes are
-// audit-logged with the key's fingerprint, never the key.
+// legacySecret), the methods, then h. Every authenticated request counts
+// in purrfly_balancer_admin_requests_total under its key's fingerprint
+// (what a rotation watches); the mutating routes are audit-logged with
+// it, never the key.
 func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		s.adminCORS(w, r)
@@ -55,6 +60,7 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="purrfly"`)
 			return wire.ErrUnauthorized
 		}
+		s.metrics.adminRequests[cred].Inc()
 		if !slices.Contains(rt.methods, r.Method) {
 			w.Header().Set("Allow", strings.Join(rt.methods, ", "))
 			return wire.ErrMethodNotAllowed
@@ -62,6 +68,9 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 		var note auditNote
 		if rt.audit {
 			r = r.WithContext(context.WithValue(r.Context(), auditKey{}, &note))
+		}
+		if rt.stream {
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{cred: cred, source: src}))
 		}
 		err := h(w, r)
 		if rt.audit && r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -94,6 +103,20 @@ func noteAudit(r *http.Request, target string) {
 	if n, ok := r.Context().Value(auditKey{}).(*auditNote); ok {
 		n.target = target
 	}
+}
+
+// caller is who opened a stream, for its log line.
+type caller struct {
+	cred   credential
+	source string
+}
+
+type callerKey struct{}
+
+// streamCaller is the credential and source of r's call on a stream route.
+func streamCaller(r *http.Request) caller {
+	c, _ := r.Context().Value(callerKey{}).(caller)
+	return c
 }
 
 // auditTarget is the instance id or room name a mutating call acted on.

@@ -140,8 +140,8 @@
 // and wire/fleet.go holds the shapes. Every route is guarded by v1
 // (adminroute.go): CORS for the configured origins, a body cap, the source's
 // failed-auth throttle before the key, then the admin key (or the SECRET
-// on the deploy tool's routes); changes are audit-logged with the key's
-// fingerprint. List routes carry a weak ETag (etag.go).
+// on the deploy tool's routes); calls are counted, changes and streams
+// logged, by the key's fingerprint. Lists carry a weak ETag (etag.go).
 //
 // A room list costs its page, not the fleet (state_pages.go), and GET
 // /v1/events costs what it sends (events.go): route changes are logged

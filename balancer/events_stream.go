@@ -17,13 +17,16 @@ const sseWriteTimeout = 10 * time.Second
 // replay (Last-Event-ID is ignored): a consumer that reconnects re-reads
 // /v1/stats, /v1/instances and /v1/rooms. At most Options.MaxEventStreams
 // at once (429 too_many_streams); a stream that falls eventBuffer events
-// behind is closed.
+// behind is closed. Each stream opened is logged once, with its key's
+// fingerprint: a reader that only reads is otherwise never named.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	sub, err := s.events.subscribe()
 	if err != nil {
 		return err
 	}
 	defer s.events.unsubscribe(sub)
+	c := streamCaller(r)
+	s.log.Info("admin event stream opened", "route", wire.PathEvents, "key", string(c.cred), "source", c.source)
 	rc := http.NewResponseController(w)
 	// The stream outlives the server's read and write timeouts: no read
 	// deadline (nothing more is read), a write deadline per write.

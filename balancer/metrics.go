@@ -24,6 +24,11 @@ type metrics struct {
 
 	// The /v1 admin API.
 	adminAuthFailures prometheus.Counter // failed authentications (throttled ones not counted)
+	// adminRequests counts authenticated /v1 requests by credential
+	// ("admin#<fingerprint>" of each configured key, "secret"): one child
+	// per credential, made here so each shows from 0 and a request is a
+	// map read. The map is static after newMetrics.
+	adminRequests map[credential]prometheus.Counter
 	// Relay calls (internal routes) refused for a wrong SECRET.
 	internalAuthFailures prometheus.Counter
 	eventDrops           prometheus.Counter // event streams closed for falling behind
@@ -65,6 +70,17 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		Name: "purrfly_balancer_admin_auth_failures_total",
 		Help: "Failed authentications on the /v1 admin API.",
 	})
+	// Label values are the credentials the logs name (never key material),
+	// one per configured key plus the shared SECRET: bounded by the
+	// configuration, not by what callers send.
+	adminRequests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "purrfly_balancer_admin_requests_total",
+		Help: "Authenticated /v1 admin API requests, by credential: admin#<fingerprint> of the ADMIN_KEY used (the first 8 hex digits of its SHA-256, as the logs name it), or secret (the shared SECRET on the deploy tool's routes).",
+	}, []string{"key"})
+	m.adminRequests = make(map[credential]prometheus.Counter, len(s.adminKeys.fps)+1)
+	for _, c := range append(s.adminKeys.credentials(), credSecret) {
+		m.adminRequests[c] = adminRequests.WithLabelValues(string(c))
+	}
 	m.internalAuthFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_balancer_internal_auth_failures_total",
 		Help: "Relay calls (registration, publication, migration) refused for a wrong SECRET.",
@@ -96,7 +112,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 		return float64(n)
 	})
 	for _, c := range []prometheus.Collector{m.allocations, m.migrations, m.registrations, m.publications, m.removals, m.relayRemovals, m.relayCall, relays, rooms,
-		m.adminAuthFailures, m.internalAuthFailures, m.eventDrops, streams, diffs} {
+		m.adminAuthFailures, adminRequests, m.internalAuthFailures, m.eventDrops, streams, diffs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register the balancer metrics: %w", err)
 		}

@@ -72,7 +72,7 @@ func (s *Server) adminRoutes(mux *http.ServeMux) {
 	route(fmt.Sprintf(wire.PathUndrainFmt, "{id}"), adminRoute{methods: post, legacySecret: true, audit: true}, s.handleUndrain)
 	route(wire.PathRooms, adminRoute{methods: []string{http.MethodGet, http.MethodHead, http.MethodPost}, audit: true}, s.handleRooms)
 	route(fmt.Sprintf(wire.PathRoomFmt, "{name}"), adminRoute{methods: []string{http.MethodGet, http.MethodHead, http.MethodDelete}, audit: true}, s.handleRoom)
-	route(wire.PathEvents, adminRoute{methods: []string{http.MethodGet}, queryKey: true}, s.handleEvents) // not HEAD: a stream
+	route(wire.PathEvents, adminRoute{methods: []string{http.MethodGet}, queryKey: true, stream: true}, s.handleEvents) // not HEAD: a stream
 	// Anything else under /v1 is a 404, after the same guard.
 	route("/v1/", adminRoute{methods: []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete}},
 		func(http.ResponseWriter, *http.Request) error { return wire.ErrNotFound })
