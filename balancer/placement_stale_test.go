@@ -3,6 +3,7 @@ package balancer
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,8 @@ func TestRelayInflightCap(t *testing.T) {
 	r.register(h)
 	hold := make(chan struct{})
 	r.set(func(f *fakeRelay) { f.hold = hold })
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release() // a failure below does not leave the calls held
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[string]int{}
@@ -153,7 +156,12 @@ func TestRelayInflightCap(t *testing.T) {
 	if n := r.allocCalls.Load(); n != limit {
 		t.Fatalf("%d calls reached the relay at once, want %d", n, limit)
 	}
-	close(hold)
+	// A matchmaker's reservation is told the same, with when to retry.
+	st, body, hd := h.do(http.MethodPost, wire.PathRooms, bearer(h.s.GeneratedAdminKey()), []byte(`{"name":"reserved","allocationId":"r1"}`))
+	if wantErrBody(t, st, body, http.StatusTooManyRequests, wire.ErrInstanceBusy.Code); hd.Get("Retry-After") != "1" {
+		t.Fatalf("a busy reservation's Retry-After is %q, want 1", hd.Get("Retry-After"))
+	}
+	release()
 	wg.Wait()
 	if codes["ok"] != limit || len(codes) != 2 {
 		t.Fatalf("answers %v, want %d ok and %d instance_busy", codes, limit, width-limit)

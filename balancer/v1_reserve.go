@@ -45,6 +45,9 @@ func (s *Server) handleReserve(w http.ResponseWriter, r *http.Request) error {
 			we = wire.ErrInternal
 		}
 		s.metrics.allocations.WithLabelValues(we.Code).Inc()
+		if errors.Is(we, wire.ErrInstanceBusy) {
+			w.Header().Set("Retry-After", "1") // as /allocate_ws: a call under way ends within a second or so
+		}
 		return we
 	}
 	s.metrics.allocationsOK.Inc()
