@@ -9,13 +9,16 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// maxForwardedForLen bounds the X-Forwarded-For header read.
-const maxForwardedForLen = 1024
-
 // adminSource is the source address of a /v1 request, for the failed-auth
 // throttle and the audit log: Options.ClientIPHeader (Fly-Client-IP on
-// Fly) when present, else X-Forwarded-For's first hop when
+// Fly) when present, else X-Forwarded-For's last hop when
 // Options.TrustProxy, else the TCP peer.
+//
+// The last hop, not the first: a proxy (nginx, Caddy, Traefik, Go's
+// ReverseProxy) appends the address it saw to whatever X-Forwarded-For the
+// client sent, so everything before the last hop is the client's to write
+// and would let each request claim a fresh address (escaping the
+// throttle) or another's (forging the audit log).
 func (s *Server) adminSource(r *http.Request) string {
 	if h := s.opts.ClientIPHeader; h != "" {
 		if ip, ok := parseAddr(r.Header.Get(h)); ok {
@@ -23,22 +26,26 @@ func (s *Server) adminSource(r *http.Request) string {
 		}
 	}
 	if s.opts.TrustProxy {
-		if ip, ok := firstForwardedHop(r.Header.Get("X-Forwarded-For")); ok {
+		if ip, ok := lastForwardedHop(r.Header.Values("X-Forwarded-For")); ok {
 			return ip
 		}
 	}
 	return wire.ClientIP(r, "")
 }
 
-// firstForwardedHop is the client address of an X-Forwarded-For value
-// ("client, proxy1, proxy2"), normalized; false when it is missing, too
-// long or not an address.
-func firstForwardedHop(v string) (string, bool) {
-	if v == "" || len(v) > maxForwardedForLen {
+// lastForwardedHop is the address the nearest proxy appended to
+// X-Forwarded-For ("client, proxy1, <peer of the last proxy>"): the last
+// hop of the last header line (a proxy that adds a line of its own
+// instead of extending the client's adds it last), normalized; false when
+// it is missing or not an address. Only the last hop is read, so the
+// client's part costs nothing however long it is (wire.Common bounds the
+// whole header block).
+func lastForwardedHop(lines []string) (string, bool) {
+	if len(lines) == 0 {
 		return "", false
 	}
-	first, _, _ := strings.Cut(v, ",")
-	return parseAddr(first)
+	v := lines[len(lines)-1]
+	return parseAddr(v[strings.LastIndexByte(v, ',')+1:])
 }
 
 // parseAddr reads an IP address, with or without a port ("1.2.3.4",

@@ -65,19 +65,28 @@ func FuzzParseIfNoneMatch(f *testing.F) {
 	})
 }
 
-// FuzzForwardedFor: a first hop, when found, is a canonical IP address.
+// FuzzForwardedFor: a last hop, when found, is a canonical IP address,
+// and nothing before the last comma of the last line decides it.
 func FuzzForwardedFor(f *testing.F) {
-	for _, s := range []string{"1.2.3.4", "1.2.3.4, 5.6.7.8", "[::1]:80, x", "::ffff:1.2.3.4", "fe80::1%eth0", "garbage", ""} {
-		f.Add(s)
+	for _, s := range []string{"1.2.3.4", "1.2.3.4, 5.6.7.8", "x, [::1]:80", "::ffff:1.2.3.4", "fe80::1%eth0", "garbage", "", "1.2.3.4,"} {
+		f.Add(s, "")
 	}
-	f.Fuzz(func(t *testing.T, v string) {
-		ip, ok := firstForwardedHop(v)
+	f.Add("203.0.113.9", "10.0.0.1")
+	f.Fuzz(func(t *testing.T, v, client string) {
+		lines := []string{v}
+		if client != "" {
+			lines = []string{client, v}
+		}
+		ip, ok := lastForwardedHop(lines)
 		if !ok {
 			return
 		}
 		a, err := netip.ParseAddr(ip)
 		if err != nil || a.String() != ip || a.Zone() != "" || a.Is4In6() {
-			t.Fatalf("firstForwardedHop(%q) = %q", v, ip)
+			t.Fatalf("lastForwardedHop(%q) = %q", lines, ip)
+		}
+		if again, ok2 := lastForwardedHop([]string{"forged, " + v}); !ok2 || again != ip {
+			t.Fatalf("a prefix before the last hop changed it: %q -> %q", ip, again)
 		}
 	})
 }

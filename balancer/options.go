@@ -174,10 +174,12 @@ type Options struct {
 	// on Fly: a generated key would be lost in the logs of a machine).
 	RequireAdminKey bool
 	// TrustProxy takes the source address of /v1 requests (the failed-auth
-	// throttle, the audit log) from X-Forwarded-For's first hop, for a
-	// balancer behind a proxy that sets it (BALANCER_TRUST_PROXY). Off, and
-	// always when ClientIPHeader is set and present, it is that header or
-	// the TCP peer.
+	// throttle, the audit log) from X-Forwarded-For's last hop, the
+	// address the proxy in front of the balancer appended
+	// (BALANCER_TRUST_PROXY): the hops before it are the client's to write.
+	// Behind a chain of proxies the last hop is the previous proxy's
+	// address, shared by every client of it. Off, and always when
+	// ClientIPHeader is set and present, it is that header or the TCP peer.
 	TrustProxy bool
 	// AdminCORSOrigins are the browser origins allowed to call /v1
 	// (ADMIN_CORS_ORIGINS, exact matches); none = no CORS on /v1.

@@ -166,7 +166,7 @@ func TestAdminThrottle(t *testing.T) {
 		o.TrustProxy = true
 	})
 	from := func(ip, key string) (int, []byte, http.Header) {
-		return h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": ip + ", 10.0.0.1"}, nil)
+		return h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": "10.0.0.1, " + ip}, nil)
 	}
 	for i := range 3 {
 		if st, body, _ := from("203.0.113.7", "wrong-key-0123456789"); st != http.StatusUnauthorized {
@@ -196,7 +196,7 @@ func TestAdminThrottleBurstOfNone(t *testing.T) {
 		o.TrustProxy = true
 	})
 	from := func(key string) int {
-		st, _, _ := h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": "203.0.113.10, 10.0.0.1"}, nil)
+		st, _, _ := h.do(http.MethodGet, wire.PathStats, map[string]string{"Authorization": "Bearer " + key, "X-Forwarded-For": "10.0.0.1, 203.0.113.10"}, nil)
 		return st
 	}
 	if st := from("wrong-key-0123456789"); st != http.StatusUnauthorized {
@@ -227,7 +227,7 @@ func TestAdminThrottleConcurrentGuesses(t *testing.T) {
 			return 0, err
 		}
 		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("X-Forwarded-For", "203.0.113.9, 10.0.0.1")
+		req.Header.Set("X-Forwarded-For", "10.0.0.1, 203.0.113.9")
 		resp, err := h.client.Do(req)
 		if err != nil {
 			return 0, err
@@ -310,8 +310,9 @@ func TestAdminThrottleBound(t *testing.T) {
 	}
 }
 
-// TestAdminSource: Fly-Client-IP when configured, X-Forwarded-For's first
-// hop only with TrustProxy, else the TCP peer.
+// TestAdminSource: Fly-Client-IP when configured, X-Forwarded-For's last
+// hop (the one the proxy appended) only with TrustProxy, else the TCP
+// peer.
 func TestAdminSource(t *testing.T) {
 	for _, tc := range []struct {
 		flyHeader, trust bool
@@ -319,8 +320,11 @@ func TestAdminSource(t *testing.T) {
 		want             string
 	}{
 		{false, false, map[string]string{"X-Forwarded-For": "203.0.113.9"}, "127.0.0.1"},
-		{false, true, map[string]string{"X-Forwarded-For": "203.0.113.9, 10.0.0.1"}, "203.0.113.9"},
-		{false, true, map[string]string{"X-Forwarded-For": "garbage, 10.0.0.1"}, "127.0.0.1"},
+		{false, true, map[string]string{"X-Forwarded-For": "203.0.113.9, 10.0.0.1"}, "10.0.0.1"},
+		{false, true, map[string]string{"X-Forwarded-For": "203.0.113.9,10.0.0.1"}, "10.0.0.1"},
+		{false, true, map[string]string{"X-Forwarded-For": "10.0.0.1, garbage"}, "127.0.0.1"},
+		{false, true, map[string]string{"X-Forwarded-For": "10.0.0.1, "}, "127.0.0.1"},
+		{false, true, map[string]string{"X-Forwarded-For": strings.Repeat("203.0.113.9, ", 2000) + "10.0.0.2"}, "10.0.0.2"},
 		{false, true, map[string]string{"X-Forwarded-For": "[2001:db8::1]:443"}, "2001:db8::1"},
 		{true, true, map[string]string{"Fly-Client-IP": "198.51.100.4", "X-Forwarded-For": "203.0.113.9"}, "198.51.100.4"},
 		{true, false, map[string]string{"X-Forwarded-For": "203.0.113.9"}, "127.0.0.1"},
@@ -338,6 +342,15 @@ func TestAdminSource(t *testing.T) {
 		if got := s.adminSource(req); got != tc.want {
 			t.Fatalf("%+v: source %q, want %q", tc, got, tc.want)
 		}
+	}
+	// A proxy that adds a line of its own after the client's: its line.
+	s := &Server{opts: Options{TrustProxy: true}}
+	req, _ := http.NewRequest(http.MethodGet, "http://x/v1/stats", nil)
+	req.RemoteAddr = "127.0.0.1:5555"
+	req.Header.Add("X-Forwarded-For", "203.0.113.9")
+	req.Header.Add("X-Forwarded-For", "10.0.0.3")
+	if got := s.adminSource(req); got != "10.0.0.3" {
+		t.Fatalf("two X-Forwarded-For lines: source %q, want the last line's 10.0.0.3", got)
 	}
 }
 

@@ -40,7 +40,7 @@ func balancerCommand() *cli.Command {
 func adminFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "admin-key", EnvVars: []string{"ADMIN_KEY"}, Usage: "the operator's key(s) of the /v1 admin API, comma-separated for rotation (at least 16 characters, not SECRET; required on Fly, generated and printed once elsewhere)"},
-		&cli.BoolFlag{Name: "trust-proxy", EnvVars: []string{"BALANCER_TRUST_PROXY"}, Usage: "take /v1 callers' addresses (auth throttle, audit log) from X-Forwarded-For's first hop: only behind a proxy that sets it"},
+		&cli.BoolFlag{Name: "trust-proxy", EnvVars: []string{"BALANCER_TRUST_PROXY"}, Usage: "take /v1 callers' addresses (auth throttle, audit log) from X-Forwarded-For's last hop (the one the proxy appended): only behind a proxy that appends it"},
 		&cli.StringFlag{Name: "admin-cors-origins", EnvVars: []string{"ADMIN_CORS_ORIGINS"}, Usage: "browser origins allowed to call /v1, comma-separated (default none)"},
 		&cli.BoolFlag{Name: "admin-sse-query-key", EnvVars: []string{"ADMIN_SSE_QUERY_KEY"}, Usage: "accept the admin key as ?key= on /v1/events (browsers' EventSource cannot send headers; query strings land in proxy logs)"},
 	}

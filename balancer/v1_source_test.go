@@ -1,0 +1,106 @@
+package balancer
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/wire"
+)
+
+// appendingProxy is a reverse proxy in front of h's balancer that extends
+// the client's X-Forwarded-For with the address it saw, as nginx's
+// $proxy_add_x_forwarded_for, Caddy and Traefik do.
+func appendingProxy(t *testing.T, h *harness) string {
+	t.Helper()
+	target, err := url.Parse(h.s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+		pr.SetXForwarded()
+	}})
+	t.Cleanup(p.Close)
+	return p.URL
+}
+
+// clientFrom is an HTTP client whose connections leave from local (a
+// loopback address other than the proxy's own, so the hop the proxy
+// appends differs from the TCP peer the balancer sees).
+func clientFrom(t *testing.T, local string) *http.Client {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// TestAdminSourceBehindProxy: behind a proxy that appends to
+// X-Forwarded-For, a client that writes a fresh first hop into every
+// request is still one source: its failures are throttled together and
+// the logs name the address the proxy saw, never the forged one. (Read
+// from the first hop, each guess came from a new address and was
+// answered.)
+func TestAdminSourceBehindProxy(t *testing.T) {
+	h, logs := adminHarness(t, nil, func(o *Options) {
+		o.AuthFailureRate = limit.Rate{Every: time.Hour, Burst: 3}
+		o.TrustProxy = true
+	})
+	proxy := appendingProxy(t, h)
+	attacker, operator := clientFrom(t, "127.0.0.2"), clientFrom(t, "127.0.0.3")
+	send := func(c *http.Client, method, path, key, forged string) (int, []byte, http.Header) {
+		t.Helper()
+		req, err := http.NewRequest(method, proxy+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("X-Forwarded-For", forged)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, b, resp.Header
+	}
+	for i := range 3 {
+		if st, body, _ := send(attacker, http.MethodGet, wire.PathStats, "wrong-key-0123456789", "203.0.113."+strconv.Itoa(i)); st != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s", i, st, body)
+		}
+	}
+	st, body, hd := send(attacker, http.MethodGet, wire.PathStats, adminKeyA, "203.0.113.99")
+	wantErrBody(t, st, body, http.StatusTooManyRequests, wire.ErrThrottled.Code)
+	if hd.Get("Retry-After") == "" {
+		t.Fatalf("throttled without Retry-After: %v", hd)
+	}
+	// Another client behind the same proxy is its own source.
+	if st, body, _ := send(operator, http.MethodGet, wire.PathStats, adminKeyA, "203.0.113.0"); st != http.StatusOK {
+		t.Fatalf("another client behind the proxy, claiming the throttled address: %d %s", st, body)
+	}
+	// The audit log names the address the proxy appended.
+	send(operator, http.MethodDelete, "/v1/rooms/no-such-room", adminKeyA, "198.51.100.66")
+	out := logs.String()
+	if strings.Contains(out, "203.0.113.") || strings.Contains(out, "198.51.100.66") {
+		t.Fatalf("a forged first hop reached the logs:\n%s", out)
+	}
+	if !strings.Contains(out, "admin authentication failed") || !strings.Contains(out, "source=127.0.0.2") {
+		t.Fatalf("the failures do not name the proxy-appended source 127.0.0.2:\n%s", out)
+	}
+	if !strings.Contains(out, "admin audit") || !strings.Contains(out, "source=127.0.0.3") {
+		t.Fatalf("the audit line does not name the proxy-appended source 127.0.0.3:\n%s", out)
+	}
+}
