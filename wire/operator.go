@@ -32,9 +32,17 @@ func CheckOperator(r *http.Request, secret string) error {
 // unchallenged. The shipped fly.toml files expose it through
 // http_service only.
 func PrivateOrOperator(secret string, h http.Handler) http.Handler {
+	return PrivateOr(func(_ http.ResponseWriter, r *http.Request) error { return CheckOperator(r, secret) }, h)
+}
+
+// PrivateOr is PrivateOrOperator with the check of a request from the
+// internet given: check answers it (an error, in the purrfly shape) or
+// lets it through (nil). The balancer's check throttles failures per
+// source.
+func PrivateOr(check Handler, h http.Handler) http.Handler {
 	return Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Header.Get(HeaderFlyClientIP) != "" || r.Header.Get(HeaderFlyForwardedPort) != "" {
-			if err := CheckOperator(r, secret); err != nil {
+			if err := check(w, r); err != nil {
 				return err
 			}
 		}
