@@ -9,8 +9,9 @@ import (
 	"github.com/purrfly/purrfly/wire"
 )
 
-// adminSource is the source address of a /v1 request, for the failed-auth
-// throttle and the audit log: Options.ClientIPHeader (Fly-Client-IP on
+// adminSource is the source address of a /v1 request (for its failed-auth
+// throttle and the audit log) and of a call made with the SECRET (for
+// its throttle, secretGuard): Options.ClientIPHeader (Fly-Client-IP on
 // Fly) when present, else X-Forwarded-For's last hop when
 // Options.TrustProxy, else the TCP peer.
 //

@@ -9,18 +9,21 @@ import (
 	"github.com/purrfly/purrfly/internal/limit"
 )
 
-// authThrottle limits failed /v1 authentications per source address: a
-// token bucket per source (a failure takes a token; with none left every
-// request from that source is 429 throttled, whatever its credential, so a
-// guess is never answered), in a table of at most max sources. Past max the
-// least recently failed source is forgotten: memory stays bounded however
-// many (forged) sources fail. Safe for concurrent use.
+// authThrottle limits failed authentications per source address (the
+// server has two: one for the /v1 admin keys, one for the shared SECRET on
+// the internal routes and /metrics, internalauth.go): a token bucket per
+// source (a failure takes a token; with none left every request from that
+// source is 429 throttled, whatever its credential, so a guess is never
+// answered), in a table of at most max sources. Past max the least
+// recently failed source is forgotten: memory stays bounded however many
+// (forged) sources fail. Safe for concurrent use.
 //
 // The credential is compared first (in constant time), then admit decides
 // the request at once: with the throttle checked before the comparison
 // and the failure recorded after it, a source's concurrent guesses would
 // all pass a check made before any of them had failed, as many as it
-// could keep in flight.
+// could keep in flight. limited may look first, to spare a throttled
+// source the comparison; admit still decides.
 type authThrottle struct {
 	rate limit.Rate // static
 	clk  clock.Clock
@@ -82,6 +85,29 @@ func (t *authThrottle) admit(src string, right bool) (throttled bool, wait time.
 	if !right {
 		e.tokens--
 		t.lru.MoveToFront(el)
+	}
+	return false, 0
+}
+
+// limited reports whether src has no token left now, and how long until
+// it has one, without taking a token or remembering src: the look made
+// before a credential is compared, so that a throttled source costs no
+// comparison. admit still decides every request that passes it.
+func (t *authThrottle) limited(src string) (throttled bool, wait time.Duration) {
+	if t.rate.Every <= 0 {
+		return false, 0
+	}
+	now := t.clk.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	el := t.m[src]
+	if el == nil {
+		return false, 0
+	}
+	e := el.Value.(*throttleEntry)
+	tokens := min(float64(t.rate.Burst), e.tokens+float64(max(now.Sub(e.at), 0))/float64(t.rate.Every))
+	if tokens < 1 {
+		return true, time.Duration((1 - tokens) * float64(t.rate.Every))
 	}
 	return false, 0
 }

@@ -39,7 +39,7 @@
 //     behind an atomic pointer, written under the entry's lease and read by
 //     anyone; the name index (nameindex.go), the per-source counts
 //     (sources.go) and the pending count are kept in step under the lease.
-//   - tombstones, memGate, eventHub, statsHistory, authThrottle and the
+//   - tombstones, memGate, eventHub, statsHistory, the authThrottles and the
 //     rate limits are internally locked and safe for concurrent use.
 //
 // # Leases and gates

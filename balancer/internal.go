@@ -10,12 +10,11 @@ import (
 )
 
 // internal wraps a relay -> balancer route: the allowed methods, the
-// shared secret, and the protocol version on every answer (errors
-// included).
+// shared secret under its source's failed-auth throttle (secretGuard), and
+// the protocol version on every answer (errors included).
 func (s *Server) internal(allowed []string, h wire.Handler) http.Handler {
 	checked := methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
-		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
-			s.refusedInternal(r)
+		if err := s.secretGuard(w, r, s.internalSecret); err != nil {
 			return err
 		}
 		return h(w, r)

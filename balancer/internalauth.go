@@ -9,22 +9,65 @@ import (
 )
 
 // internalAuthLogGap is the least time between two log lines about
-// relay calls refused for a wrong SECRET: a relay with a stale SECRET
-// retries on every heartbeat, and a flood must not flood the log.
+// calls refused for a wrong SECRET: a relay with a stale SECRET retries
+// on every heartbeat, and a flood must not flood the log.
 const internalAuthLogGap = 10 * time.Second
 
-// internalAuthLog says, at most once per internalAuthLogGap, that relay
-// calls were refused for a wrong SECRET, with the last source and how
-// many were refused since the last line. Safe for concurrent use.
+// secretGuard authenticates a call made with the shared SECRET (the
+// internal routes relays and the standby call, and /metrics from the
+// internet), right telling whether r carries it, under its source's
+// failed-auth throttle (Server.secretThrottle, Options.SecretFailureRate):
+// a throttled source is answered 429 throttled with Retry-After before its
+// secret is compared; otherwise the secret is compared and the throttle
+// decides in one step (a wrong one takes a token, a right one none), as
+// on /v1. A refusal is 401 unauthorized, counted and logged (paced).
+//
+// The source is adminSource's: Fly-Client-IP on Fly (relays register
+// through the app's public address), the proxy's last X-Forwarded-For
+// hop with TrustProxy, else the TCP peer. Relays behind one address share
+// a bucket, so the default rate refills within a second: one relay with a
+// wrong SECRET fails far more slowly than that (a doubling backoff, then
+// once a heartbeat) and never empties it, and a flood that does locks the
+// others out only while it lasts, a second at a time.
+func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, right func(*http.Request) bool) error {
+	src := s.adminSource(r)
+	if limited, wait := s.secretThrottle.limited(src); limited {
+		return throttled(w, wait)
+	}
+	ok := right(r)
+	if limited, wait := s.secretThrottle.admit(src, ok); limited {
+		return throttled(w, wait)
+	}
+	if !ok {
+		s.refusedSecret(r, src)
+		return wire.ErrUnauthorized
+	}
+	return nil
+}
+
+// internalSecret tells whether r carries the SECRET as relays send it.
+func (s *Server) internalSecret(r *http.Request) bool {
+	return wire.CheckInternal(r, s.opts.Secret) == nil
+}
+
+// operatorSecret tells whether r carries the SECRET as an operator's tool
+// (a Prometheus scraper on /metrics) sends it.
+func (s *Server) operatorSecret(r *http.Request) bool {
+	return wire.CheckOperator(r, s.opts.Secret) == nil
+}
+
+// internalAuthLog says, at most once per internalAuthLogGap, that calls
+// were refused for a wrong SECRET, with the last source and how many were
+// refused since the last line. Safe for concurrent use.
 type internalAuthLog struct {
 	mu      sync.Mutex
 	last    time.Time // guarded by mu: when the last line was written
 	refused int       // guarded by mu: refusals since that line
 }
 
-// refusedInternal counts one refused relay call and logs it when the gap
-// has passed.
-func (s *Server) refusedInternal(r *http.Request) {
+// refusedSecret counts one call from src refused for a wrong SECRET and
+// logs it when the gap has passed.
+func (s *Server) refusedSecret(r *http.Request, src string) {
 	s.metrics.internalAuthFailures.Inc()
 	l := &s.internalAuth
 	now := s.clock.Now()
@@ -37,6 +80,6 @@ func (s *Server) refusedInternal(r *http.Request) {
 	n := l.refused
 	l.last, l.refused = now, 0
 	l.mu.Unlock()
-	s.log.Warn("refused a relay call: wrong SECRET (is the relay's SECRET one the balancer accepts?)",
-		"path", r.URL.Path, "source", wire.ClientIP(r, ""), "refused_since_last_line", n)
+	s.log.Warn("refused a call: wrong SECRET (is the relay's or the scraper's SECRET one the balancer accepts?)",
+		"path", r.URL.Path, "source", src, "refused_since_last_line", n)
 }

@@ -29,7 +29,7 @@ type metrics struct {
 	// per credential, made here so each shows from 0 and a request is a
 	// map read. The map is static after newMetrics.
 	adminRequests map[credential]prometheus.Counter
-	// Relay calls (internal routes) refused for a wrong SECRET.
+	// Calls refused for a wrong SECRET (internal routes, public /metrics).
 	internalAuthFailures prometheus.Counter
 	eventDrops           prometheus.Counter // event streams closed for falling behind
 }
@@ -83,7 +83,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) (*metrics, error) {
 	}
 	m.internalAuthFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_balancer_internal_auth_failures_total",
-		Help: "Relay calls (registration, publication, migration) refused for a wrong SECRET.",
+		Help: "Calls refused for a wrong SECRET: relays' (registration, publication, migration) and /metrics from the internet.",
 	})
 	m.eventDrops = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "purrfly_balancer_event_streams_dropped_total",

@@ -89,6 +89,11 @@ var (
 	// DefaultAuthFailureRate: ten failed admin authentications at once
 	// from one source, then one every six seconds.
 	DefaultAuthFailureRate = limit.PerMinute(10, 10)
+	// DefaultSecretFailureRate: ten calls with a wrong SECRET at once from
+	// one source (internal routes, /metrics from the internet), then one
+	// a second. Relays behind one address share it: a short refill keeps
+	// one misconfigured relay from locking the others out (secretGuard).
+	DefaultSecretFailureRate = limit.Rate{Every: time.Second, Burst: 10}
 )
 
 // Options configures a Server. Zero values take the defaults above.
@@ -191,8 +196,14 @@ type Options struct {
 	// AuthFailureRate limits failed /v1 authentications per source
 	// (default DefaultAuthFailureRate); past it /v1 answers 429 throttled.
 	AuthFailureRate limit.Rate
-	// AuthThrottleSources bounds the sources the throttle remembers
-	// (default DefaultAuthThrottleSources; the least recent goes first).
+	// SecretFailureRate limits calls with a wrong SECRET per source on the
+	// internal routes and on /metrics from the internet (default
+	// DefaultSecretFailureRate; a negative Every: no limit); past it they
+	// answer 429 throttled.
+	SecretFailureRate limit.Rate
+	// AuthThrottleSources bounds the sources each failed-auth throttle
+	// (the admin keys', the SECRET's) remembers (default
+	// DefaultAuthThrottleSources; the least recent goes first).
 	AuthThrottleSources int
 	// MaxEventStreams bounds concurrent GET /v1/events streams (default
 	// DefaultMaxEventStreams); past it: 429 too_many_streams.
@@ -290,6 +301,10 @@ func (o Options) withDefaults() (Options, error) {
 	// A burst of none would throttle a source for good after its first
 	// failure, its right key included: at least one failure refills.
 	o.AuthFailureRate.Burst = max(o.AuthFailureRate.Burst, 1)
+	if o.SecretFailureRate.Every == 0 {
+		o.SecretFailureRate = DefaultSecretFailureRate
+	}
+	o.SecretFailureRate.Burst = max(o.SecretFailureRate.Burst, 1)
 	if o.AuthThrottleSources <= 0 {
 		o.AuthThrottleSources = DefaultAuthThrottleSources
 	}

@@ -34,7 +34,9 @@ func (s *Server) routes() http.Handler {
 		}
 		mux.Handle(op.PublicPath(), methods(allowed, s.handleMigration(op)))
 	}
-	mux.Handle("/metrics", wire.PrivateOrOperator(s.opts.Secret, s.metricsHandler()))
+	mux.Handle("/metrics", wire.PrivateOr(func(w http.ResponseWriter, r *http.Request) error {
+		return s.secretGuard(w, r, s.operatorSecret)
+	}, s.metricsHandler()))
 
 	mux.Handle(wire.PathRegister, s.internal(post, s.handleRegister))
 	mux.Handle(wire.PathPublish, s.internal(post, s.handlePublish))

@@ -37,6 +37,9 @@ type Server struct {
 	adminKeys    adminKeys
 	generatedKey string
 	authThrottle *authThrottle
+	// secretThrottle is the failed-auth throttle of the calls made with
+	// the shared SECRET (internalauth.go; safe for concurrent use).
+	secretThrottle *authThrottle
 	// beforeAdmit, when set (tests only, before the requests it is for),
 	// runs between the check of a /v1 request's credential and the
 	// throttle's decision.
@@ -46,8 +49,8 @@ type Server struct {
 	onBootWait func()
 	events     *eventHub
 	history    statsHistory // internally locked: the dashboard's last hour
-	// internalAuth paces the log of relay calls refused for a wrong
-	// SECRET (internally locked).
+	// internalAuth paces the log of calls refused for a wrong SECRET
+	// (internally locked).
 	internalAuth internalAuthLog
 
 	draining atomic.Bool // Shutdown began, or a standby yielded: /ping says so
@@ -102,6 +105,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.adminKeys = newAdminKeys(o.AdminKeys)
 	s.authThrottle = newAuthThrottle(o.AuthFailureRate, o.Clock, o.AuthThrottleSources)
+	s.secretThrottle = newAuthThrottle(o.SecretFailureRate, o.Clock, o.AuthThrottleSources)
 	if s.metrics, err = newMetrics(o.Metrics, s); err != nil {
 		return nil, err
 	}
