@@ -25,10 +25,11 @@ const internalAuthLogGap = 10 * time.Second
 // The source is adminSource's: Fly-Client-IP on Fly (relays register
 // through the app's public address), the proxy's last X-Forwarded-For
 // hop with TrustProxy, else the TCP peer. Relays behind one address share
-// a bucket, so the default rate refills within a second: one relay with a
-// wrong SECRET fails far more slowly than that (a doubling backoff, then
-// once a heartbeat) and never empties it, and a flood that does locks the
-// others out only while it lasts, a second at a time.
+// a bucket, so the default rate refills within a second: a relay whose
+// SECRET is refused sends only heartbeats, on a doubling backoff (it holds
+// publications and removals, and does not repeat a refused look-up), so
+// one alone does not empty it; several, or a flood, lock the others out
+// only while they last, a second at a time.
 func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, right func(*http.Request) bool) error {
 	src := s.adminSource(r)
 	if limited, wait := s.secretThrottle.limited(src); limited {

@@ -41,6 +41,8 @@ type fakeBalancer struct {
 	// bootWatch answers wire.PathBalancerBoot (nil: 404, a balancer
 	// without the route).
 	bootWatch http.HandlerFunc
+	// refuseAll answers every request 401 (the balancer's SECRET changed).
+	refuseAll bool
 }
 
 func newFakeBalancer(t *testing.T) *fakeBalancer {
@@ -57,7 +59,10 @@ func newFakeBalancer(t *testing.T) *fakeBalancer {
 		f.bootWatch(w, r)
 	})
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(wire.HeaderInternalSecret) != testSecret ||
+		f.mu.Lock()
+		refuse := f.refuseAll
+		f.mu.Unlock()
+		if refuse || r.Header.Get(wire.HeaderInternalSecret) != testSecret ||
 			r.Header.Get(wire.HeaderInternalVersion) != strconv.Itoa(wire.InternalProtocolVersion) {
 			f.mu.Lock()
 			f.badRequests++

@@ -51,12 +51,13 @@ const (
 )
 
 // locateRetrying is m.loc.locate, tried again while the balancer does not
-// answer.
+// answer (not when it refuses the credential: asking again would fail
+// again).
 func (m *mesh) locateRetrying(ctx context.Context, room string) (wire.RoomLocation, bool, error) {
 	give := time.Now().Add(locateRetryFor) // wall clock, as the link dials' deadline
 	for {
 		loc, found, err := m.loc.locate(ctx, room)
-		if err == nil || errors.Is(err, errLocateBusy) || !errors.Is(err, errLocateUnavailable) || time.Now().Add(locateRetryGap).After(give) {
+		if err == nil || errors.Is(err, errLocateBusy) || errors.Is(err, errLocateRefused) || !errors.Is(err, errLocateUnavailable) || time.Now().Add(locateRetryGap).After(give) {
 			return loc, found, err
 		}
 		t := time.NewTimer(locateRetryGap)

@@ -34,6 +34,11 @@ var errLocateUnavailable = errors.New("room location unavailable")
 // Unlike a balancer that does not answer, it is not worth waiting out.
 var errLocateBusy = fmt.Errorf("%w: too many lookups in flight", errLocateUnavailable)
 
+// errLocateRefused: the balancer refused the relay's credential (a stale
+// SECRET, or its address throttled for failed ones); asking again at once
+// would fail again and spend the address's failed-auth budget.
+var errLocateRefused = fmt.Errorf("%w: the balancer refused the credential", errLocateUnavailable)
+
 // locator asks the balancer which machine holds a room
 // (wire.PathRoomLocation) and caches the answers briefly. Concurrent
 // lookups of one room share one request. It never holds its lock across
@@ -152,6 +157,8 @@ func (l *locator) get(ctx context.Context, room string) (locEntry, error) {
 	switch {
 	case errors.Is(err, wire.ErrRoomNotFound):
 		return locEntry{}, nil
+	case errors.Is(err, wire.ErrUnauthorized) || errors.Is(err, wire.ErrThrottled):
+		return locEntry{}, fmt.Errorf("%w: %w", errLocateRefused, err)
 	case errors.As(err, &we):
 		return locEntry{}, fmt.Errorf("%w: the balancer refused: %w", errLocateUnavailable, err)
 	case err != nil:

@@ -84,3 +84,34 @@ func TestLocateCacheIsBounded(t *testing.T) {
 		t.Fatalf("%d entries cached past the bound, want only the newest", n)
 	}
 }
+
+// TestLocateRefusedIsNotRetried: a lookup the balancer refuses for its
+// credential (a stale SECRET, or an address throttled for failed ones) is
+// not asked again every half second, as one it did not answer is: that
+// would only spend the address's failed-auth budget.
+func TestLocateRefusedIsNotRetried(t *testing.T) {
+	for _, refusal := range []*wire.Error{wire.ErrUnauthorized, wire.ErrThrottled} {
+		var asked atomic.Int32
+		bal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked.Add(1)
+			wire.WriteError(w, refusal)
+		}))
+		m, err := newMeshMetrics(prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &locator{
+			mu:   lockrank.Mutex{Class: lockrank.Locator},
+			base: bal.URL, secret: testSecret, client: bal.Client(), clock: clock.Real{},
+			ttl: time.Second, timeout: 2 * time.Second, m: m, cache: map[string]locEntry{},
+		}
+		_, found, err := (&mesh{loc: l}).locateRetrying(context.Background(), "room")
+		bal.Close()
+		if found || !errors.Is(err, errLocateRefused) || !errors.Is(err, errLocateUnavailable) {
+			t.Errorf("%s: found %v, %v; want a refusal (unavailable)", refusal.Code, found, err)
+		}
+		if n := asked.Load(); n != 1 {
+			t.Errorf("%s: the balancer was asked %d times, want once", refusal.Code, n)
+		}
+	}
+}

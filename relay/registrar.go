@@ -63,6 +63,12 @@ type registrar struct {
 	lastBeat     time.Time
 	reregister   bool
 	adminDrained bool // the last answer's AdminDrained, repeated in each heartbeat
+	// credRefused: the balancer refused the last heartbeat's credential (401,
+	// or 429 throttled). Publications and removals then wait for a
+	// heartbeat it accepts (which publishes the whole snapshot), so a relay
+	// with a stale SECRET fails at the heartbeat's backoff, not once per
+	// room change, and spends no other relay's failed-auth budget.
+	credRefused bool
 }
 
 func newRegistrar(s *Server) *registrar {
@@ -166,6 +172,9 @@ func (g *registrar) run(ctx context.Context) {
 		case <-retry.C():
 			beat()
 		case <-g.kick:
+			if g.credRefused {
+				break // the retry's accepted heartbeat publishes it all
+			}
 			published := g.publishDirty(ctx)
 			g.flushOutbox(ctx)
 			switch {
@@ -230,10 +239,12 @@ func (g *registrar) heartbeat(ctx context.Context) bool {
 	}
 	var resp wire.RegisterResponse
 	if err := g.post(ctx, "register", wire.PathRegister, req, &resp); err != nil {
+		g.credRefused = errors.Is(err, wire.ErrUnauthorized) || errors.Is(err, wire.ErrThrottled)
 		g.log.Warn("failed to register with the balancer", "err", err)
 		g.ready.failed(g.base, err)
 		return false
 	}
+	g.credRefused = false
 	g.ready.registered(g.lastBeat)
 	if resp.Republish || resp.New || resp.BalancerBoot != g.balancerBoot {
 		g.log.Info("republishing every room", "balancerBoot", resp.BalancerBoot,

@@ -249,3 +249,48 @@ func TestBalancerRequestResults(t *testing.T) {
 		t.Fatalf("after one refused heartbeat: error %v, want 1", bad)
 	}
 }
+
+// TestRefusedCredentialHoldsPublications: once the balancer refuses the
+// relay's credential (its SECRET changed, or the address is throttled),
+// room changes send nothing until a heartbeat is accepted again, so a
+// relay with a stale SECRET fails at the heartbeat's backoff and not once
+// per room change; the accepted heartbeat then publishes every room.
+func TestRefusedCredentialHoldsPublications(t *testing.T) {
+	s, fb, fake := startRegistered(t)
+	fb.mu.Lock()
+	fb.refuseAll = true
+	fb.mu.Unlock()
+	beat(t, s, fake)
+	refused := fb.counts()
+	fb.mu.Lock()
+	bad := fb.badRequests
+	fb.mu.Unlock()
+	if bad != 1 {
+		t.Fatalf("%d refused requests after one refused heartbeat, want 1", bad)
+	}
+	for i := range 5 {
+		name := "held-" + string(rune('a'+i))
+		hs, _ := mustAllocate(t, s, name)
+		join(t, s, name, hs) // a host: the count changes
+		waitFor(t, "the room change handled", func() bool {
+			handled := false
+			s.reg.do(t.Context(), nil, func(context.Context) { handled = len(s.reg.kick) == 0 })
+			return handled
+		})
+	}
+	fb.mu.Lock()
+	bad = fb.badRequests
+	fb.refuseAll = false
+	fb.mu.Unlock()
+	if bad != 1 {
+		t.Fatalf("five room changes under a refused credential sent %d more requests, want none", bad-1)
+	}
+	if c := fb.counts(); c != refused {
+		t.Fatalf("requests reached the balancer while it refused the credential: %+v, then %+v", refused, c)
+	}
+	fake.Advance(30 * time.Second) // the retry (capped at the interval) or the tick
+	waitFor(t, "the accepted heartbeat publishes every room", func() bool {
+		p := fb.lastPublish()
+		return fb.counts().publishes > refused.publishes && len(p.Rooms) == 5
+	})
+}
