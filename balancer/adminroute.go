@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -51,8 +51,8 @@ func (s *Server) v1(rt adminRoute, h wire.Handler) wire.Handler {
 			s.beforeAdmit()
 		}
 		// A throttled source is answered 429 whatever its credential.
-		if limited, wait := s.authThrottle.admit(src, ok); limited {
-			return throttled(w, wait)
+		if limited, wait := s.authThrottle.Admit(src, ok); limited {
+			return wire.Throttled(w, wait)
 		}
 		if !ok {
 			s.metrics.adminAuthFailures.Inc()
@@ -129,9 +129,11 @@ func auditTarget(r *http.Request) string {
 	return ""
 }
 
-// throttled is wire.ErrThrottled with its Retry-After (whole seconds, at
-// least 1).
-func throttled(w http.ResponseWriter, wait time.Duration) error {
-	_ = wire.RateLimited(w, wait) // sets Retry-After
-	return wire.ErrThrottled
+// adminSource is the source address of a /v1 request (for its failed-auth
+// throttle and the audit log) and of a call made with the SECRET (for its
+// throttle, secretGuard): limit.Source with Options.ClientIPHeader
+// (Fly-Client-IP on Fly) and Options.TrustProxy (X-Forwarded-For's last
+// hop), else the TCP peer.
+func (s *Server) adminSource(r *http.Request) string {
+	return limit.Source(r, s.opts.ClientIPHeader, s.opts.TrustProxy)
 }

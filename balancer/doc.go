@@ -39,8 +39,8 @@
 //     behind an atomic pointer, written under the entry's lease and read by
 //     anyone; the name index (nameindex.go), the per-source counts
 //     (sources.go) and the pending count are kept in step under the lease.
-//   - tombstones, memGate, eventHub, statsHistory, the authThrottles and the
-//     rate limits are internally locked and safe for concurrent use.
+//   - tombstones, memGate, eventHub, statsHistory, the limit.AuthThrottles
+//     and the rate limits are internally locked and safe for concurrent use.
 //
 // # Leases and gates
 //

@@ -32,12 +32,9 @@ const internalAuthLogGap = 10 * time.Second
 // only while they last, a second at a time.
 func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, right func(*http.Request) bool) error {
 	src := s.adminSource(r)
-	if limited, wait := s.secretThrottle.limited(src); limited {
-		return throttled(w, wait)
-	}
-	ok := right(r)
-	if limited, wait := s.secretThrottle.admit(src, ok); limited {
-		return throttled(w, wait)
+	ok, limited, wait := s.secretThrottle.Guard(src, func() bool { return right(r) })
+	if limited {
+		return wire.Throttled(w, wait)
 	}
 	if !ok {
 		s.refusedSecret(r, src)

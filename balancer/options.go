@@ -38,7 +38,7 @@ const (
 	// DefaultEventPing is the idle ping of an event stream.
 	DefaultEventPing = 15 * time.Second
 	// DefaultAuthThrottleSources bounds the failed-auth throttle's table.
-	DefaultAuthThrottleSources = 4096
+	DefaultAuthThrottleSources = limit.DefaultThrottleSources
 
 	// pendingRetention bounds how long an indeterminate allocation pins its
 	// room name to the relay that may hold it. PurrNet retries for ~110 s and
@@ -93,7 +93,8 @@ var (
 	// one source (internal routes, /metrics from the internet), then one
 	// a second. Relays behind one address share it: a short refill keeps
 	// one misconfigured relay from locking the others out (secretGuard).
-	DefaultSecretFailureRate = limit.Rate{Every: time.Second, Burst: 10}
+	// The relay's is the same (limit.DefaultSecretFailureRate).
+	DefaultSecretFailureRate = limit.DefaultSecretFailureRate
 )
 
 // Options configures a Server. Zero values take the defaults above.

@@ -200,11 +200,11 @@ func TestSecretThrottleBound(t *testing.T) {
 		hdr := map[string]string{wire.HeaderInternalSecret: "stale-secret-value", wire.HeaderFlyClientIP: fmt.Sprintf("192.0.2.%d", i)}
 		st, body, _ := h.do(http.MethodGet, wire.PathBalancerBoot, hdr, nil)
 		wantErrBody(t, st, body, http.StatusUnauthorized, wire.ErrUnauthorized.Code)
-		if n := h.s.secretThrottle.len(); n > 8 {
+		if n := h.s.secretThrottle.Len(); n > 8 {
 			t.Fatalf("after %d sources the SECRET throttle holds %d, over its cap 8", i+1, n)
 		}
 	}
-	if n := h.s.secretThrottle.len(); n != 8 {
+	if n := h.s.secretThrottle.Len(); n != 8 {
 		t.Fatalf("the SECRET throttle holds %d sources, want its cap 8", n)
 	}
 }

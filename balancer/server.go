@@ -36,10 +36,10 @@ type Server struct {
 	// concurrent use) and the event hub (idem).
 	adminKeys    adminKeys
 	generatedKey string
-	authThrottle *authThrottle
+	authThrottle *limit.AuthThrottle
 	// secretThrottle is the failed-auth throttle of the calls made with
 	// the shared SECRET (internalauth.go; safe for concurrent use).
-	secretThrottle *authThrottle
+	secretThrottle *limit.AuthThrottle
 	// beforeAdmit, when set (tests only, before the requests it is for),
 	// runs between the check of a /v1 request's credential and the
 	// throttle's decision.
@@ -104,8 +104,8 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.adminKeys = newAdminKeys(o.AdminKeys)
-	s.authThrottle = newAuthThrottle(o.AuthFailureRate, o.Clock, o.AuthThrottleSources)
-	s.secretThrottle = newAuthThrottle(o.SecretFailureRate, o.Clock, o.AuthThrottleSources)
+	s.authThrottle = limit.NewAuthThrottle(o.AuthFailureRate, o.Clock, o.AuthThrottleSources)
+	s.secretThrottle = limit.NewAuthThrottle(o.SecretFailureRate, o.Clock, o.AuthThrottleSources)
 	if s.metrics, err = newMetrics(o.Metrics, s); err != nil {
 		return nil, err
 	}

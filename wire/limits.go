@@ -93,6 +93,14 @@ func ClientIP(r *http.Request, header string) string {
 	return r.RemoteAddr
 }
 
+// Throttled is ErrThrottled (too many failed authentications from the
+// caller's address) with its Retry-After (whole seconds, at least 1) set
+// on w.
+func Throttled(w http.ResponseWriter, wait time.Duration) error {
+	_ = RateLimited(w, wait) // sets Retry-After
+	return ErrThrottled
+}
+
 // RateLimited is ErrRateLimited with its Retry-After (whole seconds, at
 // least 1) set on w.
 func RateLimited(w http.ResponseWriter, wait time.Duration) error {

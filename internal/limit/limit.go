@@ -4,6 +4,13 @@
 // of sources, so that a flood of forged or fresh sources cannot grow them:
 // past MaxKeys, sources share one overflow bucket or count. Time comes from
 // an injected clock.
+//
+// AuthThrottle, the failed-auth throttle the relay and the balancer both
+// put in front of a credential, is a bucket per source too, but only
+// failures take tokens and a full table forgets its least recent failure
+// instead of sharing (throttle.go). Source is the one rule for the
+// address a request is counted under (source.go). Each type owns its
+// table under its own mutex; none calls out while holding it.
 package limit
 
 import (

@@ -1,37 +1,39 @@
-package balancer
+package limit
 
 import (
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
-
-	"github.com/purrfly/purrfly/wire"
 )
 
-// adminSource is the source address of a /v1 request (for its failed-auth
-// throttle and the audit log) and of a call made with the SECRET (for
-// its throttle, secretGuard): Options.ClientIPHeader (Fly-Client-IP on
-// Fly) when present, else X-Forwarded-For's last hop when
-// Options.TrustProxy, else the TCP peer.
+// Source is the source address of a request, the key of its failed-auth
+// throttle (and the name the logs give it): header's value (Fly-Client-IP
+// on Fly, where Fly's proxy sets it; "": none) when present and an
+// address, else X-Forwarded-For's last hop when trustProxy, else the TCP
+// peer. Addresses are canonical (no port, no zone, IPv4 not mapped), so
+// one client cannot spell itself several ways.
 //
 // The last hop, not the first: a proxy (nginx, Caddy, Traefik, Go's
 // ReverseProxy) appends the address it saw to whatever X-Forwarded-For the
 // client sent, so everything before the last hop is the client's to write
 // and would let each request claim a fresh address (escaping the
 // throttle) or another's (forging the audit log).
-func (s *Server) adminSource(r *http.Request) string {
-	if h := s.opts.ClientIPHeader; h != "" {
-		if ip, ok := parseAddr(r.Header.Get(h)); ok {
+func Source(r *http.Request, header string, trustProxy bool) string {
+	if header != "" {
+		if ip, ok := parseAddr(r.Header.Get(header)); ok {
 			return ip
 		}
 	}
-	if s.opts.TrustProxy {
+	if trustProxy {
 		if ip, ok := lastForwardedHop(r.Header.Values("X-Forwarded-For")); ok {
 			return ip
 		}
 	}
-	return wire.ClientIP(r, "")
+	if ip, ok := parseAddr(r.RemoteAddr); ok {
+		return ip
+	}
+	return r.RemoteAddr
 }
 
 // lastForwardedHop is the address the nearest proxy appended to
@@ -39,7 +41,7 @@ func (s *Server) adminSource(r *http.Request) string {
 // hop of the last header line (a proxy that adds a line of its own
 // instead of extending the client's adds it last), normalized; false when
 // it is missing or not an address. Only the last hop is read, so the
-// client's part costs nothing however long it is (wire.Common bounds the
+// client's part costs nothing however long it is (the services bound the
 // whole header block).
 func lastForwardedHop(lines []string) (string, bool) {
 	if len(lines) == 0 {
