@@ -33,9 +33,10 @@
 // secret: allocation (handleAllocate), room listing and closing
 // (rooms_http.go, rooms_close.go), the four host migration calls
 // (migration_http.go), a handover (handover_give.go), a forwarded link
-// (forward.go) and retirement (retire.go); and the WebSocket upgrade at /. The dedicated
-// WebSocket port upgrades on any path (ws.go). Every error is wire's JSON
-// error.
+// (forward.go) and retirement (retire.go); and the WebSocket upgrade at
+// /. Every SECRET check (/metrics' too) is secretGuard's, which throttles
+// wrong ones per source (limit.AuthThrottle). The dedicated WebSocket
+// port upgrades on any path (ws.go). Every error is wire's JSON error.
 //
 // # Ownership
 //

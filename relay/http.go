@@ -23,13 +23,14 @@ var errNoOwner = &wire.Error{Code: "no_owner", Message: "no machine can serve th
 
 // internal guards a route the balancer or another machine of the app
 // calls: one of methods (nil: any), then the internal secret (wire.Call's
-// other side). The handler starts at its own work.
+// other side) under its source's failed-auth throttle (secretGuard). The
+// handler starts at its own work.
 func (s *Server) internal(methods []string, h wire.Handler) wire.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if methods != nil && !slices.Contains(methods, r.Method) {
 			return wire.ErrMethodNotAllowed
 		}
-		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+		if err := s.secretGuard(w, r, wire.CheckInternal); err != nil {
 			return err
 		}
 		return h(w, r)
@@ -44,7 +45,7 @@ func (s *Server) mainHandler() http.Handler {
 	mux.Handle(wire.PathReady, wire.Handler(s.handleReady))
 	get, post := []string{http.MethodGet, http.MethodHead}, []string{http.MethodPost}
 	mux.Handle(wire.PathRelayAllocate, s.internal(post, s.handleAllocate))
-	mux.Handle(wire.PathForward, s.internal(nil, s.handleForward)) // a WebSocket upgrade: its own check
+	mux.Handle(wire.PathForward, s.internal(nil, s.handleForward)) // a WebSocket upgrade: checks it is one
 	mux.Handle(wire.PathHandover, s.internal(post, s.handleHandover))
 	mux.Handle(wire.PathRelayRooms, s.internal(get, s.handleRooms))
 	mux.Handle(wire.PathRelayRoomClose, s.internal(post, s.handleRoomClose))
@@ -53,8 +54,11 @@ func (s *Server) mainHandler() http.Handler {
 		mux.Handle(op.RelayPath(), s.migrationHandler(op))
 	}
 	// Open on the private network (Fly's scraper, flysim, local runs); the
-	// operator's secret through Fly's public proxy.
-	metrics := wire.PrivateOrOperator(s.opts.Secret, promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	// operator's secret through Fly's public proxy, throttled per source
+	// with the internal routes' (one budget of guesses).
+	metrics := wire.PrivateOr(func(w http.ResponseWriter, r *http.Request) error {
+		return s.secretGuard(w, r, wire.CheckOperator)
+	}, promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.Handle("/metrics", wire.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return wire.ErrMethodNotAllowed

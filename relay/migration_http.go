@@ -9,17 +9,17 @@ import (
 )
 
 // migrationHandler serves one migration call forwarded by the balancer
-// (wire/migration.go): the internal secret, the balancer's route snapshot
-// (the boot it routed to, the room's epoch and revision), then the call's
-// own headers. The answer carries this relay's connection fields; the
-// balancer replaces the host with the relay's registered one.
+// (wire/migration.go): the internal secret (secretGuard), the balancer's
+// route snapshot (the boot it routed to, the room's epoch and revision),
+// then the call's own headers. The answer carries this relay's connection
+// fields; the balancer replaces the host with the relay's registered one.
 func (s *Server) migrationHandler(op wire.MigrationOp) wire.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != op.Method() {
 			w.Header().Set("Allow", op.Method())
 			return wire.ErrMethodNotAllowed
 		}
-		if err := wire.CheckInternal(r, s.opts.Secret); err != nil {
+		if err := s.secretGuard(w, r, wire.CheckInternal); err != nil {
 			return err
 		}
 		if r.Header.Get(wire.HeaderTargetBoot) != s.opts.BootID {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/purrfly/purrfly/internal/clock"
+	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/internal/lockrank"
 	"github.com/purrfly/purrfly/litenet"
 	"github.com/purrfly/purrfly/relay/internal/buf"
@@ -47,6 +48,10 @@ type Server struct {
 	retire   retirement              // its own lock (retire.go)
 	retireM  retireMetrics           // static
 	reach    reachability            // url static, reached set once by the probe (reachable.go)
+	// secretThrottle throttles wrong SECRETs per source (secretguard.go;
+	// safe for concurrent use; set by New, replaced only by tests before
+	// Start).
+	secretThrottle *limit.AuthThrottle
 
 	cleanupInterval time.Duration // static
 
@@ -83,6 +88,7 @@ func New(opts Options) (*Server, error) {
 		mu:              lockrank.Mutex{Class: lockrank.Server},
 		raw:             rawConns{mu: lockrank.Mutex{Class: lockrank.RawConns}},
 		retire:          retirement{mu: lockrank.Mutex{Class: lockrank.Retirement}, done: make(chan struct{})},
+		secretThrottle:  limit.NewAuthThrottle(limit.DefaultSecretFailureRate, o.Clock, limit.DefaultThrottleSources),
 	}
 	s.gatherer = prometheus.DefaultGatherer
 	if g, ok := o.Metrics.(prometheus.Gatherer); ok {
