@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -69,7 +69,7 @@ func wantThrottled(t *testing.T, what string, st int, body []byte, hd http.Heade
 // in again.
 func TestSecretThrottle(t *testing.T) {
 	h := newHarness(t, nil)
-	bad, good := clientFrom(t, "127.0.0.2"), clientFrom(t, "127.0.0.3")
+	bad, good := testutil.ClientFrom(t, "127.0.0.2"), testutil.ClientFrom(t, "127.0.0.3")
 	r := newFakeRelay(t, "eu")
 	reg := wire.RegisterRequest{Relay: r.info}
 	for range DefaultSecretFailureRate.Burst {
@@ -106,7 +106,7 @@ func TestSecretThrottle(t *testing.T) {
 // the good relay out for a second.
 func TestSecretThrottleSharedAddress(t *testing.T) {
 	h := newHarness(t, nil)
-	nat := clientFrom(t, "127.0.0.2")
+	nat := testutil.ClientFrom(t, "127.0.0.2")
 	r := newFakeRelay(t, "eu")
 	reg := wire.RegisterRequest{Relay: r.info}
 	goodRelay := func(what string) {
@@ -171,7 +171,7 @@ func TestSecretGuardComparesNothingWhenThrottled(t *testing.T) {
 // the private network still reads it freely.
 func TestSecretThrottleMetrics(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.SecretFailureRate = limit.Rate{Every: 5 * time.Second, Burst: 3} })
-	bad := clientFrom(t, "127.0.0.2")
+	bad := testutil.ClientFrom(t, "127.0.0.2")
 	public := func(secret string) map[string]string {
 		return map[string]string{wire.HeaderFlyClientIP: "203.0.113.5", "Authorization": "Bearer " + secret}
 	}
@@ -214,34 +214,14 @@ func TestSecretThrottleBound(t *testing.T) {
 // however they interleave; the rest are throttled.
 func TestSecretThrottleConcurrentGuesses(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.SecretFailureRate = limit.Rate{Every: time.Hour, Burst: 3} })
-	c := clientFrom(t, "127.0.0.2")
 	const guesses = 48
-	statuses := make(chan int, guesses)
-	var wg sync.WaitGroup
-	for range guesses {
-		wg.Go(func() {
-			req, err := http.NewRequest(http.MethodGet, h.s.URL()+wire.PathBalancerBoot, nil)
-			if err != nil {
-				statuses <- 0
-				return
-			}
+	counts := testutil.StatusCounts(testutil.ClientFrom(t, "127.0.0.2"), guesses, func() (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodGet, h.s.URL()+wire.PathBalancerBoot, nil)
+		if err == nil {
 			req.Header.Set(wire.HeaderInternalSecret, "stale-secret-value")
-			resp, err := c.Do(req)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		})
-	}
-	wg.Wait()
-	close(statuses)
-	counts := map[int]int{}
-	for st := range statuses {
-		counts[st]++
-	}
+		}
+		return req, err
+	})
 	if counts[http.StatusUnauthorized] != 3 || counts[http.StatusTooManyRequests] != guesses-3 {
 		t.Fatalf("%d concurrent wrong SECRETs: %v, want 3 answered (401) and the rest throttled (429)", guesses, counts)
 	}

@@ -2,7 +2,6 @@ package balancer
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -34,17 +34,6 @@ func appendingProxy(t *testing.T, h *harness) string {
 	return p.URL
 }
 
-// clientFrom is an HTTP client whose connections leave from local (a
-// loopback address other than the proxy's own, so the hop the proxy
-// appends differs from the TCP peer the balancer sees).
-func clientFrom(t *testing.T, local string) *http.Client {
-	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
-	tr := &http.Transport{DialContext: d.DialContext}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
-}
-
 // TestAdminSourceBehindProxy: behind a proxy that appends to
 // X-Forwarded-For, a client that writes a fresh first hop into every
 // request is still one source: its failures are throttled together and
@@ -57,7 +46,7 @@ func TestAdminSourceBehindProxy(t *testing.T) {
 		o.TrustProxy = true
 	})
 	proxy := appendingProxy(t, h)
-	attacker, operator := clientFrom(t, "127.0.0.2"), clientFrom(t, "127.0.0.3")
+	attacker, operator := testutil.ClientFrom(t, "127.0.0.2"), testutil.ClientFrom(t, "127.0.0.3")
 	send := func(c *http.Client, method, path, key, forged string) (int, []byte, http.Header) {
 		t.Helper()
 		req, err := http.NewRequest(method, proxy+path, nil)

@@ -4,29 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
 const staleSecret = "stale-secret-value"
-
-// clientAt is an HTTP client whose connections come from local, a
-// loopback address of its own: its source, as the relay sees it.
-func clientAt(t *testing.T, local string) *http.Client {
-	t.Helper()
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
-	tr := &http.Transport{DialContext: d.DialContext}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
-}
 
 // secretRoute is one route the relay guards with the SECRET, called so
 // that it succeeds when let through with the right one, or (write) so
@@ -114,7 +103,7 @@ func wantUnauthorized(t *testing.T, what string, st int, body []byte) {
 func TestRelaySecretThrottle(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	s := startRelay(t, Options{Clock: clk})
-	guesser, balancer := clientAt(t, "127.0.0.2"), clientAt(t, "127.0.0.3")
+	guesser, balancer := testutil.ClientFrom(t, "127.0.0.2"), testutil.ClientFrom(t, "127.0.0.3")
 	for i := range limit.DefaultSecretFailureRate.Burst {
 		rt := guardedRoutes()[i%2] // reads: a wrong SECRET is answered 401
 		st, body, _ := secretCall(t, s, guesser, rt.method, rt.path, withSecret(rt.hdr, staleSecret))
@@ -155,7 +144,7 @@ func TestRelaySecretThrottle(t *testing.T) {
 func TestRelaySecretThrottleMetrics(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	s := startRelay(t, Options{Clock: clk, ClientIPHeader: wire.HeaderFlyClientIP})
-	proxy := clientAt(t, "127.0.0.2") // Fly's proxy: every internet client comes through it
+	proxy := testutil.ClientFrom(t, "127.0.0.2") // Fly's proxy: every internet client comes through it
 	public := func(ip, secret string) map[string]string {
 		return map[string]string{wire.HeaderFlyClientIP: ip, wire.HeaderFlyForwardedPort: "443", "Authorization": "Bearer " + secret}
 	}
@@ -188,7 +177,7 @@ func TestRelaySecretThrottleBound(t *testing.T) {
 	s := startRelay(t, Options{Clock: clk, ClientIPHeader: wire.HeaderFlyClientIP}, func(s *Server) {
 		s.secretThrottle = limit.NewAuthThrottle(limit.DefaultSecretFailureRate, clk, 8)
 	})
-	c := clientAt(t, "127.0.0.2")
+	c := testutil.ClientFrom(t, "127.0.0.2")
 	from := func(i int, secret string) (int, []byte, http.Header) {
 		hdr := withSecret(map[string]string{wire.HeaderFlyClientIP: fmt.Sprintf("192.0.2.%d", i)}, secret)
 		return secretCall(t, s, c, http.MethodGet, wire.PathRelayRooms, hdr)
@@ -219,34 +208,14 @@ func TestRelaySecretThrottleBound(t *testing.T) {
 func TestRelaySecretThrottleConcurrentGuesses(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	s := startRelay(t, Options{Clock: clk})
-	c := clientAt(t, "127.0.0.2")
 	const guesses = 48
-	statuses := make(chan int, guesses)
-	var wg sync.WaitGroup
-	for range guesses {
-		wg.Go(func() {
-			req, err := http.NewRequest(http.MethodGet, s.HTTPURL()+wire.PathRelayRooms, nil)
-			if err != nil {
-				statuses <- 0
-				return
-			}
+	counts := testutil.StatusCounts(testutil.ClientFrom(t, "127.0.0.2"), guesses, func() (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodGet, s.HTTPURL()+wire.PathRelayRooms, nil)
+		if err == nil {
 			req.Header.Set(wire.HeaderInternalSecret, staleSecret)
-			resp, err := c.Do(req)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		})
-	}
-	wg.Wait()
-	close(statuses)
-	counts := map[int]int{}
-	for st := range statuses {
-		counts[st]++
-	}
+		}
+		return req, err
+	})
 	burst := limit.DefaultSecretFailureRate.Burst
 	if counts[http.StatusUnauthorized] != burst || counts[http.StatusTooManyRequests] != guesses-burst {
 		t.Fatalf("%d concurrent wrong SECRETs: %v, want %d answered (401) and the rest throttled (429)", guesses, counts, burst)
@@ -260,7 +229,7 @@ func TestRelaySecretThrottleConcurrentGuesses(t *testing.T) {
 // with the right SECRET is refused before any upgrade.
 func TestRelaySecretThrottleSparesSiblings(t *testing.T) {
 	m := newMeshRoom(t)
-	guesser := clientAt(t, "127.0.0.2")
+	guesser := testutil.ClientFrom(t, "127.0.0.2")
 	fwd := guardedRoutes()[5]
 	for range limit.DefaultSecretFailureRate.Burst {
 		st, body, _ := secretCall(t, m.holder, guesser, fwd.method, fwd.path, withSecret(fwd.hdr, staleSecret))

@@ -1,5 +1,7 @@
 // Package testutil holds the small helpers that many test packages share:
-// a bounded wait for a condition and random hex identifiers. It is for
+// a bounded wait for a condition, random hex identifiers, and HTTP clients
+// from chosen loopback sources with a counter of concurrent answers
+// (loopback.go). It is for
 // tests only (like internal/testbin): no production package imports it.
 package testutil
 
