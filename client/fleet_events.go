@@ -10,7 +10,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
+	"github.com/purrfly/purrfly/internal/clock"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -19,6 +22,11 @@ const maxEventLine = 1 << 20
 
 // ErrEventTooLarge is returned by EventStream.Next for a line over 1 MiB.
 var ErrEventTooLarge = errors.New("event stream line larger than 1 MiB")
+
+// ErrEventStreamIdle is returned by EventStream.Next once nothing, not
+// even the balancer's idle ping, arrived within the stream's idle timeout
+// (WithIdle): the connection is likely half-open, and the stream closed.
+var ErrEventStreamIdle = errors.New("event stream idle: nothing arrived, not even a ping, within the idle timeout")
 
 // Frame is one item of an event stream: an event, or a comment (": ping").
 type Frame struct {
@@ -31,6 +39,12 @@ type Frame struct {
 type EventStream struct {
 	body io.ReadCloser
 	r    *bufio.Reader
+
+	// The idle deadline (WithIdle): set before the first Next, then reset
+	// by Next's reads; idled is set by the timer, which closes body.
+	idle    clock.Timer
+	idleFor time.Duration
+	idled   atomic.Bool
 }
 
 // Events opens GET /v1/events (no timeout of its own: ctx ends it).
@@ -58,8 +72,26 @@ func NewEventStream(body io.ReadCloser) *EventStream {
 	return &EventStream{body: body, r: bufio.NewReaderSize(body, 64<<10)}
 }
 
+// WithIdle closes the stream when no line (an event or a ping comment)
+// arrives for d on clk (nil: the wall clock); Next then returns
+// ErrEventStreamIdle. Call it before the first Next. The balancer pings an
+// idle stream every 15 s by default, so d should be a few times that.
+func (s *EventStream) WithIdle(clk clock.Clock, d time.Duration) *EventStream {
+	s.idleFor = d
+	s.idle = clock.OrReal(clk).AfterFunc(d, func() {
+		s.idled.Store(true)
+		_ = s.body.Close()
+	})
+	return s
+}
+
 // Close ends the stream.
-func (s *EventStream) Close() error { return s.body.Close() }
+func (s *EventStream) Close() error {
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	return s.body.Close()
+}
 
 // Next returns the next frame: an event (its "data:" lines decoded as a
 // wire.Event) or a comment. Fields other than data are ignored (the data
@@ -114,7 +146,13 @@ func (s *EventStream) line() ([]byte, error) {
 			continue
 		}
 		if err != nil {
+			if s.idled.Load() {
+				return nil, ErrEventStreamIdle
+			}
 			return nil, err
+		}
+		if s.idle != nil {
+			s.idle.Reset(s.idleFor)
 		}
 		out = bytes.TrimSuffix(out[:len(out)-1], []byte("\r"))
 		return out, nil

@@ -121,6 +121,7 @@ func fleetCommand() *cli.Command {
 			sub("watch", "follow the fleet's events until Ctrl-C (or --count, --for)", "", []cli.Flag{
 				&cli.IntFlag{Name: "count", Usage: "stop after this many events (0: no limit)"},
 				&cli.DurationFlag{Name: "for", Usage: "stop after this long (0: until Ctrl-C)"},
+				&cli.DurationFlag{Name: "idle", Value: time.Minute, Usage: "give up when nothing arrives for this long, not even the balancer's ping (every 15 s by default): a half-open connection (0: wait forever)"},
 			}, watch),
 		},
 	}
@@ -179,6 +180,9 @@ func watch(c *cli.Context, a *client.Admin) error {
 	stream, err := a.Events(ctx)
 	if err != nil {
 		return err
+	}
+	if d := c.Duration("idle"); d > 0 {
+		stream.WithIdle(nil, d)
 	}
 	defer stream.Close()
 	enc := json.NewEncoder(c.App.Writer)
