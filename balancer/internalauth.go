@@ -2,7 +2,6 @@ package balancer
 
 import (
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/purrfly/purrfly/wire"
@@ -54,30 +53,14 @@ func (s *Server) operatorSecret(r *http.Request) bool {
 	return wire.CheckOperator(r, s.opts.Secret) == nil
 }
 
-// internalAuthLog says, at most once per internalAuthLogGap, that calls
-// were refused for a wrong SECRET, with the last source and how many were
-// refused since the last line. Safe for concurrent use.
-type internalAuthLog struct {
-	mu      sync.Mutex
-	last    time.Time // guarded by mu: when the last line was written
-	refused int       // guarded by mu: refusals since that line
-}
-
 // refusedSecret counts one call from src refused for a wrong SECRET and
 // logs it when the gap has passed.
 func (s *Server) refusedSecret(r *http.Request, src string) {
 	s.metrics.internalAuthFailures.Inc()
-	l := &s.internalAuth
-	now := s.clock.Now()
-	l.mu.Lock()
-	l.refused++
-	if !l.last.IsZero() && now.Sub(l.last) < internalAuthLogGap {
-		l.mu.Unlock()
+	through, n := s.internalAuth.Note(s.clock.Now())
+	if !through {
 		return
 	}
-	n := l.refused
-	l.last, l.refused = now, 0
-	l.mu.Unlock()
 	s.log.Warn("refused a call: wrong SECRET (is the relay's or the scraper's SECRET one the balancer accepts?)",
 		"path", r.URL.Path, "source", src, "refused_since_last_line", n)
 }

@@ -50,8 +50,8 @@ type Server struct {
 	events     *eventHub
 	history    statsHistory // internally locked: the dashboard's last hour
 	// internalAuth paces the log of calls refused for a wrong SECRET
-	// (internally locked).
-	internalAuth internalAuthLog
+	// (internally locked; Gap internalAuthLogGap).
+	internalAuth limit.Paced
 
 	draining atomic.Bool // Shutdown began, or a standby yielded: /ping says so
 	// The standby's role (standby.go): role is written by startRole's
@@ -92,6 +92,8 @@ func New(opts Options) (*Server, error) {
 		stopping:  make(chan struct{}),
 		yieldCh:   make(chan struct{}),
 		joins:     limit.NewBuckets(o.JoinRate, o.Clock, 0),
+
+		internalAuth: limit.Paced{Gap: internalAuthLogGap},
 	}
 	if len(o.AdminKeys) == 0 {
 		s.generatedKey = generateAdminKey()

@@ -15,6 +15,7 @@ type serverMetrics struct {
 	publications *prometheus.CounterVec // {status}
 	removals     *prometheus.CounterVec // {status}
 	outbox       prometheus.Gauge
+	authFailures prometheus.Counter // calls refused for a wrong SECRET
 }
 
 func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
@@ -43,8 +44,12 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		Name: "purrfly_relay_unregister_outbox_entries",
 		Help: "Removed rooms not yet confirmed by the balancer.",
 	})
+	m.authFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "purrfly_relay_internal_auth_failures_total",
+		Help: "Calls refused for a wrong SECRET: the balancer's and the app's other machines' (allocation, migration, forwarding) and /metrics from the internet.",
+	})
 	for _, c := range []prometheus.Collector{m.allocations, m.migrations,
-		m.balancerReqs, m.publications, m.removals, m.outbox} {
+		m.balancerReqs, m.publications, m.removals, m.outbox, m.authFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("failed to register relay metrics: %w", err)
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -250,5 +252,57 @@ func TestRelaySecretThrottleSparesSiblings(t *testing.T) {
 	}
 	if n := counterValue(m.edge.mesh.m.forwards.WithLabelValues("ok")); n != 2 {
 		t.Fatalf("forwards ok = %v, want 2", n)
+	}
+}
+
+// lockedBuffer is a log sink safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRelayRefusedSecretsCountedAndLogged: every call refused for a wrong
+// SECRET counts in purrfly_relay_internal_auth_failures_total, and the log
+// says so once per 10 s with how many were refused since its last line,
+// never the secrets tried.
+func TestRelayRefusedSecretsCountedAndLogged(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	logs := &lockedBuffer{}
+	s := startRelay(t, Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := testutil.ClientFrom(t, "127.0.0.2")
+	wrong := func() {
+		t.Helper()
+		st, body, _ := secretCall(t, s, c, http.MethodGet, wire.PathRelayRooms, withSecret(nil, staleSecret))
+		wantUnauthorized(t, "a wrong SECRET", st, body)
+	}
+	lines := func() int { return strings.Count(logs.String(), "refused a call: wrong SECRET") }
+	for range 3 {
+		wrong()
+	}
+	if got := counterValue(s.m.authFailures); got != 3 {
+		t.Fatalf("counted %v refusals, want 3", got)
+	}
+	if n := lines(); n != 1 {
+		t.Fatalf("%d log lines for 3 refusals within 10 s, want 1:\n%s", n, logs.String())
+	}
+	clk.Advance(refusedLogGap)
+	wrong()
+	if n := lines(); n != 2 || !strings.Contains(logs.String(), "refused_since_last_line=3") {
+		t.Fatalf("after the gap: %d lines, want 2, the second counting 3:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), staleSecret) || strings.Contains(logs.String(), testSecret) {
+		t.Fatal("the log holds a secret")
 	}
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/purrfly/purrfly/internal/limit"
 	"github.com/purrfly/purrfly/wire"
@@ -31,7 +32,23 @@ func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, check func(
 		return wire.Throttled(w, wait)
 	}
 	if !ok {
+		s.refusedSecret(r, src)
 		return wire.ErrUnauthorized
 	}
 	return nil
+}
+
+// refusedLogGap is the least time between two log lines about calls
+// refused for a wrong SECRET: a balancer with a stale SECRET calls on
+// every allocation, and a flood must not flood the log.
+const refusedLogGap = 10 * time.Second
+
+// refusedSecret counts a call from src refused for a wrong SECRET, and
+// logs it, with how many were refused since the last line, once a gap.
+func (s *Server) refusedSecret(r *http.Request, src string) {
+	s.m.authFailures.Inc()
+	if through, n := s.refusedLog.Note(s.clock.Now()); through {
+		s.log.Warn("refused a call: wrong SECRET (does the balancer, or this app's other machines, share this relay's SECRET?)",
+			"path", r.URL.Path, "source", src, "refused_since_last_line", n)
+	}
 }

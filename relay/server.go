@@ -52,6 +52,9 @@ type Server struct {
 	// safe for concurrent use; set by New, replaced only by tests before
 	// Start).
 	secretThrottle *limit.AuthThrottle
+	// refusedLog paces the log of calls refused for a wrong SECRET
+	// (internally locked).
+	refusedLog limit.Paced
 
 	cleanupInterval time.Duration // static
 
@@ -89,6 +92,7 @@ func New(opts Options) (*Server, error) {
 		raw:             rawConns{mu: lockrank.Mutex{Class: lockrank.RawConns}},
 		retire:          retirement{mu: lockrank.Mutex{Class: lockrank.Retirement}, done: make(chan struct{})},
 		secretThrottle:  limit.NewAuthThrottle(limit.DefaultSecretFailureRate, o.Clock, limit.DefaultThrottleSources),
+		refusedLog:      limit.Paced{Gap: refusedLogGap},
 	}
 	s.gatherer = prometheus.DefaultGatherer
 	if g, ok := o.Metrics.(prometheus.Gatherer); ok {
