@@ -9,8 +9,10 @@
 // put in front of a credential, is a bucket per source too, but only
 // failures take tokens and a full table forgets its least recent failure
 // instead of sharing (throttle.go). Source is the one rule for the
-// address a request is counted under (source.go). Each type owns its
-// table under its own mutex; none calls out while holding it.
+// address a request is counted under (source.go). Paced lets one event a
+// gap through and counts the rest, for a log line about refusals
+// (paced.go). Each type owns its state under its own mutex; none calls
+// out while holding it.
 package limit
 
 import (
