@@ -19,26 +19,20 @@ func CheckOperator(r *http.Request, secret string) error {
 	return nil
 }
 
-// PrivateOrOperator guards a route that the private network may read
-// freely but the internet may not (/metrics): a request that came through
-// Fly's public proxy's HTTP handler carries Fly-Client-IP and
-// Fly-Forwarded-Port (the proxy sets them; a client cannot remove them),
-// and must then carry the operator's credential (CheckOperator). Requests
-// over the private network (Fly's own metrics scraper on 6PN, another
-// machine, a health check) and off Fly carry neither and are served.
+// PrivateOr guards a route that the private network may read freely but
+// the internet may not (/metrics): a request that came through Fly's
+// public proxy's HTTP handler carries Fly-Client-IP and Fly-Forwarded-Port
+// (the proxy sets them; a client cannot remove them), and must then pass
+// check, which answers it (an error, in the purrfly shape) or lets it
+// through (nil): the services check the operator's credential
+// (CheckOperator) under their failed-auth throttle. Requests over the
+// private network (Fly's own metrics scraper on 6PN, another machine, a
+// health check) and off Fly carry neither and are served.
 //
 // Only Fly's "http" handler adds these headers: a service that exposes
 // the port with handlers ["tls"] alone, or none, would let the internet in
 // unchallenged. The shipped fly.toml files expose it through
 // http_service only.
-func PrivateOrOperator(secret string, h http.Handler) http.Handler {
-	return PrivateOr(func(_ http.ResponseWriter, r *http.Request) error { return CheckOperator(r, secret) }, h)
-}
-
-// PrivateOr is PrivateOrOperator with the check of a request from the
-// internet given: check answers it (an error, in the purrfly shape) or
-// lets it through (nil). The balancer's check throttles failures per
-// source.
 func PrivateOr(check Handler, h http.Handler) http.Handler {
 	return Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Header.Get(HeaderFlyClientIP) != "" || r.Header.Get(HeaderFlyForwardedPort) != "" {

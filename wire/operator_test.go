@@ -9,12 +9,13 @@ import (
 	"time"
 )
 
-// TestPrivateOrOperator: /metrics is open to the private network and to
+// TestPrivateOrWithOperator: /metrics is open to the private network and to
 // local runs, but a request through Fly's public proxy (Fly-Client-IP)
 // needs the operator's secret, and a refusal does not echo it.
-func TestPrivateOrOperator(t *testing.T) {
+func TestPrivateOrWithOperator(t *testing.T) {
 	const secret = "s3cret-value"
-	h := PrivateOrOperator(secret, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	operator := func(_ http.ResponseWriter, r *http.Request) error { return CheckOperator(r, secret) }
+	h := PrivateOr(operator, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "metrics")
 	}))
 	for _, tc := range []struct {
