@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -145,7 +146,7 @@ func TestAdminKeyRules(t *testing.T) {
 		t.Fatalf("generated key %q is not 32 bytes of hex", k)
 	}
 	o.AdminKeys = []string{"sixteen-chars-ok"}
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	o.Logger = textLogger(logs)
 	s, err = New(o)
 	if err != nil || s.GeneratedAdminKey() != "" {

@@ -1,15 +1,14 @@
 package balancer
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/purrfly/purrfly/client"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -39,32 +38,14 @@ func (f *fakeRelay) handleRoomClose(w http.ResponseWriter, r *http.Request) {
 	wire.WriteJSON(w, http.StatusOK, out)
 }
 
-// logBuffer collects every log line of a balancer (safe for concurrent use).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // adminHarness is a harness whose balancer takes keys (nil: adminKeyA) and
 // logs every level into the returned buffer.
-func adminHarness(t testing.TB, keys []string, mod func(*Options)) (*harness, *logBuffer) {
+func adminHarness(t testing.TB, keys []string, mod func(*Options)) (*harness, *testutil.Buffer) {
 	t.Helper()
 	if keys == nil {
 		keys = []string{adminKeyA}
 	}
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	h := newHarness(t, func(o *Options) {
 		o.AdminKeys = keys
 		o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -99,7 +80,7 @@ func wantErrBody(t testing.TB, st int, body []byte, status int, code string) {
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func textLogger(w *logBuffer) *slog.Logger {
+func textLogger(w *testutil.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 

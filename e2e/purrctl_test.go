@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -142,7 +141,7 @@ func TestPurrctl(t *testing.T) {
 // proc is a purrctl process whose output is scanned for one pattern.
 type proc struct {
 	cmd     *exec.Cmd
-	out     lockedBuffer
+	out     testutil.Buffer
 	found   chan string   // the pattern's first submatch, once
 	waited  chan struct{} // closed once cmd.Wait returned
 	waitErr error         // written before waited is closed
@@ -267,22 +266,4 @@ func localEnv() []string {
 		}
 	}
 	return out
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -255,31 +254,13 @@ func TestRelaySecretThrottleSparesSiblings(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRelayRefusedSecretsCountedAndLogged: every call refused for a wrong
 // SECRET counts in purrfly_relay_internal_auth_failures_total, and the log
 // says so once per 10 s with how many were refused since its last line,
 // never the secrets tried.
 func TestRelayRefusedSecretsCountedAndLogged(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	s := startRelay(t, Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	c := testutil.ClientFrom(t, "127.0.0.2")
 	wrong := func() {

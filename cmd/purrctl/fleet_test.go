@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/purrfly/purrfly/client"
 	"github.com/purrfly/purrfly/devstack"
 	"github.com/purrfly/purrfly/internal/limit"
+	"github.com/purrfly/purrfly/internal/testutil"
 	"github.com/purrfly/purrfly/wire"
 )
 
@@ -60,7 +60,7 @@ func TestFleetCommand(t *testing.T) {
 
 	// A room to list, watch and close.
 	admin := client.NewAdmin(st.Balancer.URL(), fleetKey)
-	watchOut := &syncBuffer{}
+	watchOut := &testutil.Buffer{}
 	watched := make(chan int, 1)
 	go func() {
 		watched <- run([]string{"purrctl", "fleet", "watch", "--count", "2", "--for", "20s", "--balancer", st.Balancer.URL(), "--admin-key", fleetKey}, watchOut, &bytes.Buffer{})
@@ -115,22 +115,4 @@ func TestFleetCommand(t *testing.T) {
 		!strings.Contains(errb.String(), "unauthorized") || strings.Contains(errb.String(), "wrong-key") {
 		t.Errorf("wrong key: %d %q", code, errb.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -83,11 +83,11 @@ func TestSimPortBase(t *testing.T) {
 	var base int
 	var state string
 	var sim *exec.Cmd
-	var simOut *syncBuffer
+	var simOut *testutil.Buffer
 	for try := 0; ; try++ {
 		base = 20000 + rand.IntN(11)*1100 // below Linux's ephemeral ports (32768 up)
 		state = filepath.Join(t.TempDir(), "state.json")
-		simOut = &syncBuffer{}
+		simOut = &testutil.Buffer{}
 		sim = exec.Command(bin, "sim", "--config", "../../fly/sim.toml", "--rollout-config", "../../fly/rollout.toml", "--state", state, "--log-dir", t.TempDir())
 		sim.Env = cliEnv("PURRFLY_SIM_PORT_BASE=" + strconv.Itoa(base))
 		sim.Stdout, sim.Stderr, sim.WaitDelay = simOut, simOut, 5*time.Second
@@ -198,7 +198,7 @@ func runUntil(t *testing.T, cmd *exec.Cmd, mark string) (string, string, error) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package testutil holds the small helpers that many test packages share:
 // a bounded wait for a condition, random hex identifiers, and HTTP clients
 // from chosen loopback sources with a counter of concurrent answers
-// (loopback.go). It is for
+// (loopback.go), and a buffer safe for a writer and a reader (buffer.go).
+// It is for
 // tests only (like internal/testbin): no production package imports it.
 package testutil
 
