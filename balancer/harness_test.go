@@ -103,14 +103,21 @@ func (h *harness) do(method, path string, hdr map[string]string, body []byte) (i
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := h.client.Do(req)
+	return send(h.t, h.client, req)
+}
+
+// send sends req on c and returns its answer, read whole; a request that
+// fails fails the test.
+func send(t testing.TB, c *http.Client, req *http.Request) (int, []byte, http.Header) {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return resp.StatusCode, b, resp.Header
 }

@@ -36,16 +36,7 @@ func secretCall(t *testing.T, h *harness, c *http.Client, method, path string, h
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b, resp.Header
+	return send(t, c, req)
 }
 
 func internalSecretHdr(secret string) map[string]string {

@@ -1,7 +1,6 @@
 package balancer
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -47,7 +46,7 @@ func TestAdminSourceBehindProxy(t *testing.T) {
 	})
 	proxy := appendingProxy(t, h)
 	attacker, operator := testutil.ClientFrom(t, "127.0.0.2"), testutil.ClientFrom(t, "127.0.0.3")
-	send := func(c *http.Client, method, path, key, forged string) (int, []byte, http.Header) {
+	via := func(c *http.Client, method, path, key, forged string) (int, []byte, http.Header) {
 		t.Helper()
 		req, err := http.NewRequest(method, proxy+path, nil)
 		if err != nil {
@@ -55,33 +54,24 @@ func TestAdminSourceBehindProxy(t *testing.T) {
 		}
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("X-Forwarded-For", forged)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, b, resp.Header
+		return send(t, c, req)
 	}
 	for i := range 3 {
-		if st, body, _ := send(attacker, http.MethodGet, wire.PathStats, "wrong-key-0123456789", "203.0.113."+strconv.Itoa(i)); st != http.StatusUnauthorized {
+		if st, body, _ := via(attacker, http.MethodGet, wire.PathStats, "wrong-key-0123456789", "203.0.113."+strconv.Itoa(i)); st != http.StatusUnauthorized {
 			t.Fatalf("guess %d: %d %s", i, st, body)
 		}
 	}
-	st, body, hd := send(attacker, http.MethodGet, wire.PathStats, adminKeyA, "203.0.113.99")
+	st, body, hd := via(attacker, http.MethodGet, wire.PathStats, adminKeyA, "203.0.113.99")
 	wantErrBody(t, st, body, http.StatusTooManyRequests, wire.ErrThrottled.Code)
 	if hd.Get("Retry-After") == "" {
 		t.Fatalf("throttled without Retry-After: %v", hd)
 	}
 	// Another client behind the same proxy is its own source.
-	if st, body, _ := send(operator, http.MethodGet, wire.PathStats, adminKeyA, "203.0.113.0"); st != http.StatusOK {
+	if st, body, _ := via(operator, http.MethodGet, wire.PathStats, adminKeyA, "203.0.113.0"); st != http.StatusOK {
 		t.Fatalf("another client behind the proxy, claiming the throttled address: %d %s", st, body)
 	}
 	// The audit log names the address the proxy appended.
-	send(operator, http.MethodDelete, "/v1/rooms/no-such-room", adminKeyA, "198.51.100.66")
+	via(operator, http.MethodDelete, "/v1/rooms/no-such-room", adminKeyA, "198.51.100.66")
 	out := logs.String()
 	if strings.Contains(out, "203.0.113.") || strings.Contains(out, "198.51.100.66") {
 		t.Fatalf("a forged first hop reached the logs:\n%s", out)

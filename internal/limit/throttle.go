@@ -65,10 +65,15 @@ func NewAuthThrottle(rate Rate, clk clock.Clock, max int) *AuthThrottle {
 	return &AuthThrottle{rate: rate, clk: clock.OrReal(clk), max: max, m: make(map[string]*list.Element), lru: list.New()}
 }
 
-// refillLocked brings e's tokens up to now.
-func (t *AuthThrottle) refillLocked(e *throttleEntry, now time.Time) {
-	e.tokens = min(float64(t.rate.Burst), e.tokens+float64(now.Sub(e.at))/float64(t.rate.Every))
-	e.at = now
+// tokensAt is e's tokens at now: those it had, refilled since (none for a
+// clock that went back), at most the burst. The caller holds mu.
+func (t *AuthThrottle) tokensAt(e *throttleEntry, now time.Time) float64 {
+	return min(float64(t.rate.Burst), e.tokens+float64(max(now.Sub(e.at), 0))/float64(t.rate.Every))
+}
+
+// waitFor is how long until a source with tokens has one.
+func (t *AuthThrottle) waitFor(tokens float64) time.Duration {
+	return time.Duration((1 - tokens) * float64(t.rate.Every))
 }
 
 // Admit decides, in one step under the lock, a request from src whose
@@ -99,9 +104,9 @@ func (t *AuthThrottle) Admit(src string, right bool) (throttled bool, wait time.
 		t.m[src] = el
 	}
 	e := el.Value.(*throttleEntry)
-	t.refillLocked(e, now)
+	e.tokens, e.at = t.tokensAt(e, now), now
 	if e.tokens < 1 {
-		return true, time.Duration((1 - e.tokens) * float64(t.rate.Every))
+		return true, t.waitFor(e.tokens)
 	}
 	if !right {
 		e.tokens--
@@ -125,10 +130,8 @@ func (t *AuthThrottle) Limited(src string) (throttled bool, wait time.Duration) 
 	if el == nil {
 		return false, 0
 	}
-	e := el.Value.(*throttleEntry)
-	tokens := min(float64(t.rate.Burst), e.tokens+float64(max(now.Sub(e.at), 0))/float64(t.rate.Every))
-	if tokens < 1 {
-		return true, time.Duration((1 - tokens) * float64(t.rate.Every))
+	if tokens := t.tokensAt(el.Value.(*throttleEntry), now); tokens < 1 {
+		return true, t.waitFor(tokens)
 	}
 	return false, 0
 }
