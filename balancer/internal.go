@@ -14,7 +14,7 @@ import (
 // the protocol version on every answer (errors included).
 func (s *Server) internal(allowed []string, h wire.Handler) http.Handler {
 	checked := methods(allowed, func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.secretGuard(w, r, s.internalSecret); err != nil {
+		if err := s.secretGuard(w, r, wire.CheckInternal); err != nil {
 			return err
 		}
 		return h(w, r)

@@ -14,8 +14,9 @@ const internalAuthLogGap = 10 * time.Second
 
 // secretGuard authenticates a call made with the shared SECRET (the
 // internal routes relays and the standby call, and /metrics from the
-// internet), right telling whether r carries it, under its source's
-// failed-auth throttle (Server.secretThrottle, Options.SecretFailureRate):
+// internet), check (wire.CheckInternal or wire.CheckOperator) telling
+// whether r carries it, under its source's failed-auth throttle
+// (Server.secretThrottle, Options.SecretFailureRate):
 // a throttled source is answered 429 throttled with Retry-After before its
 // secret is compared; otherwise the secret is compared and the throttle
 // decides in one step (a wrong one takes a token, a right one none), as
@@ -29,9 +30,9 @@ const internalAuthLogGap = 10 * time.Second
 // publications and removals, and does not repeat a refused look-up), so
 // one alone does not empty it; several, or a flood, lock the others out
 // only while they last, a second at a time.
-func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, right func(*http.Request) bool) error {
+func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, check func(*http.Request, string) error) error {
 	src := s.adminSource(r)
-	ok, limited, wait := s.secretThrottle.Guard(src, func() bool { return right(r) })
+	ok, limited, wait := s.secretThrottle.Guard(src, func() bool { return check(r, s.opts.Secret) == nil })
 	if limited {
 		return wire.Throttled(w, wait)
 	}
@@ -40,17 +41,6 @@ func (s *Server) secretGuard(w http.ResponseWriter, r *http.Request, right func(
 		return wire.ErrUnauthorized
 	}
 	return nil
-}
-
-// internalSecret tells whether r carries the SECRET as relays send it.
-func (s *Server) internalSecret(r *http.Request) bool {
-	return wire.CheckInternal(r, s.opts.Secret) == nil
-}
-
-// operatorSecret tells whether r carries the SECRET as an operator's tool
-// (a Prometheus scraper on /metrics) sends it.
-func (s *Server) operatorSecret(r *http.Request) bool {
-	return wire.CheckOperator(r, s.opts.Secret) == nil
 }
 
 // refusedSecret counts one call from src refused for a wrong SECRET and

@@ -35,7 +35,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(op.PublicPath(), methods(allowed, s.handleMigration(op)))
 	}
 	mux.Handle("/metrics", wire.PrivateOr(func(w http.ResponseWriter, r *http.Request) error {
-		return s.secretGuard(w, r, s.operatorSecret)
+		return s.secretGuard(w, r, wire.CheckOperator)
 	}, s.metricsHandler()))
 
 	mux.Handle(wire.PathRegister, s.internal(post, s.handleRegister))

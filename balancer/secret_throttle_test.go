@@ -130,7 +130,7 @@ func TestSecretThrottleSharedAddress(t *testing.T) {
 func TestSecretGuardComparesNothingWhenThrottled(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.SecretFailureRate = limit.Rate{Every: time.Minute, Burst: 2} })
 	compared := 0
-	wrong := func(*http.Request) bool { compared++; return false }
+	wrong := func(*http.Request, string) error { compared++; return wire.ErrUnauthorized }
 	guard := func() (int, http.Header) {
 		req := httptest.NewRequest(http.MethodPost, wire.PathRegister, nil)
 		req.RemoteAddr = "192.0.2.1:4000"
