@@ -206,17 +206,8 @@ func relayOptions(c *cli.Context) (relay.Options, error) {
 			return o, usagef("HOST_ENDPOINT must be an http(s) URL")
 		}
 	}
-	for name, p := range map[string]int{"PORT": o.HTTPPort, "HOST_UDP_PORT_V2": o.PublicUDPPortV2} {
-		if p < 0 || p > 65535 {
-			return o, usagef("%s must be a port number", name)
-		}
-	}
-	if o.UDPPortV2 < -1 || o.UDPPortV2 > 65535 {
-		return o, usagef("UDP_PORT_V2 must be a port number, 0 (any) or -1 (LiteNetLib 2.x not served)")
-	}
-	if o.UDPSockets < 1 || o.UDPSockets > 64 {
-		return o, usagef("UDP_SOCKETS must be between 1 and 64")
-	}
+	// Ports, UDP_SOCKETS and the other numbers are checked against their
+	// ranges as the flags are read (ranges.go).
 	if fly && o.UDPHost == "" && (o.UDPPortV2 >= 0 || o.UDPPort >= 0) {
 		o.UDPHost = flyGlobalServices()
 	}
