@@ -154,10 +154,10 @@ func (tr *traffic) summarize(s *Side) {
 		s.ArrivalRTTP50us, s.ArrivalRTTP99us = us(rt.quantile(0.5)), us(rt.quantile(0.99))
 		s.trips.arrival = rt
 	}
-	if e := crossings[crossingEcho]; e.n > 0 { // an echo's message is its round trip
-		s.trips.read = &e
-		if a := arrivals[crossingEcho]; a.n > 0 {
-			s.trips.arrival = &a
+	if e := &crossings[crossingEcho]; e.n > 0 { // an echo's message is its round trip
+		s.trips.read = e
+		if a := &arrivals[crossingEcho]; a.n > 0 {
+			s.trips.arrival = a
 		}
 	}
 	s.trips.weight = float64(s.Messages)
