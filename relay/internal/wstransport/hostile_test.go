@@ -159,6 +159,10 @@ func TestPendingPoolPushesOutTheOldest(t *testing.T) {
 	hs, cs := s.allocate("room")
 	host := s.join("room", hs) // pushes out the oldest
 	squatters[0].expectEnd(5 * time.Second)
+	// The host holds its place until its upgrade's handler returns, just
+	// after the reply it read: wait for that, or the next upgrade would
+	// find the pool full and push out one more.
+	testutil.Eventually(t, 5*time.Second, "the host's place given back", func() bool { return s.tr.PendingCount() == 7 })
 	// The flood goes on from a new address: the pool is full again.
 	c, status := s.rawUpgrade("127.0.0.6")
 	if status != http.StatusSwitchingProtocols {
